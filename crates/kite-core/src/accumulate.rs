@@ -1,0 +1,130 @@
+//! Folding a stream of [`Event`]s into a [`Response`].
+
+use crate::{
+    Error, Event, FinishReason, Message, Metadata, Part, Reasoning, Response, Role, Usage,
+};
+
+/// Builds a [`Response`] from stream events, in the order they arrive.
+///
+/// Consecutive text, reasoning or refusal deltas extend one part; tool calls are taken whole
+/// from [`Event::ToolCallEnd`]. The last [`Event::Usage`] is the response's usage.
+///
+/// ```
+/// use kite_core::{Event, FinishReason, ResponseBuilder};
+///
+/// let mut b = ResponseBuilder::new();
+/// b.push(Event::TextDelta { text: "Hel".into() });
+/// b.push(Event::TextDelta { text: "lo".into() });
+/// b.push(Event::Finish { reason: FinishReason::Stop });
+/// assert_eq!(b.finish().unwrap().text(), "Hello");
+/// ```
+#[derive(Debug, Default)]
+pub struct ResponseBuilder {
+    id: Option<String>,
+    model: Option<String>,
+    parts: Vec<Part>,
+    /// Whether the last part still takes deltas.
+    last_open: bool,
+    usage: Usage,
+    finish: Option<FinishReason>,
+}
+
+impl ResponseBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one event.
+    pub fn push(&mut self, event: Event) {
+        match event {
+            Event::Start { id, model } => {
+                self.id = id.or(self.id.take());
+                self.model = model.or(self.model.take());
+            }
+            Event::TextDelta { text } => self.append(
+                text,
+                |p| match p {
+                    Part::Text { text } => Some(text),
+                    _ => None,
+                },
+                |text| Part::Text { text },
+            ),
+            Event::RefusalDelta { text } => self.append(
+                text,
+                |p| match p {
+                    Part::Refusal { text } => Some(text),
+                    _ => None,
+                },
+                |text| Part::Refusal { text },
+            ),
+            Event::ReasoningDelta { text } => self.append(
+                text,
+                |p| match p {
+                    Part::Reasoning(r) => Some(&mut r.text),
+                    _ => None,
+                },
+                |text| {
+                    Part::Reasoning(Reasoning {
+                        text,
+                        metadata: Metadata::new(),
+                    })
+                },
+            ),
+            Event::ReasoningEnd { metadata } => {
+                match (self.last_open, self.parts.last_mut()) {
+                    (true, Some(Part::Reasoning(r))) => r.metadata.extend(metadata),
+                    _ => self.parts.push(Part::Reasoning(Reasoning {
+                        text: String::new(),
+                        metadata,
+                    })),
+                }
+                self.last_open = false;
+            }
+            Event::ToolCallEnd { call, .. } => {
+                self.parts.push(Part::ToolCall(call));
+                self.last_open = false;
+            }
+            Event::Usage { usage } => self.usage = usage,
+            Event::Finish { reason } => self.finish = Some(reason),
+            Event::ToolCallStart { .. } | Event::ToolCallDelta { .. } | Event::Unknown { .. } => {}
+        }
+    }
+
+    fn append(
+        &mut self,
+        delta: String,
+        same: impl Fn(&mut Part) -> Option<&mut String>,
+        new: impl Fn(String) -> Part,
+    ) {
+        if delta.is_empty() {
+            return;
+        }
+        if self.last_open
+            && let Some(text) = self.parts.last_mut().and_then(same)
+        {
+            text.push_str(&delta);
+            return;
+        }
+        self.parts.push(new(delta));
+        self.last_open = true;
+    }
+
+    /// The response, or an error when the stream ended before the provider said it was done.
+    pub fn finish(self) -> Result<Response, Error> {
+        let Some(finish_reason) = self.finish else {
+            return Err(Error::transport(
+                crate::TransportErrorKind::ConnectionClosed,
+                "the stream ended before the response was complete",
+            ));
+        };
+        Ok(Response {
+            id: self.id,
+            model: self.model,
+            message: Message::new(Role::Assistant, self.parts),
+            finish_reason,
+            usage: self.usage,
+            metadata: Metadata::new(),
+        })
+    }
+}

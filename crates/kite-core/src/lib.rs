@@ -1,0 +1,43 @@
+//! kite's provider-neutral data model.
+//!
+//! Everything a conversation with a language model is made of — [`Message`]s and their
+//! [`Part`]s, a [`Request`], a [`Response`], the streaming [`Event`] grammar every provider
+//! shares, [`Usage`] and [`Error`] — plus the [`Model`] trait that providers implement.
+//!
+//! This crate does no I/O and depends on no runtime: codecs (`kite-wire`) and transports
+//! (`kite-http`) build on it.
+//!
+//! ```
+//! use kite_core::{Message, Request, ToolSpec};
+//! use serde_json::json;
+//!
+//! let request = Request::new("gpt-4o-mini")
+//!     .system("You are terse.")
+//!     .message(Message::user("What is the weather in Paris?"))
+//!     .tool(ToolSpec::new(
+//!         "weather",
+//!         "Current weather for a city",
+//!         json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+//!     ));
+//! assert_eq!(request.tools[0].name, "weather");
+//! ```
+
+mod accumulate;
+mod error;
+mod event;
+mod message;
+mod metadata;
+mod model;
+mod request;
+mod response;
+mod usage;
+
+pub use accumulate::ResponseBuilder;
+pub use error::{ApiError, ApiErrorKind, DecodeError, Error, TransportError, TransportErrorKind};
+pub use event::Event;
+pub use message::{ImageSource, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+pub use metadata::Metadata;
+pub use model::{Capabilities, EventStream, Model, ModelFuture, collect};
+pub use request::{Request, ResponseFormat, ToolChoice, ToolSpec};
+pub use response::{FinishReason, Response};
+pub use usage::Usage;

@@ -1,0 +1,64 @@
+//! The interface every provider implements.
+
+use crate::{Error, Event, Request, Response, ResponseBuilder};
+use futures_core::Stream;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A stream of events from one model call. Errors arrive as items; after an error the
+/// stream ends.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, Error>> + Send>>;
+
+/// A boxed future, as returned by [`Model::complete`].
+pub type ModelFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A language model: remote provider, local engine or test double.
+///
+/// Implementors write [`Model::stream`]; [`Model::complete`] buffers that same stream, so the
+/// streamed and buffered paths cannot drift apart.
+pub trait Model: Send + Sync {
+    /// Streams the answer to `request`.
+    fn stream(&self, request: Request) -> EventStream;
+
+    /// The whole answer to `request`.
+    fn complete(&self, request: Request) -> ModelFuture<'static, Result<Response, Error>> {
+        Box::pin(collect(self.stream(request)))
+    }
+
+    /// What the model can do.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+}
+
+/// Buffers an event stream into a [`Response`].
+pub async fn collect(mut stream: EventStream) -> Result<Response, Error> {
+    let mut builder = ResponseBuilder::new();
+    while let Some(event) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+        builder.push(event?);
+    }
+    builder.finish()
+}
+
+/// Features a model supports, for callers that adapt to them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    pub streaming: bool,
+    pub tools: bool,
+    pub parallel_tool_calls: bool,
+    pub images: bool,
+    pub json_schema: bool,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Self {
+            streaming: true,
+            tools: true,
+            parallel_tool_calls: true,
+            images: false,
+            json_schema: false,
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! What a model answers.
+
+use crate::{Message, Metadata, Role, ToolCall, Usage};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A complete answer from a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// The provider's id of this response, when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The model that answered, as the provider names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The assistant message.
+    pub message: Message,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+}
+
+impl Response {
+    /// An empty assistant response.
+    pub fn empty(finish_reason: FinishReason) -> Self {
+        Self {
+            id: None,
+            model: None,
+            message: Message::new(Role::Assistant, Vec::new()),
+            finish_reason,
+            usage: Usage::default(),
+            metadata: Metadata::new(),
+        }
+    }
+
+    /// The answer's text.
+    pub fn text(&self) -> String {
+        self.message.text()
+    }
+
+    /// The tool calls the model asked for.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.message.tool_calls()
+    }
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FinishReason {
+    /// A natural end or a stop sequence.
+    Stop,
+    /// The token limit cut the answer.
+    Length,
+    /// The model wants tools called.
+    ToolCalls,
+    /// A content filter cut the answer.
+    ContentFilter,
+    /// A reason kite has no name for, as the provider sent it.
+    Other(String),
+}
+
+impl FinishReason {
+    /// Maps any provider's wire value to kite's reason.
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "stop" | "end_turn" | "stop_sequence" | "eos" => Self::Stop,
+            "length" | "max_tokens" | "model_length" => Self::Length,
+            "tool_calls" | "function_call" | "tool_use" => Self::ToolCalls,
+            "content_filter" => Self::ContentFilter,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// kite's name for the reason.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool_calls",
+            Self::ContentFilter => "content_filter",
+            Self::Other(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FinishReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FinishReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<str>::deserialize(d)?;
+        Ok(Self::from_wire(&s))
+    }
+}

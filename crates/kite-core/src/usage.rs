@@ -1,0 +1,44 @@
+//! Token usage reported by a provider, summable across calls.
+
+use serde::{Deserialize, Serialize};
+use std::ops::{Add, AddAssign};
+
+/// Tokens (and, where the provider reports it, cost) spent by one or more model calls.
+///
+/// `cached_input_tokens` is part of `input_tokens`; `reasoning_tokens` is part of
+/// `output_tokens`, as the providers report them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    /// Cost in the provider's billing unit (US dollars or credits), when it reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.total_tokens += rhs.total_tokens;
+        self.cached_input_tokens += rhs.cached_input_tokens;
+        self.reasoning_tokens += rhs.reasoning_tokens;
+        self.cost = match (self.cost, rhs.cost) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+}
+
+impl Add for Usage {
+    type Output = Usage;
+    fn add(mut self, rhs: Usage) -> Usage {
+        self += rhs;
+        self
+    }
+}

@@ -1,0 +1,27 @@
+//! Sans-IO wire codecs: they turn kite's [`Request`](kite_core::Request) into provider bytes
+//! and provider bytes back into kite's [`Event`](kite_core::Event)s and
+//! [`Response`](kite_core::Response)s. Nothing here does I/O, so any HTTP client can drive
+//! them and every recorded exchange is a plain unit test.
+//!
+//! - [`sse`]: server-sent events framing.
+//! - [`openai_chat`]: OpenAI Chat Completions and the servers that speak it (Mistral,
+//!   OpenRouter, Groq, llama.cpp, vLLM, Ollama).
+//! - [`errors`]: provider error envelopes into typed [`ApiError`](kite_core::ApiError)s.
+
+pub mod errors;
+pub mod openai_chat;
+pub mod sse;
+mod str;
+
+use kite_core::{Error, Event};
+
+/// A decoder for one streamed response: bytes in, events out.
+pub trait StreamDecoder: Send {
+    /// Decodes `bytes`, appending complete events to `out`. An error ends the stream; events
+    /// decoded before it are still in `out`.
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error>;
+
+    /// Called once when the connection closed: flushes what is pending, or reports a stream
+    /// that ended before the provider said it was complete.
+    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error>;
+}

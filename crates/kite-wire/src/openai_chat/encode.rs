@@ -1,0 +1,231 @@
+//! Request encoding.
+
+use super::{Dialect, NAMESPACE};
+use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
+use serde_json::{Map, Value, json};
+
+/// The JSON body of a chat completion request. With `stream`, the body asks for an SSE
+/// stream (and for usage in it, where the dialect supports that).
+pub fn encode_request(req: &Request, dialect: Dialect, stream: bool) -> Result<Vec<u8>, Error> {
+    let body = encode_value(req, dialect, stream)?;
+    serde_json::to_vec(&body).map_err(|e| Error::InvalidRequest(e.to_string()))
+}
+
+fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, Error> {
+    if req.model.is_empty() {
+        return Err(Error::InvalidRequest("no model named".into()));
+    }
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if let Some(system) = &req.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in &req.messages {
+        encode_message(m, &mut messages)?;
+    }
+
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    body.insert("messages".into(), Value::Array(messages));
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| {
+                let mut f = Map::new();
+                f.insert("name".into(), json!(t.name));
+                if !t.description.is_empty() {
+                    f.insert("description".into(), json!(t.description));
+                }
+                f.insert("parameters".into(), t.parameters.clone());
+                if let Some(strict) = t.strict {
+                    f.insert("strict".into(), json!(strict));
+                }
+                json!({"type": "function", "function": f})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(choice) = &req.tool_choice {
+        let v = match choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        };
+        body.insert("tool_choice".into(), v);
+    }
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            body.insert(k.into(), v);
+        }
+    };
+    put(
+        "parallel_tool_calls",
+        req.parallel_tool_calls.map(Value::from),
+    );
+    put("temperature", req.temperature.map(Value::from));
+    put("top_p", req.top_p.map(Value::from));
+    put(dialect.max_tokens_field(), req.max_tokens.map(Value::from));
+    put("stop", (!req.stop.is_empty()).then(|| json!(req.stop)));
+    put(dialect.seed_field(), req.seed.map(Value::from));
+    put(
+        "user",
+        req.user
+            .clone()
+            .filter(|_| dialect.sends_user())
+            .map(Value::from),
+    );
+    put(
+        "response_format",
+        req.response_format.as_ref().map(|f| match f {
+            ResponseFormat::Text => json!({"type": "text"}),
+            ResponseFormat::JsonObject => json!({"type": "json_object"}),
+            ResponseFormat::JsonSchema {
+                name,
+                schema,
+                description,
+                strict,
+            } => {
+                let mut s = Map::new();
+                s.insert("name".into(), json!(name));
+                s.insert("schema".into(), schema.clone());
+                if let Some(d) = description {
+                    s.insert("description".into(), json!(d));
+                }
+                if let Some(strict) = strict {
+                    s.insert("strict".into(), json!(strict));
+                }
+                json!({"type": "json_schema", "json_schema": s})
+            }
+        }),
+    );
+    if stream {
+        body.insert("stream".into(), json!(true));
+        if dialect.stream_options() {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+    }
+    for (k, v) in &req.extra {
+        body.insert(k.clone(), v.clone());
+    }
+    Ok(Value::Object(body))
+}
+
+fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
+    // Tool results become one `tool` message each, whatever message carried them.
+    for p in &m.parts {
+        if let Part::ToolResult(r) = p {
+            let mut texts = Vec::new();
+            for c in &r.content {
+                match c {
+                    Part::Text { text } => texts.push(text.as_str()),
+                    _ => {
+                        return Err(Error::InvalidRequest(
+                            "chat completions tool results carry text only".into(),
+                        ));
+                    }
+                }
+            }
+            out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": texts.concat()}));
+        }
+    }
+    match m.role {
+        Role::Tool => Ok(()),
+        Role::System => {
+            out.push(json!({"role": "system", "content": m.text()}));
+            Ok(())
+        }
+        Role::User => {
+            let content: Vec<&Part> = m
+                .parts
+                .iter()
+                .filter(|p| matches!(p, Part::Text { .. } | Part::Image { .. }))
+                .collect();
+            if content.is_empty() {
+                return Ok(());
+            }
+            let value = match content.as_slice() {
+                [Part::Text { text }] => json!(text),
+                parts => Value::Array(parts.iter().map(|p| user_part(p)).collect()),
+            };
+            out.push(json!({"role": "user", "content": value}));
+            Ok(())
+        }
+        Role::Assistant => {
+            let mut msg = Map::new();
+            msg.insert("role".into(), json!("assistant"));
+            let text = m.text();
+            let calls: Vec<Value> = m
+                .tool_calls()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}})
+                })
+                .collect();
+            let refusal: String = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Refusal { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let details: Vec<Value> = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Reasoning(r) => r.metadata.get(NAMESPACE, "reasoning_details"),
+                    _ => None,
+                })
+                .filter_map(Value::as_array)
+                .flatten()
+                .cloned()
+                .collect();
+            let content = if text.is_empty() && !calls.is_empty() {
+                Value::Null
+            } else {
+                json!(text)
+            };
+            msg.insert("content".into(), content);
+            if !refusal.is_empty() {
+                msg.insert("refusal".into(), json!(refusal));
+            }
+            if !calls.is_empty() {
+                msg.insert("tool_calls".into(), Value::Array(calls));
+            }
+            if !details.is_empty() {
+                msg.insert("reasoning_details".into(), Value::Array(details));
+            }
+            if text.is_empty() && calls_or_refusal_empty(&msg) {
+                return Ok(());
+            }
+            out.push(Value::Object(msg));
+            Ok(())
+        }
+    }
+}
+
+fn calls_or_refusal_empty(msg: &Map<String, Value>) -> bool {
+    !msg.contains_key("tool_calls") && !msg.contains_key("refusal")
+}
+
+fn user_part(p: &Part) -> Value {
+    match p {
+        Part::Text { text } => json!({"type": "text", "text": text}),
+        Part::Image { source, detail } => {
+            let url = match source {
+                ImageSource::Url { url } => url.clone(),
+                ImageSource::Base64 { media_type, data } => {
+                    format!("data:{media_type};base64,{data}")
+                }
+            };
+            let mut image = Map::new();
+            image.insert("url".into(), json!(url));
+            if let Some(d) = detail {
+                image.insert("detail".into(), json!(d));
+            }
+            json!({"type": "image_url", "image_url": image})
+        }
+        _ => Value::Null,
+    }
+}

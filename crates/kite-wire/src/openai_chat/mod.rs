@@ -1,0 +1,65 @@
+//! OpenAI Chat Completions (`POST /v1/chat/completions`) and the servers that speak it.
+//!
+//! - [`encode_request`] writes a [`Request`](kite_core::Request) as the JSON body.
+//! - [`decode_response`] reads a non-streamed JSON body into a
+//!   [`Response`](kite_core::Response).
+//! - [`ChatStreamDecoder`] reads a streamed (SSE) body into [`Event`](kite_core::Event)s.
+//!
+//! Servers differ in small ways; a [`Dialect`] names which one is spoken. Decoding accepts
+//! every dialect's output whatever the dialect: `reasoning_content` / `reasoning` fields,
+//! Mistral's content-chunk arrays and whole tool calls in one chunk, OpenRouter's
+//! `reasoning_details`, cost and errors inside a 200 stream, Groq's `event: error` and
+//! `x_groq.usage`, and the legacy `function_call`.
+
+mod decode;
+mod encode;
+mod stream;
+mod wire;
+
+pub use decode::{decode_response, response_events};
+pub use encode::encode_request;
+pub use stream::ChatStreamDecoder;
+
+/// The metadata namespace this codec writes ([`kite_core::Metadata`]).
+pub const NAMESPACE: &str = "chat";
+
+/// Which server speaks the protocol; decides the few request fields that differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// api.openai.com: `max_completion_tokens`, `stream_options.include_usage`.
+    #[default]
+    OpenAi,
+    /// api.mistral.ai: `max_tokens`, `random_seed`; no `stream_options` or `user`.
+    Mistral,
+    /// openrouter.ai: `max_tokens`; reasoning details round-trip.
+    OpenRouter,
+    /// api.groq.com: `max_completion_tokens`.
+    Groq,
+    /// Any other compatible server (llama.cpp, vLLM, Ollama, proxies): the most widely
+    /// accepted field names.
+    Compatible,
+}
+
+impl Dialect {
+    fn max_tokens_field(self) -> &'static str {
+        match self {
+            Dialect::OpenAi | Dialect::Groq => "max_completion_tokens",
+            _ => "max_tokens",
+        }
+    }
+
+    fn seed_field(self) -> &'static str {
+        match self {
+            Dialect::Mistral => "random_seed",
+            _ => "seed",
+        }
+    }
+
+    fn stream_options(self) -> bool {
+        !matches!(self, Dialect::Mistral)
+    }
+
+    fn sends_user(self) -> bool {
+        !matches!(self, Dialect::Mistral)
+    }
+}

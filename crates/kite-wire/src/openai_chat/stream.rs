@@ -1,0 +1,360 @@
+//! Streamed responses: SSE frames into events, tool calls assembled by index.
+
+use super::NAMESPACE;
+use super::wire::{Chunk, Content, ContentPart, Delta};
+use crate::StreamDecoder;
+use crate::errors;
+use crate::sse::SseDecoder;
+use kite_core::{Error, Event, FinishReason, Metadata, ToolCall, TransportErrorKind, Usage};
+use serde_json::Value;
+
+/// Decodes a streamed chat completion.
+///
+/// ```
+/// use kite_wire::{StreamDecoder, openai_chat::ChatStreamDecoder};
+/// use kite_core::Event;
+///
+/// let body = b"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+///              data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+///              data: [DONE]\n\n";
+/// let mut dec = ChatStreamDecoder::new();
+/// let mut events = Vec::new();
+/// dec.decode(body, &mut events).unwrap();
+/// dec.finish(&mut events).unwrap();
+/// assert!(matches!(&events[1], Event::TextDelta { text } if text == "Hi"));
+/// assert!(matches!(events.last(), Some(Event::Finish { .. })));
+/// ```
+#[derive(Debug, Default)]
+pub struct ChatStreamDecoder {
+    sse: SseDecoder,
+    asm: Assembler,
+    /// Nothing more is decoded: `[DONE]` was seen or an error ended the stream.
+    closed: bool,
+    /// The first bytes received, to show when the body was no event stream at all.
+    head: Vec<u8>,
+}
+
+impl ChatStreamDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn drain(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        while !self.closed {
+            let Some(frame) = self.sse.next_frame() else {
+                break;
+            };
+            let data = frame.data.trim_end();
+            match frame.event {
+                "" | "message" | "chunk" => {}
+                "error" => {
+                    self.closed = true;
+                    let value: Value = serde_json::from_str(data)
+                        .map_err(|e| Error::decode(format!("error event: {e}"), data))?;
+                    return Err(errors::from_value(None, &value)
+                        .unwrap_or_else(|| kite_core::ApiError::new(None, data.to_owned()))
+                        .into());
+                }
+                other => {
+                    let data = serde_json::from_str(data)
+                        .unwrap_or_else(|_| Value::String(data.to_owned()));
+                    out.push(Event::Unknown {
+                        kind: other.to_owned(),
+                        data,
+                    });
+                    continue;
+                }
+            }
+            if data == "[DONE]" {
+                self.closed = true;
+                self.asm.close(true, out);
+                return Ok(());
+            }
+            let chunk: Chunk = match serde_json::from_str(data) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.closed = true;
+                    return Err(Error::decode(format!("chunk is not valid JSON: {e}"), data));
+                }
+            };
+            if let Err(e) = self.asm.chunk(chunk, out) {
+                self.closed = true;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StreamDecoder for ChatStreamDecoder {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
+        if self.closed {
+            return Ok(());
+        }
+        if self.head.len() < 256 {
+            let take = bytes.len().min(256 - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+        }
+        self.sse.feed(bytes);
+        self.drain(out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        if !self.closed {
+            self.sse.end();
+            self.drain(out)?;
+        }
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        if self.sse.counts().1 == 0 && !self.head.is_empty() {
+            return Err(Error::decode(
+                "the response body is not a server-sent event stream",
+                &self.head,
+            ));
+        }
+        if self.asm.finish.is_none() {
+            return Err(Error::transport(
+                TransportErrorKind::ConnectionClosed,
+                "the stream ended before the response was complete",
+            ));
+        }
+        self.asm.close(false, out);
+        Ok(())
+    }
+}
+
+/// The state shared by streamed and whole responses: a whole response is one chunk whose
+/// `message` is the complete delta.
+#[derive(Debug, Default)]
+pub(super) struct Assembler {
+    started: bool,
+    calls: Vec<PendingCall>,
+    calls_closed: bool,
+    reasoning_open: bool,
+    reasoning_details: Vec<Value>,
+    pub(super) finish: Option<FinishReason>,
+    usage: Option<Usage>,
+}
+
+#[derive(Debug)]
+struct PendingCall {
+    index: u32,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl Assembler {
+    pub(super) fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<Event>) -> Result<(), Error> {
+        if let Some(err) = &chunk.error
+            && !err.is_null()
+        {
+            let mut wrapper = serde_json::Map::new();
+            wrapper.insert("error".into(), err.clone());
+            let e = errors::from_value(None, &Value::Object(wrapper))
+                .unwrap_or_else(|| kite_core::ApiError::new(None, err.to_string()));
+            return Err(e.into());
+        }
+        if !self.started {
+            self.started = true;
+            out.push(Event::Start {
+                id: chunk.id.map(|s| s.into_string()),
+                model: chunk.model.map(|s| s.into_string()),
+            });
+        }
+        if let Some(u) = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage)) {
+            self.usage = Some(u.into());
+        }
+        for choice in chunk.choices.into_iter().flatten() {
+            if choice.index != 0 {
+                continue;
+            }
+            if let Some(delta) = choice.delta.or(choice.message) {
+                self.delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.close_parts(out);
+                self.finish = Some(FinishReason::from_wire(reason.as_str()));
+            }
+        }
+        Ok(())
+    }
+
+    fn delta(&mut self, d: Delta<'_>, out: &mut Vec<Event>) {
+        if let Some(text) = d.reasoning_content.or(d.reasoning)
+            && !text.is_empty()
+        {
+            self.reasoning_open = true;
+            out.push(Event::ReasoningDelta { text });
+        }
+        if let Some(details) = d.reasoning_details {
+            self.reasoning_open = true;
+            for detail in details {
+                merge_detail(&mut self.reasoning_details, detail);
+            }
+        }
+        match d.content {
+            Some(Content::Text(text)) if !text.is_empty() => {
+                self.end_reasoning(out);
+                out.push(Event::TextDelta { text });
+            }
+            Some(Content::Parts(parts)) => self.content_parts(parts, out),
+            _ => {}
+        }
+        if let Some(text) = d.refusal
+            && !text.is_empty()
+        {
+            self.end_reasoning(out);
+            out.push(Event::RefusalDelta { text });
+        }
+        for (pos, tc) in d.tool_calls.into_iter().flatten().enumerate() {
+            let index = tc.index.unwrap_or(pos as u32);
+            let (name, args) = match tc.function {
+                Some(f) => (f.name, f.arguments),
+                None => (None, None),
+            };
+            self.call_delta(index, tc.id.map(|s| s.into_string()), name, args, out);
+        }
+        if let Some(f) = d.function_call {
+            self.call_delta(0, None, f.name, f.arguments, out);
+        }
+    }
+
+    fn content_parts(&mut self, parts: Vec<ContentPart>, out: &mut Vec<Event>) {
+        for p in parts {
+            match p.kind.as_str() {
+                "thinking" => {
+                    for t in p.thinking.into_iter().flatten() {
+                        if let Some(text) = t.text.filter(|t| !t.is_empty()) {
+                            self.reasoning_open = true;
+                            out.push(Event::ReasoningDelta { text });
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(text) = p.text.filter(|t| !t.is_empty()) {
+                        self.end_reasoning(out);
+                        out.push(Event::TextDelta { text });
+                    }
+                }
+            }
+        }
+    }
+
+    fn call_delta(
+        &mut self,
+        index: u32,
+        id: Option<String>,
+        name: Option<crate::str::Str<'_>>,
+        args: Option<String>,
+        out: &mut Vec<Event>,
+    ) {
+        self.end_reasoning(out);
+        let pos = match self.calls.iter().position(|c| c.index == index) {
+            Some(pos) => {
+                if let Some(name) = name {
+                    self.calls[pos].name.push_str(name.as_str());
+                }
+                pos
+            }
+            None => {
+                let id = id.unwrap_or_else(|| format!("call_{index}"));
+                let name = name.map(|n| n.into_string()).unwrap_or_default();
+                out.push(Event::ToolCallStart {
+                    index,
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                self.calls.push(PendingCall {
+                    index,
+                    id,
+                    name,
+                    arguments: String::new(),
+                });
+                self.calls.len() - 1
+            }
+        };
+        if let Some(args) = args.filter(|a| !a.is_empty()) {
+            self.calls[pos].arguments.push_str(&args);
+            out.push(Event::ToolCallDelta {
+                index,
+                arguments: args,
+            });
+        }
+    }
+
+    fn end_reasoning(&mut self, out: &mut Vec<Event>) {
+        if self.reasoning_open {
+            self.reasoning_open = false;
+            if !self.reasoning_details.is_empty() {
+                let details = std::mem::take(&mut self.reasoning_details);
+                out.push(Event::ReasoningEnd {
+                    metadata: Metadata::with(NAMESPACE, "reasoning_details", Value::Array(details)),
+                });
+            }
+        }
+    }
+
+    /// Closes reasoning and tool calls: nothing more arrives for them after a finish reason.
+    fn close_parts(&mut self, out: &mut Vec<Event>) {
+        self.end_reasoning(out);
+        if self.calls_closed {
+            return;
+        }
+        self.calls_closed = true;
+        self.calls.sort_by_key(|c| c.index);
+        for c in self.calls.drain(..) {
+            out.push(Event::ToolCallEnd {
+                index: c.index,
+                call: ToolCall::new(c.id, c.name, c.arguments),
+            });
+        }
+    }
+
+    /// Ends the response. `done` is an explicit end (`[DONE]`, a whole body): a missing finish
+    /// reason is then inferred rather than reported.
+    pub(super) fn close(&mut self, done: bool, out: &mut Vec<Event>) {
+        let had_calls = !self.calls.is_empty();
+        self.close_parts(out);
+        if let Some(usage) = self.usage.take() {
+            out.push(Event::Usage { usage });
+        }
+        let reason = match self.finish.take() {
+            Some(r) => r,
+            None if done && had_calls => FinishReason::ToolCalls,
+            None if done => FinishReason::Stop,
+            None => return,
+        };
+        out.push(Event::Finish { reason });
+    }
+}
+
+/// Merges a streamed `reasoning_details` entry (OpenRouter) into the list: fragments of the
+/// same `type` and `index` are one detail whose text grows.
+fn merge_detail(list: &mut Vec<Value>, detail: Value) {
+    let key = |v: &Value| (v.get("type").cloned(), v.get("index").cloned());
+    let k = key(&detail);
+    let Some(existing) = list.iter_mut().find(|e| key(e) == k) else {
+        list.push(detail);
+        return;
+    };
+    let (Some(dst), Value::Object(src)) = (existing.as_object_mut(), detail) else {
+        return;
+    };
+    for (field, value) in src {
+        match (dst.get_mut(&field), value) {
+            (Some(Value::String(a)), Value::String(b))
+                if matches!(field.as_str(), "text" | "summary" | "data") =>
+            {
+                a.push_str(&b)
+            }
+            (_, Value::Null) => {}
+            (_, v) => {
+                dst.insert(field, v);
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Server-sent events framing, sans-IO.
+//!
+//! Written by hand rather than taken from a crate because it sits on the hot path of every
+//! streamed response, must never allocate per byte, and must accept what real providers send:
+//! `:` comment lines (OpenRouter's `: OPENROUTER PROCESSING`), LF, CRLF or lone-CR line
+//! endings, a CR and LF split across two reads, a leading byte-order mark, and a last event
+//! not followed by a blank line. It follows the WHATWG event-stream parsing rules otherwise.
+//!
+//! ```
+//! use kite_wire::sse::SseDecoder;
+//!
+//! let mut sse = SseDecoder::new();
+//! sse.feed(b"event: ping\ndata: {\"a\":\r\ndata: 1}\r\n\r\n: comment\n");
+//! let frame = sse.next_frame().unwrap();
+//! assert_eq!(frame.event, "ping");
+//! assert_eq!(frame.data, "{\"a\":\n1}");
+//! assert!(sse.next_frame().is_none());
+//! ```
+
+use memchr::memchr2;
+
+/// One dispatched event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The `event:` field; empty when none was sent (the spec's "message").
+    pub event: &'a str,
+    /// The `data:` lines joined with `\n`.
+    pub data: &'a str,
+    /// The last `id:` seen so far on this stream.
+    pub id: Option<&'a str>,
+    /// The `retry:` reconnection time in milliseconds, if this event set one.
+    pub retry: Option<u64>,
+}
+
+/// Incremental SSE parser: [`feed`](Self::feed) bytes as they arrive, then take frames with
+/// [`next_frame`](Self::next_frame) until it returns `None`. Splitting the input at any byte
+/// gives the same frames.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    buf: Vec<u8>,
+    pos: usize,
+    /// The previous line ended in CR at the end of the buffer: a following LF belongs to it.
+    skip_lf: bool,
+    bom_checked: bool,
+    data: String,
+    has_data: bool,
+    event: String,
+    id: Option<String>,
+    retry: Option<u64>,
+    out_data: String,
+    out_event: String,
+    lines_seen: u64,
+    frames_seen: u64,
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds bytes read from the connection.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Marks the end of the input: a last line or event not yet terminated is completed.
+    pub fn end(&mut self) {
+        self.skip_lf = false;
+        self.bom_checked = true;
+        self.buf.extend_from_slice(b"\n\n");
+    }
+
+    /// How many non-empty lines and frames were parsed: lets a caller tell a stream that
+    /// carried no events from one that carried something else.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.lines_seen, self.frames_seen)
+    }
+
+    /// The next complete frame, if the bytes fed so far hold one.
+    pub fn next_frame(&mut self) -> Option<Frame<'_>> {
+        if !self.bom_checked {
+            let rest = &self.buf[self.pos..];
+            const BOM: &[u8] = b"\xEF\xBB\xBF";
+            if rest.len() < BOM.len() && BOM.starts_with(rest) {
+                return None;
+            }
+            if rest.starts_with(BOM) {
+                self.pos += BOM.len();
+            }
+            self.bom_checked = true;
+        }
+        loop {
+            if self.skip_lf && self.pos < self.buf.len() {
+                if self.buf[self.pos] == b'\n' {
+                    self.pos += 1;
+                }
+                self.skip_lf = false;
+            }
+            let rest = &self.buf[self.pos..];
+            let Some(end) = memchr2(b'\n', b'\r', rest) else {
+                self.compact();
+                return None;
+            };
+            let line_start = self.pos;
+            let mut next = line_start + end + 1;
+            if rest[end] == b'\r' {
+                match self.buf.get(next) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    None => self.skip_lf = true,
+                }
+            }
+            self.pos = next;
+            if end == 0 {
+                if self.dispatch() {
+                    return Some(Frame {
+                        event: &self.out_event,
+                        data: &self.out_data,
+                        id: self.id.as_deref(),
+                        retry: self.retry.take(),
+                    });
+                }
+                continue;
+            }
+            self.lines_seen += 1;
+            self.field(line_start, line_start + end);
+        }
+    }
+
+    fn field(&mut self, start: usize, end: usize) {
+        let line = &self.buf[start..end];
+        if line[0] == b':' {
+            return;
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match name {
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&value);
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event.clear();
+                self.event.push_str(&value);
+            }
+            b"id" if !value.contains('\0') => self.id = Some(value.into_owned()),
+            b"retry" => {
+                if let Ok(ms) = value.parse() {
+                    self.retry = Some(ms);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves the pending event to the output slots; false when there is nothing to dispatch.
+    fn dispatch(&mut self) -> bool {
+        if !self.has_data {
+            self.event.clear();
+            return false;
+        }
+        std::mem::swap(&mut self.out_data, &mut self.data);
+        std::mem::swap(&mut self.out_event, &mut self.event);
+        self.data.clear();
+        self.event.clear();
+        self.has_data = false;
+        self.frames_seen += 1;
+        true
+    }
+
+    fn compact(&mut self) {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(chunks: &[&[u8]]) -> Vec<(String, String, Option<String>, Option<u64>)> {
+        let mut d = SseDecoder::new();
+        let mut out = Vec::new();
+        let mut take = |d: &mut SseDecoder| {
+            while let Some(f) = d.next_frame() {
+                out.push((
+                    f.event.to_owned(),
+                    f.data.to_owned(),
+                    f.id.map(str::to_owned),
+                    f.retry,
+                ));
+            }
+        };
+        for c in chunks {
+            d.feed(c);
+            take(&mut d);
+        }
+        d.end();
+        take(&mut d);
+        out
+    }
+
+    #[test]
+    fn every_line_ending_is_accepted() {
+        for body in [
+            &b"data: a\n\ndata: b\n\n"[..],
+            b"data: a\r\n\r\ndata: b\r\n\r\n",
+            b"data: a\r\rdata: b\r\r",
+            b"data: a\r\n\rdata: b\n\r\n",
+        ] {
+            let got: Vec<String> = frames(&[body]).into_iter().map(|f| f.1).collect();
+            assert_eq!(got, ["a", "b"], "{body:?}");
+        }
+    }
+
+    #[test]
+    fn a_crlf_split_between_reads_is_one_line_end() {
+        let got = frames(&[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1, "a\nb");
+    }
+
+    #[test]
+    fn comments_fields_ids_and_retry() {
+        let got = frames(&[b"\xEF\xBB\xBF: OPENROUTER PROCESSING\n\nid: 7\nretry: 1500\nevent: error\ndata:{\"x\":1}   \nunknown: y\ndata\n\n"]);
+        assert_eq!(
+            got,
+            [(
+                "error".into(),
+                "{\"x\":1}   \n".into(),
+                Some("7".into()),
+                Some(1500)
+            )]
+        );
+    }
+
+    #[test]
+    fn the_last_event_needs_no_blank_line_and_empty_events_are_dropped() {
+        let got = frames(&[b"event: ping\n\ndata: tail"]);
+        assert_eq!(got, [(String::new(), "tail".into(), None, None)]);
+    }
+
+    #[test]
+    fn a_bom_split_across_reads_is_skipped() {
+        let got = frames(&[b"\xEF", b"\xBB\xBFdata: x\n\n"]);
+        assert_eq!(got[0].1, "x");
+    }
+}
