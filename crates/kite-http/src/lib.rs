@@ -1,0 +1,15 @@
+//! kite's HTTP layer: a [`Transport`] moves bytes; [`ReqwestTransport`] is the real one,
+//! [`Retry`] wraps any transport with backoff, and [`decode_stream`] turns a response body
+//! into kite events with any [`StreamDecoder`](kite_wire::StreamDecoder).
+
+mod decode;
+mod reqwest_transport;
+mod retry;
+mod secret;
+mod transport;
+
+pub use decode::decode_stream;
+pub use reqwest_transport::{ReqwestTransport, Timeouts};
+pub use retry::{Retry, RetryPolicy};
+pub use secret::Secret;
+pub use transport::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};

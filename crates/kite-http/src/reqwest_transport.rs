@@ -1,0 +1,221 @@
+//! The real transport: reqwest over rustls, one connection pool per client.
+
+use crate::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};
+use bytes::Bytes;
+use futures_core::Stream;
+use kite_core::{Error, TransportErrorKind};
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::Sleep;
+
+/// How long each phase of a call may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the connection (TCP and TLS). Default 10 s.
+    pub connect: Duration,
+    /// From sending the request to the response headers. Default 10 min: a non-streamed
+    /// answer from a reasoning model arrives all at once, late.
+    pub response: Duration,
+    /// Between two pieces of a response body. Default 5 min: some models think silently
+    /// mid-stream.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            response: Duration::from_secs(600),
+            idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Sends requests with reqwest. Clones share one connection pool.
+#[derive(Clone, Debug)]
+pub struct ReqwestTransport {
+    client: reqwest::Client,
+    timeouts: Timeouts,
+}
+
+impl ReqwestTransport {
+    /// A transport with its own pool and the given timeouts.
+    pub fn new(timeouts: Timeouts) -> Result<Self, Error> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(concat!("kite/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self::from_client(client, timeouts))
+    }
+
+    /// A transport over a client the caller configured (proxies, certificates).
+    pub fn from_client(client: reqwest::Client, timeouts: Timeouts) -> Self {
+        Self { client, timeouts }
+    }
+
+    /// The process-wide transport with default timeouts: every user shares its pool.
+    pub fn shared() -> Result<Self, Error> {
+        static SHARED: OnceLock<ReqwestTransport> = OnceLock::new();
+        if let Some(t) = SHARED.get() {
+            return Ok(t.clone());
+        }
+        let t = Self::new(Timeouts::default())?;
+        Ok(SHARED.get_or_init(|| t).clone())
+    }
+
+    /// The same pool with other timeouts.
+    pub fn with_timeouts(&self, timeouts: Timeouts) -> Self {
+        Self {
+            client: self.client.clone(),
+            timeouts,
+        }
+    }
+}
+
+impl Transport for ReqwestTransport {
+    fn send(&self, request: HttpRequest) -> TransportFuture<'_> {
+        Box::pin(async move {
+            let req = self
+                .client
+                .request(request.method, &request.url)
+                .headers(request.headers)
+                .body(request.body);
+            let resp = match tokio::time::timeout(self.timeouts.response, req.send()).await {
+                Ok(r) => r.map_err(map_error)?,
+                Err(_) => {
+                    return Err(Error::transport(
+                        TransportErrorKind::RequestTimeout,
+                        format!("no response headers within {:?}", self.timeouts.response),
+                    ));
+                }
+            };
+            let status = resp.status().as_u16();
+            let headers = resp.headers().clone();
+            let body: ByteStream = Box::pin(IdleTimeout {
+                inner: Box::pin(resp.bytes_stream()),
+                sleep: Box::pin(tokio::time::sleep(self.timeouts.idle)),
+                idle: self.timeouts.idle,
+                done: false,
+            });
+            Ok(HttpResponse {
+                status,
+                headers,
+                body,
+            })
+        })
+    }
+}
+
+type ReqwestBody = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// Ends a body that goes quiet for longer than `idle` with a typed error.
+struct IdleTimeout {
+    inner: ReqwestBody,
+    sleep: Pin<Box<Sleep>>,
+    idle: Duration,
+    done: bool,
+}
+
+impl Stream for IdleTimeout {
+    type Item = Result<Bytes, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(bytes))) => {
+                let deadline = tokio::time::Instant::now() + self.idle;
+                self.sleep.as_mut().reset(deadline);
+                Poll::Ready(Some(Ok(bytes)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                self.done = true;
+                let mut err = map_error(e);
+                if let Error::Transport(t) = &mut err
+                    && t.kind == TransportErrorKind::Other
+                {
+                    t.kind = TransportErrorKind::ConnectionClosed;
+                }
+                Poll::Ready(Some(Err(err)))
+            }
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                if self.sleep.as_mut().poll(cx).is_ready() {
+                    self.done = true;
+                    let idle = self.idle;
+                    return Poll::Ready(Some(Err(Error::transport(
+                        TransportErrorKind::IdleTimeout,
+                        format!("no data for {idle:?}"),
+                    ))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+use std::future::Future as _;
+
+/// A reqwest error as a kite error. The URL is left out: it may carry a key.
+fn map_error(e: reqwest::Error) -> Error {
+    let e = e.without_url();
+    let kind = if e.is_connect() {
+        if e.is_timeout() {
+            TransportErrorKind::ConnectTimeout
+        } else {
+            TransportErrorKind::Connect
+        }
+    } else if e.is_timeout() {
+        TransportErrorKind::RequestTimeout
+    } else if closed(&e) {
+        TransportErrorKind::ConnectionClosed
+    } else {
+        TransportErrorKind::Other
+    };
+    Error::transport(kind, chain(&e))
+}
+
+/// True when the connection was reset or closed under us.
+fn closed(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            if matches!(
+                io.kind(),
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+            ) {
+                return true;
+            }
+        }
+        if let Some(h) = err.downcast_ref::<hyper::Error>()
+            && (h.is_incomplete_message() || h.is_closed() || h.is_canceled())
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(err) = cur {
+        let m = err.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = err.source();
+    }
+    s
+}

@@ -1,0 +1,164 @@
+//! Retries with exponential backoff and jitter, for any transport.
+
+use crate::{HttpRequest, HttpResponse, Transport, TransportFuture};
+use kite_core::{ApiErrorKind, Error, TransportErrorKind};
+use std::time::Duration;
+
+/// When and how long to wait before sending a failed request again.
+///
+/// Retried: 408, 429 (but not when the quota is spent), 5xx, and failures to connect or
+/// to receive response headers. A response whose body has started streaming is never
+/// retried: the retry happens before the caller sees anything.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt. Default 3.
+    pub max_retries: u32,
+    /// First delay after a 429. Default 5 s.
+    pub rate_limit_base: Duration,
+    /// First delay after a 408 or 5xx. Default 2 s.
+    pub server_error_base: Duration,
+    /// First delay after a connection failure. Default 1 s.
+    pub transport_base: Duration,
+    /// No single wait is longer; a `Retry-After` beyond it is not waited for. Default 60 s.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            rate_limit_base: Duration::from_secs(5),
+            server_error_base: Duration::from_secs(2),
+            transport_base: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// `base · 2^attempt`, capped, with jitter: a random point in its upper half.
+    fn backoff(&self, base: Duration, attempt: u32) -> Duration {
+        let exp = base
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.max_delay);
+        exp.mul_f64(0.5 + fastrand::f64() * 0.5)
+    }
+}
+
+/// Wraps a transport with a [`RetryPolicy`].
+#[derive(Clone, Debug)]
+pub struct Retry<T> {
+    inner: T,
+    policy: RetryPolicy,
+}
+
+impl<T> Retry<T> {
+    /// `inner` retried by `policy`.
+    pub fn new(inner: T, policy: RetryPolicy) -> Self {
+        Self { inner, policy }
+    }
+}
+
+enum Verdict {
+    Done(Result<HttpResponse, Error>),
+    RetryAfter(Duration, Result<HttpResponse, Error>),
+}
+
+impl<T: Transport> Retry<T> {
+    async fn judge(&self, result: Result<HttpResponse, Error>, attempt: u32) -> Verdict {
+        let p = &self.policy;
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(Error::Transport(t))
+                if matches!(
+                    t.kind,
+                    TransportErrorKind::Connect
+                        | TransportErrorKind::ConnectTimeout
+                        | TransportErrorKind::ConnectionClosed
+                        | TransportErrorKind::RequestTimeout
+                ) =>
+            {
+                let delay = p.backoff(p.transport_base, attempt);
+                return Verdict::RetryAfter(delay, Err(Error::Transport(t)));
+            }
+            Err(e) => return Verdict::Done(Err(e)),
+        };
+        let status = resp.status;
+        let base = match status {
+            429 => p.rate_limit_base,
+            408 | 500..=599 => p.server_error_base,
+            _ => return Verdict::Done(Ok(resp)),
+        };
+        let should_retry = resp.header("x-should-retry").map(|v| v.trim() == "true");
+        let retry_after = resp.retry_after();
+        let headers = resp.headers.clone();
+        // Read the (small) error body to tell a spent quota from a rate limit; hand it on
+        // unchanged either way.
+        let body = match resp.bytes().await {
+            Ok(b) => b,
+            Err(e) => return Verdict::RetryAfter(p.backoff(base, attempt), Err(e)),
+        };
+        let quota =
+            kite_wire::errors::decode_error(status, &body).kind == ApiErrorKind::QuotaExceeded;
+        let resp = HttpResponse::from_bytes(status, headers, body);
+        if quota || should_retry == Some(false) {
+            return Verdict::Done(Ok(resp));
+        }
+        let delay = match retry_after {
+            Some(d) if d > p.max_delay => return Verdict::Done(Ok(resp)),
+            Some(d) => d,
+            None => p.backoff(base, attempt),
+        };
+        Verdict::RetryAfter(delay, Ok(resp))
+    }
+}
+
+impl<T: Transport> Transport for Retry<T> {
+    fn send(&self, request: HttpRequest) -> TransportFuture<'_> {
+        Box::pin(async move {
+            let mut attempt = 0;
+            loop {
+                let result = self.inner.send(request.clone()).await;
+                match self.judge(result, attempt).await {
+                    Verdict::Done(r) => return r,
+                    Verdict::RetryAfter(_, r) if attempt >= self.policy.max_retries => return r,
+                    Verdict::RetryAfter(delay, r) => {
+                        let why = match &r {
+                            Ok(resp) => format!("HTTP {}", resp.status),
+                            Err(e) => e.to_string(),
+                        };
+                        tracing::warn!(attempt = attempt + 1, ?delay, %why, "retrying request");
+                        tokio::time::sleep(delay).await;
+                        attempt += 1;
+                    }
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_jitter_and_caps() {
+        let p = RetryPolicy::default();
+        for attempt in 0..3 {
+            let full = Duration::from_secs(2) * (1 << attempt);
+            for _ in 0..50 {
+                let d = p.backoff(Duration::from_secs(2), attempt);
+                assert!(d >= full / 2 && d <= full, "{d:?} for attempt {attempt}");
+            }
+        }
+        assert!(p.backoff(Duration::from_secs(5), 10) <= p.max_delay);
+    }
+}

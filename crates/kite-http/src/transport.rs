@@ -1,0 +1,148 @@
+//! The transport contract.
+
+use bytes::Bytes;
+use futures_core::Stream;
+use http::{HeaderMap, Method};
+use kite_core::Error;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A response body arriving in pieces.
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>;
+
+/// The future a [`Transport`] returns.
+pub type TransportFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<HttpResponse, Error>> + Send + 'a>>;
+
+/// Sends one HTTP request and returns the response once its headers arrive.
+///
+/// An HTTP error status is a response, not an error: the caller decides what it means.
+/// Errors are failures to move bytes.
+pub trait Transport: Send + Sync {
+    fn send(&self, request: HttpRequest) -> TransportFuture<'_>;
+}
+
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    fn send(&self, request: HttpRequest) -> TransportFuture<'_> {
+        (**self).send(request)
+    }
+}
+
+/// A request: cheap to clone, so it can be sent again.
+#[derive(Clone, Debug)]
+pub struct HttpRequest {
+    pub method: Method,
+    pub url: String,
+    /// Mark secret values with `HeaderValue::set_sensitive` so they never print.
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl HttpRequest {
+    /// A POST of a JSON body.
+    pub fn post_json(url: impl Into<String>, body: impl Into<Bytes>) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        Self {
+            method: Method::POST,
+            url: url.into(),
+            headers,
+            body: body.into(),
+        }
+    }
+}
+
+/// A response whose body is still to be read.
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: ByteStream,
+}
+
+impl std::fmt::Debug for HttpResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpResponse")
+            .field("status", &self.status)
+            .field("headers", &self.headers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpResponse {
+    /// A response with a body already in memory.
+    pub fn from_bytes(status: u16, headers: HeaderMap, body: Bytes) -> Self {
+        Self {
+            status,
+            headers,
+            body: Box::pin(futures_util::stream::once(async move { Ok(body) })),
+        }
+    }
+
+    /// True for 2xx.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// Reads the whole body.
+    pub async fn bytes(mut self) -> Result<Bytes, Error> {
+        use futures_util::StreamExt;
+        let mut out = Vec::new();
+        while let Some(chunk) = self.body.next().await {
+            out.extend_from_slice(&chunk?);
+        }
+        Ok(out.into())
+    }
+
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The provider's request id (`x-request-id`, `request-id`, ...).
+    pub fn request_id(&self) -> Option<String> {
+        [
+            "x-request-id",
+            "request-id",
+            "x-groq-id",
+            "mistral-correlation-id",
+            "cf-ray",
+        ]
+        .iter()
+        .find_map(|h| self.header(h))
+        .map(str::to_owned)
+    }
+
+    /// How long the server asked us to wait (`retry-after-ms`, then `Retry-After`).
+    pub fn retry_after(&self) -> Option<Duration> {
+        if let Some(ms) = self
+            .header("retry-after-ms")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            && ms.is_finite()
+            && ms >= 0.0
+        {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        self.header("retry-after")
+            .and_then(|v| kite_wire::errors::parse_retry_after(v, now))
+    }
+
+    /// True when the body is JSON rather than an event stream.
+    pub fn is_json(&self) -> bool {
+        self.header("content-type")
+            .is_some_and(|c| c.contains("json"))
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for &T {
+    fn send(&self, request: HttpRequest) -> TransportFuture<'_> {
+        (**self).send(request)
+    }
+}

@@ -1,0 +1,21 @@
+//! Test helpers.
+//!
+//! [`ReplayServer`] is a real HTTP/1.1 server on a loopback port that answers each request
+//! with the next scripted [`Reply`]: recorded bytes streamed in small pieces with delays, or
+//! a failure — a connection reset before or after the first byte, a stream that stalls, bytes
+//! that are not HTTP. Point any kite provider's base URL at it.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use kite_testkit::{ReplayServer, Reply};
+//! let server = ReplayServer::start(vec![
+//!     Reply::status(429).header("retry-after", "1"),
+//!     Reply::sse(b"data: [DONE]\n\n".to_vec()).chunked(7, std::time::Duration::from_millis(2)),
+//! ]).await;
+//! let base_url = server.url(); // http://127.0.0.1:PORT
+//! # }
+//! ```
+
+mod server;
+
+pub use server::{RecordedRequest, ReplayServer, Reply};

@@ -1,0 +1,28 @@
+//! kite: build programs that talk to language models and call tools.
+//!
+//! One data model ([`Request`], [`Message`], [`Response`]) and one stream of [`Event`]s for
+//! every provider. Pick a provider with [`Provider`], or build one with
+//! [`OpenAiCompatible`] for any server that speaks the OpenAI Chat Completions API.
+//!
+//! ```no_run
+//! use kite::{Message, Model, Provider, Request};
+//!
+//! # async fn demo() -> Result<(), kite::Error> {
+//! let model = Provider::OpenAi.from_env()?; // reads OPENAI_API_KEY
+//! let answer = model
+//!     .complete(Request::new("gpt-4o-mini").message(Message::user("Say hi")))
+//!     .await?;
+//! println!("{}", answer.text());
+//! # Ok(()) }
+//! ```
+
+mod providers;
+
+pub use kite_core::*;
+pub use providers::{OpenAiCompatible, Provider};
+
+/// Codecs, for callers that bring their own HTTP client.
+pub use kite_wire as wire;
+
+/// Transports: the reqwest transport, retries, and the [`Transport`](http::Transport) trait.
+pub use kite_http as http;
