@@ -42,7 +42,7 @@ pub struct SseDecoder {
     /// The previous line ended in CR at the end of the buffer: a following LF belongs to it.
     skip_lf: bool,
     bom_checked: bool,
-    data: String,
+    data: Vec<u8>,
     has_data: bool,
     event: String,
     id: Option<String>,
@@ -144,22 +144,23 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
-        let value = String::from_utf8_lossy(value);
         match name {
             b"data" => {
                 if self.has_data {
-                    self.data.push('\n');
+                    self.data.push(b'\n');
                 }
-                self.data.push_str(&value);
+                self.data.extend_from_slice(value);
                 self.has_data = true;
             }
             b"event" => {
                 self.event.clear();
-                self.event.push_str(&value);
+                self.event.push_str(&String::from_utf8_lossy(value));
             }
-            b"id" if !value.contains('\0') => self.id = Some(value.into_owned()),
+            b"id" if !value.contains(&0) => {
+                self.id = Some(String::from_utf8_lossy(value).into_owned())
+            }
             b"retry" => {
-                if let Ok(ms) = value.parse() {
+                if let Some(ms) = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()) {
                     self.retry = Some(ms);
                 }
             }
@@ -173,9 +174,16 @@ impl SseDecoder {
             self.event.clear();
             return false;
         }
-        std::mem::swap(&mut self.out_data, &mut self.data);
+        // One UTF-8 check per event; invalid bytes become U+FFFD, as the spec decodes.
+        // The buffers trade places, so nothing is copied or allocated.
+        let mut spare = std::mem::take(&mut self.out_data).into_bytes();
+        spare.clear();
+        let data = std::mem::replace(&mut self.data, spare);
+        self.out_data = match String::from_utf8(data) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
         std::mem::swap(&mut self.out_event, &mut self.event);
-        self.data.clear();
         self.event.clear();
         self.has_data = false;
         self.frames_seen += 1;

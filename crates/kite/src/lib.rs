@@ -18,6 +18,7 @@
 
 mod providers;
 
+pub use futures_util::StreamExt;
 pub use kite_core::*;
 pub use providers::{OpenAiCompatible, Provider};
 

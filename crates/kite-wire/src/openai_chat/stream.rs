@@ -153,7 +153,7 @@ impl Assembler {
             && !err.is_null()
         {
             let mut wrapper = serde_json::Map::new();
-            wrapper.insert("error".into(), err.clone());
+            wrapper.insert("error".into(), (**err).clone());
             let e = errors::from_value(None, &Value::Object(wrapper))
                 .unwrap_or_else(|| kite_core::ApiError::new(None, err.to_string()));
             return Err(e.into());
@@ -166,13 +166,13 @@ impl Assembler {
             });
         }
         if let Some(u) = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage)) {
-            self.usage = Some(u.into());
+            self.usage = Some((*u).into());
         }
         for choice in chunk.choices.into_iter().flatten() {
             if choice.index != 0 {
                 continue;
             }
-            if let Some(delta) = choice.delta.or(choice.message) {
+            if let Some(delta) = choice.delta {
                 self.delta(delta, out);
             }
             if let Some(reason) = choice.finish_reason {

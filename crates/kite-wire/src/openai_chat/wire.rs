@@ -17,30 +17,30 @@ pub(super) struct Chunk<'a> {
     pub model: Option<Str<'a>>,
     #[serde(default, borrow)]
     pub choices: Option<Vec<Choice<'a>>>,
+    // Rare fields are boxed: a smaller struct is cheaper to move through serde's layers.
     #[serde(default)]
-    pub usage: Option<WireUsage>,
+    pub usage: Option<Box<WireUsage>>,
     /// Groq reports streamed usage here.
     #[serde(default)]
-    pub x_groq: Option<XGroq>,
+    pub x_groq: Option<Box<XGroq>>,
     /// OpenRouter (and some proxies) put errors inside an otherwise normal chunk.
     #[serde(default)]
-    pub error: Option<Value>,
+    pub error: Option<Box<Value>>,
 }
 
 #[derive(Deserialize)]
 pub(super) struct XGroq {
     #[serde(default)]
-    pub usage: Option<WireUsage>,
+    pub usage: Option<Box<WireUsage>>,
 }
 
 #[derive(Deserialize)]
 pub(super) struct Choice<'a> {
     #[serde(default)]
     pub index: u32,
-    #[serde(default, borrow)]
+    /// `delta` in a chunk, `message` in a whole completion.
+    #[serde(default, borrow, alias = "message")]
     pub delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    pub message: Option<Delta<'a>>,
     #[serde(default, borrow)]
     pub finish_reason: Option<Str<'a>>,
 }
@@ -60,7 +60,7 @@ pub(super) struct Delta<'a> {
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     #[serde(default, borrow)]
-    pub function_call: Option<FunctionDelta<'a>>,
+    pub function_call: Option<Box<FunctionDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
