@@ -26,7 +26,7 @@ pub fn payloads(body: &[u8]) -> Vec<String> {
     sse.end();
     let mut out = Vec::new();
     while let Some(f) = sse.next_frame() {
-        out.push(f.data.to_owned());
+        out.push(f.text().into_owned());
     }
     out
 }

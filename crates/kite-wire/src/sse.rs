@@ -13,7 +13,7 @@
 //! sse.feed(b"event: ping\ndata: {\"a\":\r\ndata: 1}\r\n\r\n: comment\n");
 //! let frame = sse.next_frame().unwrap();
 //! assert_eq!(frame.event, "ping");
-//! assert_eq!(frame.data, "{\"a\":\n1}");
+//! assert_eq!(frame.data, b"{\"a\":\n1}");
 //! assert!(sse.next_frame().is_none());
 //! ```
 
@@ -24,12 +24,20 @@ use memchr::memchr2;
 pub struct Frame<'a> {
     /// The `event:` field; empty when none was sent (the spec's "message").
     pub event: &'a str,
-    /// The `data:` lines joined with `\n`.
-    pub data: &'a str,
+    /// The `data:` lines joined with `\n`, as bytes: a JSON parser reads them as they are and
+    /// checks the UTF-8 of what it keeps; [`Frame::text`] gives them as text.
+    pub data: &'a [u8],
     /// The last `id:` seen so far on this stream.
     pub id: Option<&'a str>,
     /// The `retry:` reconnection time in milliseconds, if this event set one.
     pub retry: Option<u64>,
+}
+
+impl Frame<'_> {
+    /// The data as text, with invalid UTF-8 replaced.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.data)
+    }
 }
 
 /// Incremental SSE parser: [`feed`](Self::feed) bytes as they arrive, then take frames with
@@ -47,7 +55,7 @@ pub struct SseDecoder {
     event: String,
     id: Option<String>,
     retry: Option<u64>,
-    out_data: String,
+    out_data: Vec<u8>,
     out_event: String,
     lines_seen: u64,
     frames_seen: u64,
@@ -137,6 +145,16 @@ impl SseDecoder {
         if line[0] == b':' {
             return;
         }
+        // Nearly every line is `data: ...`: take it without searching for the colon.
+        if let Some(value) = line.strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            if self.has_data {
+                self.data.push(b'\n');
+            }
+            self.data.extend_from_slice(value);
+            self.has_data = true;
+            return;
+        }
         let (name, value) = match memchr::memchr(b':', line) {
             Some(i) => {
                 let v = &line[i + 1..];
@@ -174,15 +192,9 @@ impl SseDecoder {
             self.event.clear();
             return false;
         }
-        // One UTF-8 check per event; invalid bytes become U+FFFD, as the spec decodes.
         // The buffers trade places, so nothing is copied or allocated.
-        let mut spare = std::mem::take(&mut self.out_data).into_bytes();
-        spare.clear();
-        let data = std::mem::replace(&mut self.data, spare);
-        self.out_data = match String::from_utf8(data) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        };
+        std::mem::swap(&mut self.out_data, &mut self.data);
+        self.data.clear();
         std::mem::swap(&mut self.out_event, &mut self.event);
         self.event.clear();
         self.has_data = false;
@@ -209,7 +221,7 @@ mod tests {
             while let Some(f) = d.next_frame() {
                 out.push((
                     f.event.to_owned(),
-                    f.data.to_owned(),
+                    f.text().into_owned(),
                     f.id.map(str::to_owned),
                     f.retry,
                 ));

@@ -45,20 +45,23 @@ impl ChatStreamDecoder {
             let Some(frame) = self.sse.next_frame() else {
                 break;
             };
-            let data = frame.data.trim_end();
+            let data = frame.data.trim_ascii_end();
             match frame.event {
                 "" | "message" | "chunk" => {}
                 "error" => {
                     self.closed = true;
-                    let value: Value = serde_json::from_str(data)
+                    let value: Value = serde_json::from_slice(data)
                         .map_err(|e| Error::decode(format!("error event: {e}"), data))?;
                     return Err(errors::from_value(None, &value)
-                        .unwrap_or_else(|| kite_core::ApiError::new(None, data.to_owned()))
+                        .unwrap_or_else(|| {
+                            kite_core::ApiError::new(None, String::from_utf8_lossy(data))
+                        })
                         .into());
                 }
                 other => {
-                    let data = serde_json::from_str(data)
-                        .unwrap_or_else(|_| Value::String(data.to_owned()));
+                    let data = serde_json::from_slice(data).unwrap_or_else(|_| {
+                        Value::String(String::from_utf8_lossy(data).into_owned())
+                    });
                     out.push(Event::Unknown {
                         kind: other.to_owned(),
                         data,
@@ -66,12 +69,17 @@ impl ChatStreamDecoder {
                     continue;
                 }
             }
-            if data == "[DONE]" {
+            if data == b"[DONE]" {
                 self.closed = true;
                 self.asm.close(true, out);
                 return Ok(());
             }
-            let chunk: Chunk = match serde_json::from_str(data) {
+            // One UTF-8 check of the whole chunk lets the parser trust every string in it
+            // (`from_slice` would check each string it reads on its own, which costs more).
+            let chunk: Chunk = match std::str::from_utf8(data)
+                .map_err(|e| e.to_string())
+                .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()))
+            {
                 Ok(c) => c,
                 Err(e) => {
                     self.closed = true;
