@@ -137,15 +137,15 @@ async fn provider_errors_print_one_line_and_exit_non_zero() {
     ])
     .await;
     let url = format!("{}/v1", server.url());
-    let r = run(kite().env("OPENAI_API_KEY", KEY).args([
-        "ask",
-        "--provider",
-        "openai",
-        "--base-url",
-        &url,
-        "hi",
-    ]))
-    .await;
+    let ask = |extra: &[&str]| {
+        let mut c = kite();
+        c.env("OPENAI_API_KEY", KEY)
+            .args(["ask", "--provider", "openai", "--base-url", &url])
+            .args(extra)
+            .arg("hi");
+        c
+    };
+    let r = run(&mut ask(&[])).await;
     assert_eq!(r.code, 1);
     assert_eq!(r.stderr.lines().count(), 1, "{:?}", r.stderr);
     assert!(
@@ -155,16 +155,7 @@ async fn provider_errors_print_one_line_and_exit_non_zero() {
     );
     assert!(r.stdout.is_empty());
 
-    let r = run(kite().env("OPENAI_API_KEY", KEY).args([
-        "ask",
-        "--json",
-        "--provider",
-        "openai",
-        "--base-url",
-        &url,
-        "hi",
-    ]))
-    .await;
+    let r = run(&mut ask(&["--json"])).await;
     assert_eq!(r.code, 1);
     let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
     assert_eq!(v["type"], "error");
