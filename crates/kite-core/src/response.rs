@@ -1,6 +1,6 @@
 //! What a model answers.
 
-use crate::{Message, Metadata, Role, ToolCall, Usage};
+use crate::{Event, Message, Metadata, Part, Role, ToolCall, Usage};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A complete answer from a model.
@@ -41,6 +41,49 @@ impl Response {
     /// The tool calls the model asked for.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.message.tool_calls()
+    }
+
+    /// The events a provider would have streamed for this response; folding them with a
+    /// [`ResponseBuilder`](crate::ResponseBuilder) gives the response back.
+    pub fn into_events(self) -> Vec<Event> {
+        let mut out = vec![Event::Start {
+            id: self.id,
+            model: self.model,
+        }];
+        let mut index = 0;
+        for part in self.message.parts {
+            match part {
+                Part::Text { text } => out.push(Event::TextDelta { text }),
+                Part::Refusal { text } => out.push(Event::RefusalDelta { text }),
+                Part::Reasoning(r) => {
+                    if !r.text.is_empty() {
+                        out.push(Event::ReasoningDelta { text: r.text });
+                    }
+                    out.push(Event::ReasoningEnd {
+                        metadata: r.metadata,
+                    });
+                }
+                Part::ToolCall(call) => {
+                    out.push(Event::ToolCallStart {
+                        index,
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                    });
+                    out.push(Event::ToolCallDelta {
+                        index,
+                        arguments: call.arguments.clone(),
+                    });
+                    out.push(Event::ToolCallEnd { index, call });
+                    index += 1;
+                }
+                Part::Image { .. } | Part::ToolResult(_) => {}
+            }
+        }
+        out.push(Event::Usage { usage: self.usage });
+        out.push(Event::Finish {
+            reason: self.finish_reason,
+        });
+        out
     }
 }
 

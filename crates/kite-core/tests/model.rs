@@ -246,3 +246,44 @@ fn empty_arguments_mean_an_empty_object() {
     );
     assert!(ToolCall::new("c", "f", "{oops").parse_arguments().is_err());
 }
+
+#[test]
+fn a_response_streams_back_into_itself() {
+    let original = build(vec![
+        Event::Start {
+            id: Some("r".into()),
+            model: None,
+        },
+        Event::ReasoningDelta { text: "hmm".into() },
+        Event::ReasoningEnd {
+            metadata: Metadata::with(
+                "chat",
+                "reasoning_details",
+                json!([{"type": "reasoning.text"}]),
+            ),
+        },
+        Event::TextDelta {
+            text: "calling".into(),
+        },
+        Event::ToolCallEnd {
+            index: 0,
+            call: ToolCall::new("c1", "f", "{}"),
+        },
+        Event::ToolCallEnd {
+            index: 1,
+            call: ToolCall::new("c2", "g", r#"{"a":1}"#),
+        },
+        Event::Usage {
+            usage: Usage {
+                input_tokens: 3,
+                ..Usage::default()
+            },
+        },
+        Event::Finish {
+            reason: FinishReason::ToolCalls,
+        },
+    ])
+    .unwrap();
+    let again = build(original.clone().into_events()).unwrap();
+    assert_eq!(again, original);
+}

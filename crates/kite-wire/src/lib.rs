@@ -7,9 +7,11 @@
 //! - [`openai_chat`]: OpenAI Chat Completions and the servers that speak it (Mistral,
 //!   OpenRouter, Groq, llama.cpp, vLLM, Ollama).
 //! - [`errors`]: provider error envelopes into typed [`ApiError`](kite_core::ApiError)s.
+//! - [`schema`]: JSON Schema clean-up for providers' strict modes.
 
 pub mod errors;
 pub mod openai_chat;
+pub mod schema;
 pub mod sse;
 mod str;
 

@@ -214,7 +214,8 @@ fn every_request_field_is_written() {
     );
     assert_eq!(
         body["tools"][0],
-        json!({"type": "function", "function": {"name": "f", "description": "does f", "parameters": {"type": "object"}, "strict": true}})
+        // A strict tool's schema is closed for OpenAI's strict mode.
+        json!({"type": "function", "function": {"name": "f", "description": "does f", "parameters": {"type": "object", "additionalProperties": false, "properties": {}, "required": []}, "strict": true}})
     );
     assert_eq!(
         body["tool_choice"],
@@ -225,7 +226,7 @@ fn every_request_field_is_written() {
     assert_eq!(body["stop"], json!(["END"]));
     assert_eq!(
         body["response_format"],
-        json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": true}})
+        json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object", "additionalProperties": false, "properties": {}, "required": []}, "strict": true}})
     );
     assert_eq!(body["service_tier"], "flex");
     // Raw options are applied last and win.

@@ -36,7 +36,8 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
                 if !t.description.is_empty() {
                     f.insert("description".into(), json!(t.description));
                 }
-                f.insert("parameters".into(), t.parameters.clone());
+                let strict = t.strict == Some(true);
+                f.insert("parameters".into(), strict_if(strict, &t.parameters));
                 if let Some(strict) = t.strict {
                     f.insert("strict".into(), json!(strict));
                 }
@@ -88,7 +89,7 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
             } => {
                 let mut s = Map::new();
                 s.insert("name".into(), json!(name));
-                s.insert("schema".into(), schema.clone());
+                s.insert("schema".into(), strict_if(*strict == Some(true), schema));
                 if let Some(d) = description {
                     s.insert("description".into(), json!(d));
                 }
@@ -202,6 +203,14 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
             out.push(Value::Object(msg));
             Ok(())
         }
+    }
+}
+
+fn strict_if(strict: bool, schema: &Value) -> Value {
+    if strict {
+        crate::schema::openai_strict(schema)
+    } else {
+        schema.clone()
     }
 }
 

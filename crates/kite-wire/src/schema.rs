@@ -1,0 +1,151 @@
+//! JSON Schema clean-up for providers' strict modes.
+
+use serde_json::{Map, Value, json};
+
+/// `schema` rewritten into the subset OpenAI's strict mode (tools and structured output)
+/// accepts: every object closed with `additionalProperties: false`, every property listed in
+/// `required` (a property that was optional becomes nullable instead), and no `$schema` or
+/// `default` keywords. Applied at every depth, including `$defs`.
+///
+/// ```
+/// use serde_json::json;
+/// let strict = kite_wire::schema::openai_strict(&json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 1}},
+///     "required": ["city"],
+/// }));
+/// assert_eq!(strict, json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}},
+///     "required": ["city", "days"],
+///     "additionalProperties": false,
+/// }));
+/// ```
+pub fn openai_strict(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    strict_in_place(&mut s);
+    s
+}
+
+fn strict_in_place(v: &mut Value) {
+    let Value::Object(obj) = v else {
+        if let Value::Array(items) = v {
+            items.iter_mut().for_each(strict_in_place);
+        }
+        return;
+    };
+    obj.remove("$schema");
+    obj.remove("default");
+    for key in ["items", "not", "additionalItems"] {
+        if let Some(sub) = obj.get_mut(key) {
+            strict_in_place(sub);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(subs)) = obj.get_mut(key) {
+            subs.iter_mut().for_each(strict_in_place);
+        }
+    }
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(defs)) = obj.get_mut(key) {
+            defs.values_mut().for_each(strict_in_place);
+        }
+    }
+    if !matches!(obj.get("properties"), Some(Value::Object(_))) {
+        if obj.get("type") == Some(&json!("object")) {
+            obj.insert("additionalProperties".into(), Value::Bool(false));
+            obj.entry("properties")
+                .or_insert_with(|| Value::Object(Map::new()));
+            obj.entry("required")
+                .or_insert_with(|| Value::Array(Vec::new()));
+        }
+        return;
+    }
+    let required: Vec<String> = match obj.get("required") {
+        Some(Value::Array(r)) => r
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut all = Vec::new();
+    for (name, prop) in obj
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+        .into_iter()
+        .flatten()
+    {
+        strict_in_place(prop);
+        if !required.contains(name) {
+            make_nullable(prop);
+        }
+        all.push(Value::String(name.clone()));
+    }
+    obj.insert("required".into(), Value::Array(all));
+    obj.insert("additionalProperties".into(), Value::Bool(false));
+}
+
+fn make_nullable(prop: &mut Value) {
+    let Value::Object(p) = prop else { return };
+    match p.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = std::mem::take(t);
+            p.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(types)) => {
+            if !types.contains(&json!("null")) {
+                types.push(json!("null"));
+            }
+        }
+        Some(_) => {}
+        None => {
+            let inner = std::mem::take(p);
+            p.insert(
+                "anyOf".into(),
+                json!([Value::Object(inner), {"type": "null"}]),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_objects_refs_and_unions_are_made_strict() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Trip",
+            "type": "object",
+            "properties": {
+                "stops": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                "home": {"$ref": "#/$defs/Place"},
+                "mode": {"type": ["string", "null"], "enum": ["car", "train", null]},
+                "meta": {"type": "object"}
+            },
+            "required": ["stops"],
+            "$defs": {"Place": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}}
+        });
+        let s = openai_strict(&schema);
+        assert!(s.get("$schema").is_none());
+        assert_eq!(s["title"], "Trip");
+        assert_eq!(s["required"], json!(["stops", "home", "mode", "meta"]));
+        assert_eq!(s["additionalProperties"], false);
+        let stop = &s["properties"]["stops"]["items"];
+        assert_eq!(stop["required"], json!(["name"]));
+        assert_eq!(
+            stop["properties"]["name"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(stop["additionalProperties"], false);
+        assert_eq!(
+            s["properties"]["home"],
+            json!({"anyOf": [{"$ref": "#/$defs/Place"}, {"type": "null"}]})
+        );
+        assert_eq!(s["properties"]["mode"]["type"], json!(["string", "null"]));
+        assert_eq!(s["properties"]["meta"]["additionalProperties"], false);
+        assert_eq!(s["$defs"]["Place"]["additionalProperties"], false);
+        assert_eq!(s["$defs"]["Place"]["properties"]["lat"]["type"], "number");
+    }
+}
