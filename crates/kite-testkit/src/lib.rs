@@ -1,5 +1,8 @@
 //! Test helpers.
 //!
+//! [`ScriptedModel`] is a [`Model`](kite_core::Model) that plays a fixed sequence of replies
+//! and fails the test on an unexpected or missing call.
+//!
 //! [`ReplayServer`] is a real HTTP/1.1 server on a loopback port that answers each request
 //! with the next scripted [`Reply`]: recorded bytes streamed in small pieces with delays, or
 //! a failure — a connection reset before or after the first byte, a stream that stalls, bytes
@@ -16,6 +19,8 @@
 //! # }
 //! ```
 
+mod scripted;
 mod server;
 
+pub use scripted::ScriptedModel;
 pub use server::{RecordedRequest, ReplayServer, Reply};

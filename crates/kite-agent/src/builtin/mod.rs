@@ -1,0 +1,27 @@
+//! Safe built-in tools: the current time, arithmetic, and reading or listing files under
+//! one folder. None of them writes anything or reaches the network.
+
+mod calculate;
+mod files;
+mod now;
+
+pub use calculate::{calculate, evaluate};
+pub use files::{list_files, read_file};
+pub use now::now;
+
+use crate::Tool;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Every built-in tool, with file access confined to `root`.
+pub fn all<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<Vec<Arc<dyn Tool<C>>>> {
+    Ok(vec![
+        Arc::new(now()),
+        Arc::new(calculate()),
+        Arc::new(read_file(root)?),
+        Arc::new(list_files(root)?),
+    ])
+}
+
+/// The names of the built-in tools.
+pub const NAMES: [&str; 4] = ["now", "calculate", "read_file", "list_files"];
