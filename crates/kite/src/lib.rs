@@ -2,7 +2,8 @@
 //!
 //! One data model ([`Request`], [`Message`], [`Response`]) and one stream of [`Event`]s for
 //! every provider. Pick a provider with [`Provider`], or build one with
-//! [`OpenAiCompatible`] for any server that speaks the OpenAI Chat Completions API.
+//! [`OpenAiCompatible`] for any server that speaks the OpenAI Chat Completions API. An
+//! [`Agent`] runs the tool-calling loop over any of them.
 //!
 //! ```no_run
 //! use kite::{Message, Model, Provider, Request};
@@ -19,8 +20,15 @@
 mod providers;
 
 pub use futures_util::StreamExt;
+pub use kite_agent::{
+    Agent, AgentError, AgentEvent, Conversation, Flow, Hooks, Run, StopReason, Tool, ToolDecision,
+    ToolError, ToolOutput, tool,
+};
 pub use kite_core::*;
 pub use providers::{OpenAiCompatible, Provider};
+
+/// The tool-calling loop in full: tools, hooks, runs, built-in tools.
+pub use kite_agent as agent;
 
 /// Codecs, for callers that bring their own HTTP client.
 pub use kite_wire as wire;

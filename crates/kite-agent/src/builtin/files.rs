@@ -102,7 +102,9 @@ pub fn list_files<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<impl
                     .filter_map(Result::ok)
                     .map(|e| {
                         let name = e.file_name().to_string_lossy().into_owned();
+                        // Links are not followed: their target may lie outside the root.
                         match e.metadata() {
+                            Ok(m) if m.is_symlink() => format!("{name} (link)"),
                             Ok(m) if m.is_dir() => format!("{name}/"),
                             Ok(m) => format!("{name} ({} bytes)", m.len()),
                             Err(_) => name,

@@ -1,0 +1,120 @@
+//! The built-in tools, called as the model would call them.
+
+use kite_agent::{CancellationToken, Tool, ToolContext, ToolError, builtin};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+fn ctx() -> ToolContext<()> {
+    ToolContext {
+        context: Arc::new(()),
+        call_id: "c".into(),
+        cancel: CancellationToken::new(),
+    }
+}
+
+async fn call(tool: &dyn Tool<()>, args: Value) -> Result<String, String> {
+    match tool.call(args, ctx()).await {
+        Ok(out) => Ok(out
+            .content
+            .iter()
+            .map(|p| match p {
+                kite_core::Part::Text { text } => text.clone(),
+                _ => String::new(),
+            })
+            .collect()),
+        Err(ToolError::Model(m)) => Err(m),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test]
+async fn files_are_read_and_listed_only_under_the_root() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("notes")).unwrap();
+    std::fs::write(root.path().join("notes/todo.txt"), "buy milk").unwrap();
+    std::fs::write(root.path().join("big.txt"), "x".repeat(200_000)).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        root.path().join("link.txt"),
+    )
+    .unwrap();
+
+    let read = builtin::read_file::<()>(root.path()).unwrap();
+    let list = builtin::list_files::<()>(root.path()).unwrap();
+
+    assert_eq!(
+        call(&read, json!({"path": "notes/todo.txt"}))
+            .await
+            .unwrap(),
+        "buy milk"
+    );
+    let big = call(&read, json!({"path": "big.txt"})).await.unwrap();
+    assert!(big.len() < 110_000 && big.contains("[cut: the file has 200000 bytes"));
+
+    let secret = outside.path().join("secret.txt");
+    for escape in [
+        json!({"path": "../secret.txt"}),
+        json!({"path": secret.to_str().unwrap()}),
+        json!({"path": "link.txt"}),
+    ] {
+        let err = call(&read, escape.clone()).await.unwrap_err();
+        assert!(
+            err.contains("outside the working folder") || err.contains("No such file"),
+            "{escape}: {err}"
+        );
+        assert!(!err.contains("top secret"));
+    }
+    assert!(
+        call(&read, json!({"path": "nope.txt"}))
+            .await
+            .unwrap_err()
+            .contains("No such file")
+    );
+    assert!(
+        call(&read, json!({"path": "notes"}))
+            .await
+            .unwrap_err()
+            .contains("not a file")
+    );
+
+    let listing = call(&list, json!({})).await.unwrap();
+    assert_eq!(listing, "big.txt (200000 bytes)\nlink.txt (link)\nnotes/");
+    assert_eq!(
+        call(&list, json!({"path": "notes"})).await.unwrap(),
+        "todo.txt (8 bytes)"
+    );
+    assert!(
+        call(&list, json!({"path": ".."}))
+            .await
+            .unwrap_err()
+            .contains("outside")
+    );
+}
+
+#[tokio::test]
+async fn now_and_calculate_answer() {
+    let now = call(&builtin::now::<()>(), json!({})).await.unwrap();
+    let v: Value = serde_json::from_str(&now).unwrap();
+    assert!(v["utc"].as_str().unwrap().ends_with('Z'));
+    assert!(v["unix"].as_u64().unwrap() > 1_700_000_000);
+
+    let calc = builtin::calculate::<()>();
+    assert_eq!(
+        call(&calc, json!({"expression": "(2 + 3) * 4 ^ 2 / sqrt(16)"}))
+            .await
+            .unwrap(),
+        "20"
+    );
+    assert_eq!(
+        call(&calc, json!({"expression": "7 / 2"})).await.unwrap(),
+        "3.5"
+    );
+    assert!(
+        call(&calc, json!({"expression": "2 +* 3"}))
+            .await
+            .unwrap_err()
+            .contains("unexpected")
+    );
+}
