@@ -1,10 +1,10 @@
-//! `kite ask`: one question, the answer streamed as it arrives.
+//! `kite ask`: one question, answered by the tool-calling loop, streamed as it happens.
 
 use crate::output::{Output, error_line};
 use clap::Args;
-use futures_util::StreamExt;
+use kite::agent::builtin;
 use kite::wire::openai_chat::Dialect;
-use kite::{Error, Message, Model, OpenAiCompatible, Provider, Request};
+use kite::{Agent, AgentError, AgentEvent, Error, Message, OpenAiCompatible, Provider, StreamExt};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -23,12 +23,22 @@ pub struct AskArgs {
     /// System instructions.
     #[arg(long)]
     system: Option<String>,
-    /// Limit the answer's length in tokens.
+    /// Limit each answer's length in tokens.
     #[arg(long)]
     max_tokens: Option<u32>,
     /// Sampling temperature.
     #[arg(long)]
     temperature: Option<f64>,
+    /// Let the model use every built-in tool: now, calculate, read_file, list_files (files
+    /// only under the working directory).
+    #[arg(long)]
+    tools: bool,
+    /// Let the model use this built-in tool (repeatable).
+    #[arg(long = "tool", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(builtin::NAMES))]
+    tool: Vec<String>,
+    /// Model calls allowed before giving up.
+    #[arg(long, default_value_t = 10)]
+    max_turns: u32,
     /// Print one JSON object per event, one per line, for scripts.
     #[arg(long)]
     json: bool,
@@ -49,7 +59,7 @@ pub async fn run(args: AskArgs) -> Result<(), ExitCode> {
     }
 }
 
-async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), Error> {
+async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
     let (model, default_model) = choose_model(args)?;
     let mut prompt = args.prompt.join(" ");
     if prompt == "-" {
@@ -58,27 +68,44 @@ async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), Error> {
             .read_to_string(&mut prompt)
             .map_err(|e| Error::Config(format!("cannot read the question from stdin: {e}")))?;
     }
-    let mut request =
-        Request::new(args.model.clone().unwrap_or(default_model)).message(Message::user(prompt));
-    request.system = args.system.clone();
-    request.max_tokens = args.max_tokens;
-    request.temperature = args.temperature;
+    let mut agent = Agent::new(model, args.model.clone().unwrap_or(default_model))
+        .max_turns(args.max_turns)
+        .configure(|r| {
+            r.max_tokens = args.max_tokens;
+            r.temperature = args.temperature;
+        });
+    if let Some(system) = &args.system {
+        agent = agent.system(system.clone());
+    }
+    if args.tools || !args.tool.is_empty() {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
+        let tools = builtin::all(&cwd)
+            .map_err(|e| Error::Config(format!("cannot set up the file tools: {e}")))?;
+        for t in tools {
+            if args.tools || args.tool.iter().any(|n| n == &t.spec().name) {
+                agent.tools().add_arc(t);
+            }
+        }
+    }
 
-    let mut stream = model.stream(request);
+    let mut stream = agent.run_stream((), vec![Message::user(prompt)]);
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     loop {
         tokio::select! {
             event = stream.next() => match event {
+                Some(Ok(AgentEvent::Done(run))) => {
+                    out.done(&run);
+                    return Ok(());
+                }
                 Some(Ok(e)) => out.event(&e),
                 Some(Err(e)) => return Err(e),
-                None => break,
+                None => return Ok(()),
             },
-            _ = &mut interrupted => return Err(Error::Cancelled),
+            _ = &mut interrupted => return Err(Error::Cancelled.into()),
         }
     }
-    out.end();
-    Ok(())
 }
 
 /// The model to ask and its default model name.

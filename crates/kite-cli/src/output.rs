@@ -1,6 +1,8 @@
-//! Printing events: plain text for people, JSON lines for scripts.
+//! Printing a run: the answer on stdout and tool activity on stderr for people, or JSON
+//! lines on stdout for scripts.
 
-use kite::{Error, Event};
+use kite::agent::{CallStatus, ToolRecord};
+use kite::{AgentError, AgentEvent, Error, Event, Run, StopReason};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -19,37 +21,100 @@ impl Output {
         }
     }
 
-    pub fn event(&mut self, e: &Event) {
+    pub fn event(&mut self, e: &AgentEvent) {
         if self.json {
             if let Some(v) = json_event(e) {
                 line(&v);
             }
             return;
         }
-        let text = match e {
-            Event::TextDelta { text } | Event::RefusalDelta { text } => text,
-            _ => return,
-        };
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
-        self.wrote_text = true;
-        self.at_line_start = text.ends_with('\n');
-    }
-
-    /// Ends the answer with a newline, if it lacks one.
-    pub fn end(&mut self) {
-        if !self.json && self.wrote_text && !self.at_line_start {
-            println!();
+        match e {
+            AgentEvent::Model(Event::TextDelta { text } | Event::RefusalDelta { text }) => {
+                let mut stdout = std::io::stdout().lock();
+                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.flush();
+                self.wrote_text = true;
+                self.at_line_start = text.ends_with('\n');
+            }
+            AgentEvent::ToolStarted { call } => {
+                self.end_line();
+                eprintln!("[tool] {}({})", call.name, call.arguments);
+            }
+            AgentEvent::ToolFinished { record } => {
+                let mark = if record.result.is_error {
+                    "failed"
+                } else {
+                    "->"
+                };
+                eprintln!(
+                    "[tool] {} {mark} {}",
+                    record.call.name,
+                    short(&record.result.text_content())
+                );
+            }
+            _ => {}
         }
     }
 
-    pub fn error(&mut self, e: &Error) {
+    /// The run stopped: usage and the reason.
+    pub fn done(&mut self, run: &Run) {
+        let stop = run.stop_reason();
+        if self.json {
+            let mut usage = serde_json::to_value(run.usage()).unwrap_or_default();
+            usage["type"] = json!("usage");
+            line(&usage);
+            let finish = match &stop {
+                Some(StopReason::Finished { finish_reason }) => json!(finish_reason.as_str()),
+                Some(StopReason::TurnLimit { .. }) => json!("tool_calls"),
+                _ => Value::Null,
+            };
+            line(
+                &json!({"type": "done", "finish_reason": finish, "stop": stop_name(&stop), "turns": run.turns()}),
+            );
+            return;
+        }
+        self.end_line();
+        match stop {
+            Some(StopReason::TurnLimit { max_turns }) => eprintln!(
+                "kite: stopped after {max_turns} model calls; allow more with --max-turns"
+            ),
+            Some(StopReason::Hook { message }) => eprintln!("kite: stopped: {message}"),
+            _ => {}
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.wrote_text && !self.at_line_start {
+            println!();
+            self.at_line_start = true;
+        }
+    }
+
+    pub fn error(&mut self, e: &AgentError) {
         if self.json {
             line(&json_error(e));
         } else {
-            self.end();
+            self.end_line();
         }
+    }
+}
+
+fn stop_name(stop: &Option<StopReason>) -> &'static str {
+    match stop {
+        Some(StopReason::Finished { .. }) => "finished",
+        Some(StopReason::TurnLimit { .. }) => "turn_limit",
+        Some(StopReason::Hook { .. }) => "hook",
+        Some(StopReason::AwaitingApproval { .. }) => "awaiting_approval",
+        Some(StopReason::Cancelled) => "cancelled",
+        None => "running",
+    }
+}
+
+fn short(text: &str) -> String {
+    let one_line = text.replace('\n', " ");
+    match one_line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &one_line[..i]),
+        None => one_line,
     }
 }
 
@@ -59,52 +124,72 @@ fn line(v: &Value) {
     let _ = stdout.flush();
 }
 
-/// The JSON line for an event; fragments that a later event carries whole are left out.
-fn json_event(e: &Event) -> Option<Value> {
+/// The JSON line for an event; fragments that a later event carries whole, and per-call
+/// usage and finish (summed up in the last lines), are left out.
+fn json_event(e: &AgentEvent) -> Option<Value> {
     Some(match e {
-        Event::Start { id, model } => json!({"type": "start", "id": id, "model": model}),
-        Event::TextDelta { text } => json!({"type": "text_delta", "text": text}),
-        Event::ReasoningDelta { text } => json!({"type": "reasoning_delta", "text": text}),
-        Event::RefusalDelta { text } => json!({"type": "refusal_delta", "text": text}),
-        Event::ToolCallEnd { call, .. } => json!({
-            "type": "tool_call",
-            "id": call.id,
-            "name": call.name,
-            "arguments": call.parse_arguments().unwrap_or_else(|_| Value::String(call.arguments.clone())),
-        }),
-        Event::Usage { usage } => {
-            let mut v = serde_json::to_value(usage).unwrap_or_default();
-            v["type"] = json!("usage");
-            v
-        }
-        Event::Finish { reason } => json!({"type": "done", "finish_reason": reason.as_str()}),
-        Event::Unknown { kind, data } => json!({"type": "unknown", "kind": kind, "data": data}),
-        Event::ToolCallStart { .. } | Event::ToolCallDelta { .. } | Event::ReasoningEnd { .. } => {
-            return None;
-        }
+        AgentEvent::Model(event) => match event {
+            Event::Start { id, model } => json!({"type": "start", "id": id, "model": model}),
+            Event::TextDelta { text } => json!({"type": "text_delta", "text": text}),
+            Event::ReasoningDelta { text } => json!({"type": "reasoning_delta", "text": text}),
+            Event::RefusalDelta { text } => json!({"type": "refusal_delta", "text": text}),
+            Event::ToolCallEnd { call, .. } => json!({
+                "type": "tool_call",
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.parse_arguments().unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            }),
+            Event::Unknown { kind, data } => json!({"type": "unknown", "kind": kind, "data": data}),
+            _ => return None,
+        },
+        AgentEvent::ToolFinished { record } => tool_result(record),
+        AgentEvent::ToolStarted { .. } | AgentEvent::Done(_) => return None,
     })
 }
 
-fn json_error(e: &Error) -> Value {
+fn tool_result(r: &ToolRecord) -> Value {
+    let status = match r.status {
+        CallStatus::Ran => "ran",
+        CallStatus::Skipped => "skipped",
+        CallStatus::Refused => "refused",
+    };
+    json!({
+        "type": "tool_result",
+        "id": r.call.id,
+        "name": r.call.name,
+        "content": r.result.text_content(),
+        "is_error": r.result.is_error,
+        "status": status,
+        "duration_ms": r.duration.as_millis() as u64,
+    })
+}
+
+fn json_error(e: &AgentError) -> Value {
     let mut v = json!({"type": "error", "message": error_line(e)});
-    match e {
-        Error::Api(a) => {
-            v["kind"] = json!("api");
+    let kind = match e {
+        AgentError::Model(Error::Api(a)) => {
             v["status"] = json!(a.status);
             v["code"] = json!(a.code);
             v["request_id"] = json!(a.request_id);
+            "api"
         }
-        Error::Decode(_) => v["kind"] = json!("decode"),
-        Error::Transport(_) => v["kind"] = json!("transport"),
-        Error::Config(_) => v["kind"] = json!("config"),
-        Error::InvalidRequest(_) => v["kind"] = json!("invalid_request"),
-        Error::Cancelled => v["kind"] = json!("cancelled"),
-        _ => v["kind"] = json!("other"),
-    }
+        AgentError::Model(Error::Decode(_)) => "decode",
+        AgentError::Model(Error::Transport(_)) => "transport",
+        AgentError::Model(Error::Config(_)) => "config",
+        AgentError::Model(Error::InvalidRequest(_)) => "invalid_request",
+        AgentError::Model(Error::Cancelled) => "cancelled",
+        AgentError::Model(_) => "other",
+        AgentError::Tool { .. } => "tool",
+    };
+    v["kind"] = json!(kind);
     v
 }
 
 /// One line that says what went wrong.
-pub fn error_line(e: &Error) -> String {
-    e.to_string().replace('\n', " ")
+pub fn error_line(e: &AgentError) -> String {
+    let s = match e {
+        AgentError::Model(inner) => inner.to_string(),
+        other => other.to_string(),
+    };
+    s.replace('\n', " ")
 }

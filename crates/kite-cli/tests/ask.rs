@@ -56,6 +56,9 @@ async fn json_mode_prints_one_event_per_line() {
             "openai/chat-completions/stream-tool-call-fragments/response.sse",
         ))
         .chunked(11, Duration::from_millis(1)),
+        Reply::sse(fixture(
+            "openai/chat-completions/stream-after-tool-result/response.sse",
+        )),
     ])
     .await;
     let r = run(kite()
@@ -71,16 +74,42 @@ async fn json_mode_prints_one_event_per_line() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
         .collect();
     let types: Vec<&str> = lines.iter().map(|v| v["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["start", "tool_call", "usage", "done"]);
-    assert_eq!(lines[1]["name"], "weather");
-    assert_eq!(lines[1]["id"], "call_N2fJZh6fGguUrjbTlDD9mkbh");
+    assert_eq!(types[..4], ["start", "tool_call", "tool_result", "start"]);
+    assert!(types[4..types.len() - 2].iter().all(|t| *t == "text_delta"));
+    assert_eq!(types[types.len() - 2..], ["usage", "done"]);
+
+    let call = &lines[1];
+    assert_eq!(call["name"], "weather");
+    assert_eq!(call["id"], "call_N2fJZh6fGguUrjbTlDD9mkbh");
     assert_eq!(
-        lines[1]["arguments"],
+        call["arguments"],
         serde_json::json!({"latitude": "52.5200", "longitude": "13.4050"})
     );
-    assert_eq!(lines[2]["input_tokens"], 169);
-    assert_eq!(lines[2]["output_tokens"], 96);
-    assert_eq!(lines[3]["finish_reason"], "tool_calls");
+    // No tools were enabled: the model is told so, and answers anyway.
+    let result = &lines[2];
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["status"], "refused");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool `weather`")
+    );
+    let usage = &lines[lines.len() - 2];
+    assert_eq!(
+        usage["input_tokens"],
+        169 + 230,
+        "usage summed over both calls"
+    );
+    let done = lines.last().unwrap();
+    assert_eq!(
+        (
+            done["finish_reason"].as_str(),
+            done["stop"].as_str(),
+            done["turns"].as_u64()
+        ),
+        (Some("stop"), Some("finished"), Some(2))
+    );
 
     let req = &server.requests()[0];
     assert_eq!(
@@ -92,7 +121,98 @@ async fn json_mode_prints_one_event_per_line() {
         body["messages"][0]["content"],
         "What's the weather in Berlin?"
     );
+    assert!(body.get("tools").is_none(), "no tools were enabled");
     assert!(!r.stdout.contains(KEY) && !r.stderr.contains(KEY));
+}
+
+/// A Chat Completions stream, in OpenAI's wire format, that calls one tool.
+fn tool_call_stream(name: &str, arguments: &str) -> Vec<u8> {
+    let chunk = |delta: Value, finish: Value| {
+        let c = serde_json::json!({"id": "chatcmpl-t", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    let mut body = chunk(
+        serde_json::json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}]}),
+        Value::Null,
+    );
+    body += &chunk(
+        serde_json::json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+        Value::Null,
+    );
+    body += &chunk(serde_json::json!({}), serde_json::json!("tool_calls"));
+    body += "data: [DONE]\n\n";
+    body.into_bytes()
+}
+
+#[tokio::test]
+async fn built_in_tools_run_when_enabled_and_show_as_they_happen() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let server = ReplayServer::start(vec![
+        Reply::sse(tool_call_stream("calculate", r#"{"expression": "6 * 7"}"#)),
+        Reply::sse(tool_call_stream("list_files", "{}")),
+        Reply::sse(fixture("mistral/chat-completions/stream-text/response.sse")),
+    ])
+    .await;
+    let r = run(kite()
+        .current_dir(dir.path())
+        .args(["ask", "--tools", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("What is 6 times 7, and what files are here?"))
+    .await;
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(r.stdout, "1, 2, 3\n");
+    assert!(
+        r.stderr
+            .contains(r#"[tool] calculate({"expression": "6 * 7"})"#),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("[tool] calculate -> 42"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("[tool] list_files -> notes.txt (5 bytes)"),
+        "{}",
+        r.stderr
+    );
+
+    let reqs = server.requests();
+    let first: Value = serde_json::from_slice(&reqs[0].body).unwrap();
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["now", "calculate", "read_file", "list_files"]);
+    let second: Value = serde_json::from_slice(&reqs[1].body).unwrap();
+    assert_eq!(
+        second["messages"][2],
+        serde_json::json!({"role": "tool", "tool_call_id": "call_1", "content": "42"})
+    );
+}
+
+#[tokio::test]
+async fn the_turn_limit_is_reported() {
+    let server = ReplayServer::start(vec![Reply::sse(tool_call_stream("now", "{}"))]).await;
+    let r = run(kite()
+        .args(["ask", "--tool", "now", "--max-turns", "1", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("time?"))
+    .await;
+    assert_eq!(r.code, 0, "a turn limit is an outcome, not a failure");
+    assert!(
+        r.stderr.contains("stopped after 1 model calls"),
+        "{}",
+        r.stderr
+    );
+    let first: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
+    assert_eq!(
+        first["tools"].as_array().unwrap().len(),
+        1,
+        "only the named tool"
+    );
 }
 
 #[tokio::test]

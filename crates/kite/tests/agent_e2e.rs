@@ -144,3 +144,55 @@ async fn the_same_exchange_streamed_gives_the_same_history() {
     assert_eq!(run.messages(), buffered.messages());
     assert_eq!(text, run.text());
 }
+
+#[tokio::test]
+async fn a_recorded_mistral_exchange_with_json_bodies_runs_end_to_end() {
+    let dir = "mistral/chat-completions";
+    let server = ReplayServer::start(vec![
+        Reply::json(200, fixture(&format!("{dir}/tool-call/response.json"))),
+        Reply::json(
+            200,
+            fixture(&format!("{dir}/tool-result-final-answer/response.json")),
+        ),
+    ])
+    .await;
+    let model = OpenAiCompatible::new(format!("{}/v1", server.url()), Dialect::Mistral)
+        .api_key("test")
+        .retry(RetryPolicy::none());
+    let weather = tool(
+        "weather",
+        "Gets current weather for a location",
+        |c: Coordinates, _| async move {
+            Ok(format!(
+                "Current weather at {}, {}: 15°C, Wind: 10 km/h",
+                c.latitude, c.longitude
+            )
+            .into())
+        },
+    );
+    let run = Agent::new(model, "mistral-small-latest")
+        .tool(weather)
+        .ask("What's the weather in Berlin? (52.5200, 13.4050)")
+        .await
+        .unwrap();
+    assert_eq!(
+        run.text(),
+        "The current weather in Berlin is **15°C** with a wind speed of **10 km/h**."
+    );
+
+    let recorded: Value = serde_json::from_slice(&fixture(&format!(
+        "{dir}/tool-result-final-answer/request.json"
+    )))
+    .unwrap();
+    let mut sent: Value = serde_json::from_slice(&server.requests()[1].body).unwrap();
+    // The recording re-serialized the arguments compactly; the model's own spacing is kept.
+    let args = &mut sent["messages"][1]["tool_calls"][0]["function"]["arguments"];
+    let compact = serde_json::from_str::<Value>(args.as_str().unwrap())
+        .unwrap()
+        .to_string();
+    *args = Value::String(compact);
+    assert_eq!(
+        normalize(sent["messages"].clone()),
+        normalize(recorded["messages"].clone())
+    );
+}
