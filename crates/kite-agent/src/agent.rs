@@ -230,15 +230,25 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         sink: Option<&Sink<C>>,
     ) -> Result<(), AgentError> {
         let mut request = self.template.clone();
-        request.messages = run.messages().to_vec();
         request.tools = self.tools.specs();
+        // Without hooks the history is lent to the request and taken back; a hook may edit
+        // the request's messages for this call only, so then they are a copy.
+        let lent = self.hooks.is_empty();
+        if lent {
+            request.messages = run.take_messages();
+        } else {
+            request.messages = run.messages().to_vec();
+        }
         for h in &self.hooks {
             if let Flow::Stop(message) = h.before_model(&mut run.context, &mut request) {
                 run.stop(StopReason::Hook { message });
                 return Ok(());
             }
         }
-        let mut stream = self.model.stream(request);
+        let mut stream = self.model.stream(&request);
+        if lent {
+            run.restore_messages(std::mem::take(&mut request.messages));
+        }
         let mut builder = ResponseBuilder::new();
         loop {
             let item = tokio::select! {

@@ -280,6 +280,16 @@ impl<C> Run<C> {
         &self.messages[self.first_new.min(self.messages.len())..]
     }
 
+    /// Lends the history out (see [`restore_messages`](Self::restore_messages)).
+    pub(crate) fn take_messages(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.messages)
+    }
+
+    /// Takes lent history back.
+    pub(crate) fn restore_messages(&mut self, messages: Vec<Message>) {
+        self.messages = messages;
+    }
+
     /// The history, given up.
     pub fn into_messages(self) -> Vec<Message> {
         self.messages

@@ -16,12 +16,15 @@ pub type ModelFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// Implementors write [`Model::stream`]; [`Model::complete`] buffers that same stream, so the
 /// streamed and buffered paths cannot drift apart.
+///
+/// The request is borrowed: a model reads (encodes) it when called, and the caller keeps it,
+/// so a loop need not copy its history into every request.
 pub trait Model: Send + Sync {
     /// Streams the answer to `request`.
-    fn stream(&self, request: Request) -> EventStream;
+    fn stream(&self, request: &Request) -> EventStream;
 
     /// The whole answer to `request`.
-    fn complete(&self, request: Request) -> ModelFuture<'static, Result<Response, Error>> {
+    fn complete(&self, request: &Request) -> ModelFuture<'static, Result<Response, Error>> {
         Box::pin(collect(self.stream(request)))
     }
 

@@ -171,7 +171,7 @@ fn response(parts: Vec<Part>, finish_reason: FinishReason) -> Response {
 }
 
 impl Model for ScriptedModel {
-    fn stream(&self, request: Request) -> EventStream {
+    fn stream(&self, request: &Request) -> EventStream {
         let step = {
             let mut script = self.lock();
             script.requests.push(request.clone());
@@ -188,7 +188,7 @@ impl Model for ScriptedModel {
             }
         };
         if let Some(check) = &step.check
-            && let Err(why) = check(&request)
+            && let Err(why) = check(request)
         {
             panic!("ScriptedModel: request rejected: {why}\nrequest: {request:#?}");
         }

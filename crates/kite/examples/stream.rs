@@ -16,7 +16,7 @@ async fn main() -> Result<(), kite::Error> {
         .system("Answer in two sentences.")
         .message(Message::user(question));
 
-    let mut events = model.stream(request);
+    let mut events = model.stream(&request);
     while let Some(event) = events.next().await {
         match event? {
             Event::TextDelta { text } => {

@@ -11,7 +11,7 @@
 //! # async fn demo() -> Result<(), kite::Error> {
 //! let model = Provider::OpenAi.from_env()?; // reads OPENAI_API_KEY
 //! let answer = model
-//!     .complete(Request::new("gpt-4o-mini").message(Message::user("Say hi")))
+//!     .complete(&Request::new("gpt-4o-mini").message(Message::user("Say hi")))
 //!     .await?;
 //! println!("{}", answer.text());
 //! # Ok(()) }

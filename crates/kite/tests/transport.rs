@@ -48,7 +48,7 @@ fn request() -> Request {
 
 /// Every event up to and including an error.
 async fn events(model: &OpenAiCompatible) -> (Vec<Event>, Option<Error>) {
-    let mut s = model.stream(request());
+    let mut s = model.stream(&request());
     let mut out = Vec::new();
     while let Some(item) = s.next().await {
         match item {
@@ -109,7 +109,7 @@ async fn complete_buffers_the_same_stream() {
         Reply::sse(fixture(TEXT_STREAM)).chunked(13, Duration::ZERO),
     ])
     .await;
-    let r = model(&server).complete(request()).await.unwrap();
+    let r = model(&server).complete(&request()).await.unwrap();
     assert_eq!(r.text(), "1\n2\n3");
     assert_eq!(r.finish_reason, FinishReason::Stop);
     assert_eq!(r.usage.input_tokens, 13);
@@ -128,7 +128,7 @@ async fn a_429_is_retried_after_the_delay_the_server_asked_for() {
     ])
     .await;
     let started = Instant::now();
-    let r = model(&server).complete(request()).await.unwrap();
+    let r = model(&server).complete(&request()).await.unwrap();
     assert_eq!(r.text(), "1\n2\n3");
     assert_eq!(server.requests().len(), 2);
     // The policy's own 429 delay is 10 ms: only Retry-After explains a wait of a second.
@@ -148,7 +148,7 @@ async fn a_burst_of_server_errors_is_retried() {
         Reply::sse(fixture(TEXT_STREAM)),
     ])
     .await;
-    let r = model(&server).complete(request()).await.unwrap();
+    let r = model(&server).complete(&request()).await.unwrap();
     assert_eq!(r.text(), "1\n2\n3");
     assert_eq!(server.requests().len(), 4);
 }
@@ -167,7 +167,7 @@ async fn retries_stop_after_the_limit_with_the_last_error() {
         Reply::sse(fixture(TEXT_STREAM)),
     ])
     .await;
-    let err = model(&server).complete(request()).await.unwrap_err();
+    let err = model(&server).complete(&request()).await.unwrap_err();
     let api = err.api().expect("an API error");
     assert_eq!(api.status, Some(500));
     assert_eq!(api.kind, ApiErrorKind::Server);
@@ -185,7 +185,7 @@ async fn a_spent_quota_is_not_retried() {
         Reply::sse(fixture(TEXT_STREAM)),
     ])
     .await;
-    let err = model(&server).complete(request()).await.unwrap_err();
+    let err = model(&server).complete(&request()).await.unwrap_err();
     assert_eq!(err.api().unwrap().kind, ApiErrorKind::QuotaExceeded);
     assert_eq!(server.requests().len(), 1);
 }
@@ -193,7 +193,7 @@ async fn a_spent_quota_is_not_retried() {
 #[tokio::test]
 async fn a_reset_before_the_first_byte_is_retried() {
     let server = ReplayServer::start(vec![Reply::reset(), Reply::sse(fixture(TEXT_STREAM))]).await;
-    let r = model(&server).complete(request()).await.unwrap();
+    let r = model(&server).complete(&request()).await.unwrap();
     assert_eq!(r.text(), "1\n2\n3");
     assert_eq!(server.requests().len(), 2);
 }
@@ -247,7 +247,7 @@ async fn garbage_is_a_typed_error_not_a_panic() {
         ReplayServer::start(vec![Reply::raw(b"\x00\xff\xfe garbage \r\n\r\n".to_vec())]).await;
     let err = model(&server)
         .retry(RetryPolicy::none())
-        .complete(request())
+        .complete(&request())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Transport(_)), "{err:?}");
@@ -260,7 +260,7 @@ async fn garbage_is_a_typed_error_not_a_panic() {
         noise.push((x >> 16) as u8);
     }
     let server = ReplayServer::start(vec![Reply::sse(noise).chunked(100, Duration::ZERO)]).await;
-    let err = model(&server).complete(request()).await.unwrap_err();
+    let err = model(&server).complete(&request()).await.unwrap_err();
     match err {
         Error::Decode(d) => assert!(
             d.message.contains("not a server-sent event stream"),
@@ -272,7 +272,7 @@ async fn garbage_is_a_typed_error_not_a_panic() {
     // Well framed, but the payload is not JSON: the error carries the payload.
     let server =
         ReplayServer::start(vec![Reply::sse(b"data: {\"choices\": [oops\n\n".to_vec())]).await;
-    match model(&server).complete(request()).await.unwrap_err() {
+    match model(&server).complete(&request()).await.unwrap_err() {
         Error::Decode(d) => assert!(d.payload.contains("[oops"), "{d:?}"),
         other => panic!("expected a decode error, got {other:?}"),
     }
@@ -288,7 +288,7 @@ async fn provider_errors_are_typed_and_never_show_the_key() {
     ])
     .await;
     let m = model(&server);
-    let err = m.complete(request()).await.unwrap_err();
+    let err = m.complete(&request()).await.unwrap_err();
     let api = err.api().unwrap();
     assert_eq!(api.status, Some(401));
     assert_eq!(api.kind, ApiErrorKind::Authentication);
@@ -311,7 +311,7 @@ async fn a_server_that_ignores_stream_true_is_understood() {
         fixture("openai/chat-completions/tool-calls-parallel-two-tools/response.json"),
     )])
     .await;
-    let r = model(&server).complete(request()).await.unwrap();
+    let r = model(&server).complete(&request()).await.unwrap();
     let names: Vec<_> = r.tool_calls().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["weather", "best_language_to_learn"]);
 }
@@ -326,7 +326,7 @@ async fn an_unreachable_server_is_a_connect_error() {
         .port();
     let m = OpenAiCompatible::new(format!("http://127.0.0.1:{port}/v1"), Dialect::Compatible)
         .retry(RetryPolicy::none());
-    match m.complete(request()).await.unwrap_err() {
+    match m.complete(&request()).await.unwrap_err() {
         Error::Transport(t) => assert_eq!(t.kind, TransportErrorKind::Connect, "{t}"),
         other => panic!("expected a connect error, got {other:?}"),
     }

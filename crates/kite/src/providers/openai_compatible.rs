@@ -119,8 +119,9 @@ impl OpenAiCompatible {
 }
 
 impl Inner {
-    async fn open(&self, request: Request) -> Result<EventStream, Error> {
-        let body = encode_request(&request, self.dialect, true)?;
+    /// The HTTP request for `request`, encoded now so the caller may keep its request.
+    fn http_request(&self, request: &Request) -> Result<HttpRequest, Error> {
+        let body = encode_request(request, self.dialect, true)?;
         let mut req = HttpRequest::post_json(&self.endpoint, body);
         req.headers.insert(
             http::header::ACCEPT,
@@ -137,6 +138,10 @@ impl Inner {
             v.set_sensitive(true);
             req.headers.insert(http::header::AUTHORIZATION, v);
         }
+        Ok(req)
+    }
+
+    async fn open(&self, req: HttpRequest) -> Result<EventStream, Error> {
         let resp = Retry::new(&*self.transport, self.retry).send(req).await?;
         if !resp.is_success() {
             return Err(self.api_error(resp).await);
@@ -172,15 +177,19 @@ impl Inner {
 }
 
 impl Model for OpenAiCompatible {
-    fn stream(&self, request: Request) -> EventStream {
+    fn stream(&self, request: &Request) -> EventStream {
+        let req = match self.inner.http_request(request) {
+            Ok(req) => req,
+            Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
+        };
         let inner = self.inner.clone();
         Box::pin(
-            futures_util::stream::once(async move { inner.open(request).await }).flat_map(
-                |opened| match opened {
+            futures_util::stream::once(async move { inner.open(req).await }).flat_map(|opened| {
+                match opened {
                     Ok(events) => events,
                     Err(e) => Box::pin(futures_util::stream::iter([Err(e)])) as EventStream,
-                },
-            ),
+                }
+            }),
         )
     }
 
