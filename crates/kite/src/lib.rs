@@ -21,8 +21,8 @@ mod providers;
 
 pub use futures_util::StreamExt;
 pub use kite_agent::{
-    Agent, AgentError, AgentEvent, Conversation, Flow, Hooks, Run, StopReason, Tool, ToolDecision,
-    ToolError, ToolOutput, tool,
+    Agent, AgentError, AgentEvent, Conversation, Flow, Hooks, Run, StopReason, Tool, ToolContext,
+    ToolDecision, ToolError, ToolOutput, tool,
 };
 pub use kite_core::*;
 pub use providers::{OpenAiCompatible, Provider};
