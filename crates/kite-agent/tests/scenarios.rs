@@ -756,3 +756,29 @@ async fn the_scripted_model_fails_a_test_on_an_unexpected_call() {
 fn the_scripted_model_fails_a_test_on_a_missing_call() {
     let _ = ScriptedModel::new().text("unused");
 }
+
+struct Tripwire;
+impl Hooks<()> for Tripwire {
+    fn on_event(&self, _: &mut (), event: &kite_core::Event) -> Flow {
+        match event {
+            kite_core::Event::ToolCallStart { name, .. } if name == "weather" => {
+                Flow::Stop("weather is off limits".into())
+            }
+            _ => Flow::Continue,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_hook_watching_stream_events_can_stop_mid_answer() {
+    let script = || ScriptedModel::new().tool_calls(&[("c1", "weather", json!({"city": "Paris"}))]);
+    let run = both(|| agent(&script()).hook(Tripwire), (), "?").await;
+    assert_eq!(
+        run.stop_reason(),
+        Some(StopReason::Hook {
+            message: "weather is off limits".into()
+        })
+    );
+    assert!(run.tool_calls().is_empty(), "no tool ran");
+    assert_eq!(run.messages().len(), 1, "the cut-off answer is not kept");
+}
