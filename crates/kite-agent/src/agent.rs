@@ -8,7 +8,7 @@ use crate::stream::{AgentEvent, AgentStream, Sink};
 use crate::tool::{ContextPatch, Tool, ToolContext, ToolError};
 use crate::toolset::ToolSet;
 use futures_util::{FutureExt, StreamExt};
-use kite_core::{Message, Model, Request, ResponseBuilder, ToolResult};
+use kite_core::{Message, Model, Request, ResponseBuilder, ToolChoice, ToolResult};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,6 +32,7 @@ pub struct Agent<C = ()> {
     audit: Option<Arc<dyn AuditSink>>,
     max_turns: u32,
     concurrency: usize,
+    reset_tool_choice: bool,
 }
 
 impl<C> Clone for Agent<C> {
@@ -44,6 +45,7 @@ impl<C> Clone for Agent<C> {
             audit: self.audit.clone(),
             max_turns: self.max_turns,
             concurrency: self.concurrency,
+            reset_tool_choice: self.reset_tool_choice,
         }
     }
 }
@@ -80,6 +82,7 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             audit: None,
             max_turns: 10,
             concurrency: 8,
+            reset_tool_choice: true,
         }
     }
 
@@ -128,6 +131,14 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     /// Model calls allowed per run (default 10).
     pub fn max_turns(mut self, turns: u32) -> Self {
         self.max_turns = turns.max(1);
+        self
+    }
+
+    /// Keeps a `tool_choice` that forces a call (required, or a named tool) on every model
+    /// call. By default it applies until tools have run once, then the model may answer:
+    /// forced on every call, a run could only end at its turn limit.
+    pub fn keep_tool_choice(mut self) -> Self {
+        self.reset_tool_choice = false;
         self
     }
 
@@ -231,6 +242,12 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     ) -> Result<(), AgentError> {
         let mut request = self.template.clone();
         request.tools = self.tools.specs();
+        if self.reset_tool_choice
+            && !run.tool_calls().is_empty()
+            && matches!(request.tool_choice, Some(ToolChoice::Required | ToolChoice::Tool(_)))
+        {
+            request.tool_choice = Some(ToolChoice::Auto);
+        }
         // Without hooks the history is lent to the request and taken back; a hook may edit
         // the request's messages for this call only, so then they are a copy.
         let lent = self.hooks.is_empty();

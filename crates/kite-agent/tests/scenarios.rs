@@ -782,3 +782,22 @@ async fn a_hook_watching_stream_events_can_stop_mid_answer() {
     assert!(run.tool_calls().is_empty(), "no tool ran");
     assert_eq!(run.messages().len(), 1, "the cut-off answer is not kept");
 }
+
+#[tokio::test]
+async fn a_forced_tool_choice_is_lifted_once_tools_have_run() {
+    use kite_core::ToolChoice;
+    let forced = |a: Agent| a.configure(|r| r.tool_choice = Some(ToolChoice::Tool("weather".into())));
+    let model = ScriptedModel::new()
+        .tool_calls(&[("c1", "weather", json!({"city": "Paris"}))])
+        .expect(|r| r.tool_choice == Some(ToolChoice::Tool("weather".into())))
+        .text("Sunny.")
+        .expect(|r| r.tool_choice == Some(ToolChoice::Auto));
+    forced(agent(&model)).ask("?").await.unwrap();
+
+    let model = ScriptedModel::new()
+        .tool_calls(&[("c1", "weather", json!({"city": "Paris"}))])
+        .tool_calls(&[("c2", "weather", json!({"city": "Rome"}))])
+        .expect(|r| r.tool_choice == Some(ToolChoice::Tool("weather".into())));
+    let run = forced(agent(&model)).keep_tool_choice().max_turns(2).ask("?").await.unwrap();
+    assert_eq!(run.stop_reason(), Some(StopReason::TurnLimit { max_turns: 2 }));
+}
