@@ -244,7 +244,10 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         request.tools = self.tools.specs();
         if self.reset_tool_choice
             && !run.tool_calls().is_empty()
-            && matches!(request.tool_choice, Some(ToolChoice::Required | ToolChoice::Tool(_)))
+            && matches!(
+                request.tool_choice,
+                Some(ToolChoice::Required | ToolChoice::Tool(_))
+            )
         {
             request.tool_choice = Some(ToolChoice::Auto);
         }

@@ -786,7 +786,8 @@ async fn a_hook_watching_stream_events_can_stop_mid_answer() {
 #[tokio::test]
 async fn a_forced_tool_choice_is_lifted_once_tools_have_run() {
     use kite_core::ToolChoice;
-    let forced = |a: Agent| a.configure(|r| r.tool_choice = Some(ToolChoice::Tool("weather".into())));
+    let forced =
+        |a: Agent| a.configure(|r| r.tool_choice = Some(ToolChoice::Tool("weather".into())));
     let model = ScriptedModel::new()
         .tool_calls(&[("c1", "weather", json!({"city": "Paris"}))])
         .expect(|r| r.tool_choice == Some(ToolChoice::Tool("weather".into())))
@@ -798,6 +799,14 @@ async fn a_forced_tool_choice_is_lifted_once_tools_have_run() {
         .tool_calls(&[("c1", "weather", json!({"city": "Paris"}))])
         .tool_calls(&[("c2", "weather", json!({"city": "Rome"}))])
         .expect(|r| r.tool_choice == Some(ToolChoice::Tool("weather".into())));
-    let run = forced(agent(&model)).keep_tool_choice().max_turns(2).ask("?").await.unwrap();
-    assert_eq!(run.stop_reason(), Some(StopReason::TurnLimit { max_turns: 2 }));
+    let run = forced(agent(&model))
+        .keep_tool_choice()
+        .max_turns(2)
+        .ask("?")
+        .await
+        .unwrap();
+    assert_eq!(
+        run.stop_reason(),
+        Some(StopReason::TurnLimit { max_turns: 2 })
+    );
 }

@@ -3,10 +3,15 @@
 use crate::output::{Output, error_line};
 use clap::Args;
 use kite::agent::builtin;
+use kite::local::{LocalConfig, LocalModel};
 use kite::wire::openai_chat::Dialect;
-use kite::{Agent, AgentError, AgentEvent, Error, Message, OpenAiCompatible, Provider, StreamExt};
-use std::io::Read;
+use kite::{
+    Agent, AgentError, AgentEvent, Error, Message, Model, OpenAiCompatible, Provider, StreamExt,
+    ToolChoice,
+};
+use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct AskArgs {
@@ -36,9 +41,22 @@ pub struct AskArgs {
     /// Let the model use this built-in tool (repeatable).
     #[arg(long = "tool", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(builtin::NAMES))]
     tool: Vec<String>,
+    /// auto, required, none, or a tool's name (that tool must be called). A forced choice
+    /// holds until tools have run once.
+    #[arg(long, value_name = "CHOICE")]
+    tool_choice: Option<String>,
     /// Model calls allowed before giving up.
     #[arg(long, default_value_t = 10)]
     max_turns: u32,
+    /// Use the embedded local model even when a provider key is set.
+    #[arg(long)]
+    local: bool,
+    /// Local model: threads for generating (default 1).
+    #[arg(long, env = "KITE_LOCAL_THREADS")]
+    threads: Option<i32>,
+    /// Local model: most tokens a call may hold, prompt and answer (default 4096).
+    #[arg(long, env = "KITE_LOCAL_CONTEXT")]
+    context_size: Option<u32>,
     /// Print one JSON object per event, one per line, for scripts.
     #[arg(long)]
     json: bool,
@@ -68,11 +86,18 @@ async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
             .read_to_string(&mut prompt)
             .map_err(|e| Error::Config(format!("cannot read the question from stdin: {e}")))?;
     }
-    let mut agent = Agent::new(model, args.model.clone().unwrap_or(default_model))
+    let tool_choice = args.tool_choice.as_deref().map(|c| match c {
+        "auto" => ToolChoice::Auto,
+        "required" => ToolChoice::Required,
+        "none" => ToolChoice::None,
+        name => ToolChoice::Tool(name.to_owned()),
+    });
+    let mut agent = Agent::shared(model, args.model.clone().unwrap_or(default_model))
         .max_turns(args.max_turns)
         .configure(|r| {
             r.max_tokens = args.max_tokens;
             r.temperature = args.temperature;
+            r.tool_choice = tool_choice;
         });
     if let Some(system) = &args.system {
         agent = agent.system(system.clone());
@@ -108,12 +133,16 @@ async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
     }
 }
 
-/// The model to ask and its default model name.
-fn choose_model(args: &AskArgs) -> Result<(OpenAiCompatible, String), Error> {
+/// The model to ask and its default model name: a named provider, a compatible server, the
+/// first provider whose key is set, or else the embedded local model.
+fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
     let base_url = args.base_url.as_deref();
+    if args.local {
+        return local(args);
+    }
     if let Some(name) = &args.provider {
         let p = Provider::parse(name)?;
-        return Ok((p.model(base_url)?, p.default_model().to_owned()));
+        return Ok((Arc::new(p.model(base_url)?), p.default_model().to_owned()));
     }
     if let Some(url) = base_url {
         // A compatible server: never send another provider's key to it.
@@ -123,15 +152,43 @@ fn choose_model(args: &AskArgs) -> Result<(OpenAiCompatible, String), Error> {
         {
             m = m.api_key(key);
         }
-        return Ok((m, "default".to_owned()));
+        return Ok((Arc::new(m), "default".to_owned()));
     }
     match Provider::detect() {
-        Some(p) => Ok((p.from_env()?, p.default_model().to_owned())),
-        None => Err(Error::Config(
-            "no provider is set up: export OPENAI_API_KEY (or MISTRAL_API_KEY, \
-             OPENROUTER_API_KEY, GROQ_API_KEY), or point --base-url at an \
-             OpenAI-compatible server"
-                .into(),
-        )),
+        Some(p) => Ok((Arc::new(p.from_env()?), p.default_model().to_owned())),
+        None => local(args),
     }
+}
+
+/// The embedded model, loaded with a progress line on a terminal.
+fn local(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
+    let path = kite::local::find_model()?;
+    let mut config = LocalConfig::default();
+    if let Some(t) = args.threads {
+        config.threads = t.max(1);
+    }
+    if let Some(c) = args.context_size {
+        config.context_size = c.max(256);
+    }
+    let show = std::io::stderr().is_terminal();
+    let model = LocalModel::load_with_progress(&path, config, move |p| {
+        if show {
+            eprint!("\rkite: loading the local model {:>3.0}%", p * 100.0);
+            let _ = std::io::stderr().flush();
+        }
+    })?;
+    if show {
+        eprint!("\r\x1b[K");
+    }
+    let why = if args.local {
+        ""
+    } else {
+        "no provider key is set; "
+    };
+    eprintln!(
+        "kite: {why}using the local model {} ({})",
+        model.name(),
+        path.display()
+    );
+    Ok((Arc::new(model), "local".to_owned()))
 }

@@ -1,6 +1,7 @@
 //! The `kite` command.
 
 mod ask;
+mod model;
 mod output;
 
 use clap::{Parser, Subcommand};
@@ -20,7 +21,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Ask a model and stream its answer.
-    Ask(ask::AskArgs),
+    Ask(Box<ask::AskArgs>),
+    /// Manage the embedded local model.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
 }
 
 fn main() -> ExitCode {
@@ -45,7 +49,8 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Ask(args) => ask::run(args).await,
+            Command::Ask(args) => ask::run(*args).await,
+            Command::Model(cmd) => model::run(cmd),
         }
     });
     match result {

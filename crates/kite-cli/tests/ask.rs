@@ -287,15 +287,96 @@ async fn provider_errors_print_one_line_and_exit_non_zero() {
 }
 
 #[tokio::test]
-async fn without_any_provider_it_says_what_to_set() {
-    let r = run(kite().args(["ask", "hello"])).await;
+async fn without_any_provider_and_no_local_model_it_says_what_to_run() {
+    let empty = tempfile::tempdir().unwrap();
+    let r = run(kite()
+        .env("XDG_DATA_HOME", empty.path())
+        .args(["ask", "hello"]))
+    .await;
     assert_eq!(r.code, 1);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("OPENAI_API_KEY") && r.stderr.contains("--base-url"),
+        r.stderr.contains("kite model fetch") && r.stderr.contains("KITE_LOCAL_MODEL"),
         "{}",
         r.stderr
     );
+
+    let r = run(kite()
+        .env("KITE_LOCAL_MODEL", empty.path().join("nope.gguf"))
+        .args(["ask", "hello"]))
+    .await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("not a file") && r.stderr.contains("kite model fetch"),
+        "{}",
+        r.stderr
+    );
+
+    let bad = empty.path().join("bad.gguf");
+    std::fs::write(&bad, b"not a model at all").unwrap();
+    let r = run(kite().env("KITE_LOCAL_MODEL", &bad).args(["ask", "hello"])).await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("not a GGUF model file"), "{}", r.stderr);
+
     let r = run(kite().args(["ask", "--provider", "nope", "hello"])).await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("unknown provider"), "{}", r.stderr);
+}
+
+/// The installed local model, or `None` after saying loudly why the test is skipped. CI sets
+/// KITE_REQUIRE_LOCAL_MODEL, and then a missing model fails the test instead.
+fn local_model_installed() -> bool {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .args(["model", "path"])
+        .output()
+        .unwrap();
+    if out.status.success() {
+        return true;
+    }
+    let why = String::from_utf8_lossy(&out.stderr).into_owned();
+    if std::env::var_os("KITE_REQUIRE_LOCAL_MODEL").is_some() {
+        panic!("KITE_REQUIRE_LOCAL_MODEL is set but: {why}");
+    }
+    eprintln!(
+        "\n*** SKIPPED: no local model ({}). Run `kite model fetch`. ***\n",
+        why.trim()
+    );
+    false
+}
+
+#[tokio::test]
+async fn without_a_key_the_local_model_makes_a_forced_tool_call_and_answers() {
+    if !local_model_installed() {
+        return;
+    }
+    let r = run(kite().args([
+        "ask",
+        "--tool",
+        "now",
+        "--tool-choice",
+        "required",
+        "What is the date and time now?",
+    ]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no provider key is set; using the local model"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("[tool] now({})"), "{}", r.stderr);
+    // The answer quotes the date the tool returned.
+    let date = r
+        .stderr
+        .split("\"utc\":\"")
+        .nth(1)
+        .and_then(|s| s.get(..10))
+        .expect("the tool's result")
+        .to_owned();
+    assert!(
+        r.stdout.contains(&date),
+        "stdout {:?} lacks {date}",
+        r.stdout
+    );
 }

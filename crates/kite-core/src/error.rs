@@ -18,9 +18,12 @@ pub enum Error {
     /// The request cannot be expressed for this provider.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// kite is not set up to make the call (no key, unknown provider, bad URL).
+    /// kite is not set up to make the call (no key, unknown provider, bad URL, no model file).
     #[error("{0}")]
     Config(String),
+    /// A model running in this process failed.
+    #[error("local model: {0}")]
+    Engine(String),
     /// The caller cancelled the call.
     #[error("cancelled")]
     Cancelled,

@@ -30,6 +30,10 @@ pub use providers::{OpenAiCompatible, Provider};
 /// The tool-calling loop in full: tools, hooks, runs, built-in tools.
 pub use kite_agent as agent;
 
+/// The embedded local model (feature `local`).
+#[cfg(feature = "local")]
+pub use kite_local as local;
+
 /// Codecs, for callers that bring their own HTTP client.
 pub use kite_wire as wire;
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {
-    /// An arithmetic expression, e.g. `(2 + 3) * 4 ^ 2 / sqrt(16)`.
+    /// The arithmetic expression to evaluate, e.g. "3 * (2 + 5)".
     expression: String,
 }
 

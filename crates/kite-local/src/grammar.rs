@@ -1,0 +1,78 @@
+//! Grammars that make the model write a well-formed tool call.
+
+use kite_core::{Error, ToolSpec};
+use serde_json::{Map, Value, json};
+
+/// A GBNF grammar whose `root` is one `<tool_call>` block calling one of `tools` (or only
+/// the one named `only`) with arguments that fit its schema.
+pub(crate) fn tool_call(tools: &[ToolSpec], only: Option<&str>) -> Result<String, Error> {
+    let mut defs = Map::new();
+    let alternatives: Vec<Value> = tools
+        .iter()
+        .filter(|t| only.is_none_or(|n| n == t.name))
+        .map(|t| {
+            let mut params = t.parameters.clone();
+            // `$ref`s point at the root of the tool's schema: move its definitions there.
+            if let Some(Value::Object(d)) = params.as_object_mut().and_then(|p| p.remove("$defs")) {
+                defs.extend(d);
+            }
+            if let Some(p) = params.as_object_mut() {
+                p.remove("$schema");
+            }
+            json!({
+                "type": "object",
+                "properties": {"name": {"const": t.name}, "arguments": params},
+                "required": ["name", "arguments"],
+            })
+        })
+        .collect();
+    let mut schema = match alternatives.len() {
+        0 => {
+            return Err(Error::InvalidRequest(match only {
+                Some(n) => format!("tool_choice names `{n}`, which the request does not offer"),
+                None => "tool_choice requires a tool call but the request offers no tools".into(),
+            }));
+        }
+        1 => alternatives.into_iter().next().unwrap_or_default(),
+        _ => json!({"oneOf": alternatives}),
+    };
+    if !defs.is_empty() {
+        schema["$defs"] = Value::Object(defs);
+    }
+    let gbnf = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
+        Error::InvalidRequest(format!(
+            "a tool's schema cannot be turned into a grammar: {e}"
+        ))
+    })?;
+    Ok(wrap(&gbnf))
+}
+
+/// Renames the converter's `root` rule to `call` and puts the tags around it.
+fn wrap(gbnf: &str) -> String {
+    let mut out = String::from("root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");
+    for line in gbnf.lines() {
+        match line.strip_prefix("root ::=") {
+            Some(rest) => {
+                out.push_str("call ::=");
+                out.push_str(rest);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_root_rule_is_renamed_and_wrapped() {
+        let g = wrap("root ::= \"{\" space \"}\"\nspace ::= \" \"?\n");
+        assert_eq!(
+            g,
+            "root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\ncall ::= \"{\" space \"}\"\nspace ::= \" \"?\n"
+        );
+    }
+}

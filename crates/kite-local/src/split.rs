@@ -1,0 +1,259 @@
+//! Splitting generated text into answer text and `<tool_call>` blocks as it streams, and
+//! stopping at stop sequences, without ever emitting part of a tag or a stop sequence.
+
+use kite_core::{Event, ToolCall};
+
+const OPEN: &str = "<tool_call>";
+const CLOSE: &str = "</tool_call>";
+
+/// Turns text pieces into events.
+#[derive(Debug, Default)]
+pub(crate) struct Splitter {
+    pending: String,
+    in_call: bool,
+    calls: u32,
+    stops: Vec<String>,
+    /// A stop sequence was met: nothing more is emitted.
+    pub stopped: bool,
+}
+
+impl Splitter {
+    pub fn new(stops: Vec<String>) -> Self {
+        Self {
+            stops: stops.into_iter().filter(|s| !s.is_empty()).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Tool calls emitted so far.
+    pub fn calls(&self) -> u32 {
+        self.calls
+    }
+
+    /// Adds generated text; appends the events it completes.
+    pub fn push(&mut self, text: &str, out: &mut Vec<Event>) {
+        if self.stopped {
+            return;
+        }
+        self.pending.push_str(text);
+        loop {
+            if self.in_call {
+                let Some(end) = self.pending.find(CLOSE) else {
+                    return;
+                };
+                let body = self.pending[..end].to_owned();
+                self.pending.drain(..end + CLOSE.len());
+                self.in_call = false;
+                self.call(&body, out);
+                continue;
+            }
+            // The earliest of a call opening or a stop sequence.
+            let open = self.pending.find(OPEN);
+            let stop = self
+                .stops
+                .iter()
+                .filter_map(|s| self.pending.find(s.as_str()))
+                .min();
+            match (open, stop) {
+                (_, Some(s)) if open.is_none_or(|o| s <= o) => {
+                    self.text(s, out);
+                    self.pending.clear();
+                    self.stopped = true;
+                    return;
+                }
+                (Some(o), _) => {
+                    self.text(o, out);
+                    self.pending.drain(..OPEN.len());
+                    self.in_call = true;
+                }
+                _ => {
+                    // Keep back an ending that may grow into a tag or a stop sequence.
+                    let keep = self.held_back();
+                    let emit = self.pending.len() - keep;
+                    self.text(emit, out);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Emits the first `n` bytes of pending text.
+    fn text(&mut self, n: usize, out: &mut Vec<Event>) {
+        if n == 0 {
+            return;
+        }
+        let text: String = self.pending.drain(..n).collect();
+        out.push(Event::TextDelta { text });
+    }
+
+    fn held_back(&self) -> usize {
+        let p = &self.pending;
+        let mut keep = 0;
+        for marker in std::iter::once(OPEN).chain(self.stops.iter().map(String::as_str)) {
+            for len in (1..marker.len()).rev() {
+                if len <= keep {
+                    break;
+                }
+                if p.len() >= len
+                    && p.is_char_boundary(p.len() - len)
+                    && marker.starts_with(&p[p.len() - len..])
+                {
+                    keep = len;
+                    break;
+                }
+            }
+        }
+        keep
+    }
+
+    fn call(&mut self, body: &str, out: &mut Vec<Event>) {
+        let parsed: Option<(String, String)> =
+            serde_json::from_str::<serde_json::Value>(body.trim())
+                .ok()
+                .and_then(|v| {
+                    let name = v.get("name")?.as_str()?.to_owned();
+                    let args = v.get("arguments").cloned().unwrap_or(serde_json::json!({}));
+                    let args = match args {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    Some((name, args))
+                });
+        let Some((name, arguments)) = parsed else {
+            // Not a call after all: it is text.
+            out.push(Event::TextDelta {
+                text: format!("{OPEN}{body}{CLOSE}"),
+            });
+            return;
+        };
+        let index = self.calls;
+        self.calls += 1;
+        let id = format!("call_{index}");
+        out.push(Event::ToolCallStart {
+            index,
+            id: id.clone(),
+            name: name.clone(),
+        });
+        out.push(Event::ToolCallDelta {
+            index,
+            arguments: arguments.clone(),
+        });
+        out.push(Event::ToolCallEnd {
+            index,
+            call: ToolCall::new(id, name, arguments),
+        });
+    }
+
+    /// The generation ended: whatever is pending is text (an unclosed call included).
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        if self.stopped {
+            return;
+        }
+        if self.in_call {
+            self.in_call = false;
+            let body = std::mem::take(&mut self.pending);
+            // A call cut by the token limit: keep it if its JSON is whole.
+            if serde_json::from_str::<serde_json::Value>(body.trim()).is_ok() {
+                self.call(&body, out);
+            } else {
+                out.push(Event::TextDelta {
+                    text: format!("{OPEN}{body}"),
+                });
+            }
+            return;
+        }
+        let n = self.pending.len();
+        self.text(n, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(pieces: &[&str], stops: &[&str]) -> (String, Vec<(String, String)>, bool) {
+        let mut s = Splitter::new(stops.iter().map(|s| s.to_string()).collect());
+        let mut out = Vec::new();
+        for p in pieces {
+            s.push(p, &mut out);
+        }
+        s.finish(&mut out);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        for e in out {
+            match e {
+                Event::TextDelta { text: t } => text.push_str(&t),
+                Event::ToolCallEnd { call, .. } => calls.push((call.name, call.arguments)),
+                _ => {}
+            }
+        }
+        (text, calls, s.stopped)
+    }
+
+    #[test]
+    fn calls_split_across_pieces_are_found() {
+        let pieces = [
+            "Let me ",
+            "check.<tool",
+            "_call>\n{\"name\": \"weather\", ",
+            "\"arguments\": {\"city\": \"Paris\"}}\n</tool_",
+            "call>",
+        ];
+        let (text, calls, _) = run(&pieces, &[]);
+        assert_eq!(text, "Let me check.");
+        assert_eq!(
+            calls,
+            [("weather".to_owned(), r#"{"city":"Paris"}"#.to_owned())]
+        );
+    }
+
+    #[test]
+    fn every_split_of_the_same_output_gives_the_same_events() {
+        let whole = "A<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>B<tool_call>{\"name\":\"g\",\"arguments\":{\"x\":1}}</tool_call>C END tail";
+        let expect = run(&[whole], &["END"]);
+        assert_eq!(expect.0, "ABC ");
+        assert_eq!(expect.1.len(), 2);
+        for cut in 1..whole.len() {
+            assert_eq!(
+                run(&[&whole[..cut], &whole[cut..]], &["END"]),
+                expect,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn stop_sequences_end_the_text_and_are_not_emitted() {
+        assert_eq!(
+            run(&["1, 2, 3", ", 4"], &[", 3"]),
+            ("1, 2".to_owned(), vec![], true)
+        );
+        assert_eq!(
+            run(&["no stop here <tool"], &["STOP"]),
+            ("no stop here <tool".to_owned(), vec![], false)
+        );
+    }
+
+    #[test]
+    fn malformed_or_unclosed_calls_are_text() {
+        let (text, calls, _) = run(&["<tool_call>not json</tool_call>"], &[]);
+        assert_eq!(
+            (text.as_str(), calls.len()),
+            ("<tool_call>not json</tool_call>", 0)
+        );
+        let (text, calls, _) = run(&["<tool_call>{\"name\":\"f\",\"arguments\":{}}"], &[]);
+        assert_eq!(
+            (text.as_str(), calls.len()),
+            ("", 1),
+            "a whole call cut before its close tag"
+        );
+        let (text, _, _) = run(&["<tool_call>{\"name\":"], &[]);
+        assert_eq!(text, "<tool_call>{\"name\":");
+    }
+
+    #[test]
+    fn multibyte_text_is_never_cut_inside_a_character() {
+        let (text, _, _) = run(&["caf", "é <", "tool é"], &[]);
+        assert_eq!(text, "café <tool é");
+    }
+}
