@@ -6,6 +6,7 @@ use crate::split::Splitter;
 use kite_core::{
     Capabilities, Error, Event, EventStream, FinishReason, Model, Request, ToolChoice, Usage,
 };
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -14,7 +15,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock, mpsc as std_mpsc};
 use tokio::sync::mpsc;
 
 /// How the local model runs. The defaults suit a small model on a small machine.
@@ -63,29 +64,35 @@ fn backend() -> Result<&'static LlamaBackend, Error> {
         .map_err(|e| Error::Engine(format!("cannot start llama.cpp: {e}")))
 }
 
-/// A GGUF model run in this process by llama.cpp. Clones share the loaded model; calls run
-/// one at a time, each on its own thread, so callers never block their async runtime.
+/// A GGUF model run in this process by llama.cpp. Clones share the loaded model and its
+/// worker thread, which serves calls one at a time (two would only share the same cores) and
+/// keeps its llama.cpp context from call to call, so only the first call pays for setting one
+/// up. Callers never block their async runtime.
 #[derive(Clone)]
 pub struct LocalModel {
-    inner: Arc<Inner>,
+    shared: Arc<Shared>,
+    jobs: std_mpsc::Sender<Job>,
 }
 
-struct Inner {
+struct Shared {
     model: LlamaModel,
     name: String,
     template: Option<String>,
     bos: String,
     eos: String,
     config: LocalConfig,
-    /// One generation at a time: two would only share the same two cores, and llama.cpp
-    /// does not allow contexts to be made in parallel.
-    busy: Mutex<()>,
+}
+
+/// A call for the worker: the request, and where its events go.
+struct Job {
+    request: Request,
+    events: Sender,
 }
 
 impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalModel")
-            .field("name", &self.inner.name)
+            .field("name", &self.shared.name)
             .finish_non_exhaustive()
     }
 }
@@ -133,22 +140,26 @@ impl LocalModel {
         };
         let bos = token_text(model.vocab().bos());
         let eos = token_text(model.vocab().eos());
-        Ok(Self {
-            inner: Arc::new(Inner {
-                model,
-                name,
-                template,
-                bos,
-                eos,
-                config,
-                busy: Mutex::new(()),
-            }),
-        })
+        let shared = Arc::new(Shared {
+            model,
+            name,
+            template,
+            bos,
+            eos,
+            config,
+        });
+        let (jobs, queue) = std_mpsc::channel::<Job>();
+        let worker = shared.clone();
+        std::thread::Builder::new()
+            .name("kite-local".into())
+            .spawn(move || worker.serve(queue))
+            .map_err(|e| Error::Engine(format!("cannot start the model's thread: {e}")))?;
+        Ok(Self { shared, jobs })
     }
 
     /// The model's name, from its file.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.shared.name
     }
 }
 
@@ -181,20 +192,15 @@ type Sender = mpsc::Sender<Result<Event, Error>>;
 
 impl Model for LocalModel {
     fn stream(&self, request: &Request) -> EventStream {
-        let (tx, mut rx) = mpsc::channel(64);
-        let inner = self.inner.clone();
-        let request = request.clone();
-        let spawned = std::thread::Builder::new()
-            .name("kite-local".into())
-            .spawn(move || {
-                if let Err(e) = inner.generate(&request, &tx) {
-                    let _ = tx.blocking_send(Err(e));
-                }
-            });
-        if let Err(e) = spawned {
-            return Box::pin(futures_util::stream::iter([Err(Error::Engine(format!(
-                "cannot start a thread: {e}"
-            )))]));
+        let (events, mut rx) = mpsc::channel(64);
+        let job = Job {
+            request: request.clone(),
+            events,
+        };
+        if self.jobs.send(job).is_err() {
+            return Box::pin(futures_util::stream::iter([Err(Error::Engine(
+                "the model's thread has stopped".into(),
+            ))]));
         }
         Box::pin(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)))
     }
@@ -215,9 +221,53 @@ fn engine<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Error + '_ {
     move |e| Error::Engine(format!("{what}: {e}"))
 }
 
-impl Inner {
-    fn generate(&self, req: &Request, tx: &Sender) -> Result<(), Error> {
-        let _turn = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+/// The worker's context, kept between calls, and how many tokens it holds.
+type Slot<'m> = Option<(LlamaContext<'m>, u32)>;
+
+impl Shared {
+    /// The worker thread: serves calls in order until every handle to the model is gone.
+    fn serve(&self, queue: std_mpsc::Receiver<Job>) {
+        let mut slot: Slot<'_> = None;
+        for job in queue {
+            if let Err(e) = self.generate(&job.request, &job.events, &mut slot) {
+                let _ = job.events.blocking_send(Err(e));
+            }
+        }
+    }
+
+    /// A context for `needed` tokens: the kept one, emptied, or a larger new one.
+    fn context<'m, 's>(
+        &'m self,
+        slot: &'s mut Slot<'m>,
+        needed: u32,
+        max: u32,
+    ) -> Result<&'s mut LlamaContext<'m>, Error> {
+        if slot.as_ref().is_some_and(|(_, size)| *size >= needed) {
+            let (ctx, _) = slot.as_mut().expect("checked above");
+            ctx.clear_kv_cache();
+            return Ok(ctx);
+        }
+        *slot = None;
+        let size = needed.next_multiple_of(1024).min(max);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(size))
+            .with_n_batch(512)
+            .with_n_ubatch(512)
+            .with_n_threads(self.config.threads)
+            .with_n_threads_batch(self.config.threads_batch);
+        let ctx = self
+            .model
+            .new_context(backend()?, params)
+            .map_err(engine("cannot make a context"))?;
+        Ok(&mut slot.insert((ctx, size)).0)
+    }
+
+    fn generate<'m>(
+        &'m self,
+        req: &Request,
+        tx: &Sender,
+        slot: &mut Slot<'m>,
+    ) -> Result<(), Error> {
         let messages = prompt::messages(req, &self.config.system_prompt);
         let text = match &self.template {
             Some(t) => prompt::render(t, &messages, &self.bos, &self.eos).or_else(|e| {
@@ -243,17 +293,7 @@ impl Inner {
             .max_tokens
             .unwrap_or(self.config.max_tokens)
             .min(n_ctx_max - n_prompt);
-        let n_ctx = (n_prompt + max_new).next_multiple_of(256).min(n_ctx_max);
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(n_ctx))
-            .with_n_batch(512)
-            .with_n_ubatch(512)
-            .with_n_threads(self.config.threads)
-            .with_n_threads_batch(self.config.threads_batch);
-        let mut ctx = self
-            .model
-            .new_context(backend()?, params)
-            .map_err(engine("cannot make a context"))?;
+        let ctx = self.context(slot, n_prompt + max_new, n_ctx_max)?;
 
         let mut batch = LlamaBatch::new(512, 1);
         let last = tokens.len().saturating_sub(1);
@@ -290,7 +330,7 @@ impl Inner {
                 finish = FinishReason::Length;
                 break;
             }
-            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
+            let token = sampler.sample(ctx, batch.n_tokens() - 1);
             if vocab.is_eog(token) {
                 break;
             }
