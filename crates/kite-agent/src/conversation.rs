@@ -1,6 +1,6 @@
 //! A conversation that keeps its history between turns.
 
-use crate::{Agent, AgentError, Run, StopReason};
+use crate::{Agent, AgentError, Run};
 use kite_core::Message;
 
 /// A conversation with an agent: each [`send`](Self::send) runs the loop on the history so
@@ -92,8 +92,5 @@ impl<C: Clone + Send + Sync + 'static> Conversation<C> {
     fn keep(&mut self, run: &Run<C>) {
         self.history = run.messages().to_vec();
         self.context = run.context.clone();
-        if let Some(StopReason::AwaitingApproval { .. }) = run.stop_reason() {
-            tracing::debug!("conversation paused for approval");
-        }
     }
 }

@@ -32,7 +32,12 @@ async fn agent(server: &ReplayServer) -> Agent {
         .api_key("sk-test")
         .transport(transport)
         .retry(RetryPolicy::none());
-    let weather = tool(
+    Agent::new(model, "gpt-5-nano").tool(weather())
+}
+
+/// The tool both recordings were made with; its answer is the one recorded.
+fn weather() -> impl kite::Tool {
+    tool(
         "weather",
         "Gets current weather for a location",
         |c: Coordinates, _| async move {
@@ -42,8 +47,7 @@ async fn agent(server: &ReplayServer) -> Agent {
             )
             .into())
         },
-    );
-    Agent::new(model, "gpt-5-nano").tool(weather)
+    )
 }
 
 fn server_replies() -> Vec<Reply> {
@@ -159,19 +163,8 @@ async fn a_recorded_mistral_exchange_with_json_bodies_runs_end_to_end() {
     let model = OpenAiCompatible::new(format!("{}/v1", server.url()), Dialect::Mistral)
         .api_key("test")
         .retry(RetryPolicy::none());
-    let weather = tool(
-        "weather",
-        "Gets current weather for a location",
-        |c: Coordinates, _| async move {
-            Ok(format!(
-                "Current weather at {}, {}: 15°C, Wind: 10 km/h",
-                c.latitude, c.longitude
-            )
-            .into())
-        },
-    );
     let run = Agent::new(model, "mistral-small-latest")
-        .tool(weather)
+        .tool(weather())
         .ask("What's the weather in Berlin? (52.5200, 13.4050)")
         .await
         .unwrap();
