@@ -2,6 +2,7 @@
 //! stopping at stop sequences, without ever emitting part of a tag or a stop sequence.
 
 use kite_core::{Event, ToolCall};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
@@ -128,7 +129,9 @@ impl Splitter {
         };
         let index = self.calls;
         self.calls += 1;
-        let id = format!("call_{index}");
+        // Unique in the process, so calls of different turns never share an id in a history.
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        let id = format!("call_{}", NEXT_ID.fetch_add(1, Ordering::Relaxed));
         out.push(Event::ToolCallStart {
             index,
             id: id.clone(),
@@ -249,6 +252,25 @@ mod tests {
         );
         let (text, _, _) = run(&["<tool_call>{\"name\":"], &[]);
         assert_eq!(text, "<tool_call>{\"name\":");
+    }
+
+    #[test]
+    fn call_ids_are_unique_across_outputs() {
+        let mut ids = std::collections::HashSet::new();
+        for _ in 0..3 {
+            let mut s = Splitter::new(vec![]);
+            let mut out = Vec::new();
+            s.push(
+                "<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>",
+                &mut out,
+            );
+            for e in out {
+                if let Event::ToolCallEnd { call, .. } = e {
+                    assert!(ids.insert(call.id));
+                }
+            }
+        }
+        assert_eq!(ids.len(), 3);
     }
 
     #[test]
