@@ -171,9 +171,12 @@ fn local(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         config.context_size = c.max(256);
     }
     let show = std::io::stderr().is_terminal();
+    let mut shown = None;
     let model = LocalModel::load_with_progress(&path, config, move |p| {
-        if show {
-            eprint!("\rkite: loading the local model {:>3.0}%", p * 100.0);
+        let percent = (p * 100.0) as u32;
+        if show && shown != Some(percent) {
+            shown = Some(percent);
+            eprint!("\rkite: loading the local model {percent:>3}%");
             let _ = std::io::stderr().flush();
         }
     })?;
