@@ -6,7 +6,7 @@
 //! - [`sse`]: server-sent events framing.
 //! - [`openai_chat`]: OpenAI Chat Completions and the servers that speak it (Mistral,
 //!   OpenRouter, Groq, llama.cpp, vLLM, Ollama).
-//! - [`anthropic`]: Anthropic Messages (decoding).
+//! - [`anthropic`]: Anthropic Messages.
 //! - [`errors`]: provider error envelopes into typed [`ApiError`](kite_core::ApiError)s.
 //! - [`schema`]: JSON Schema clean-up for providers' strict modes.
 

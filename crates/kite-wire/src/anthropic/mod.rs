@@ -1,4 +1,5 @@
-//! Anthropic Messages (`POST /v1/messages`): decoding streamed and whole responses.
+//! Anthropic Messages (`POST /v1/messages`): the request body, and streamed and whole
+//! responses.
 //!
 //! Content blocks map onto kite's events: `text` to text deltas, `thinking` to reasoning
 //! whose `signature` rides in [`Metadata`](kite_core::Metadata) under this namespace (as does
@@ -7,8 +8,10 @@
 //! their results) and citation deltas pass through as [`Event::Unknown`](kite_core::Event).
 
 mod blocks;
+mod encode;
 mod stream;
 
+pub use encode::{DEFAULT_MAX_TOKENS, VERSION, encode_request};
 pub use stream::{AnthropicStreamDecoder, decode_response, response_events};
 
 /// The metadata namespace this codec writes.

@@ -1,0 +1,163 @@
+//! Request encoding.
+
+use super::NAMESPACE;
+use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
+use serde_json::{Map, Value, json};
+
+/// `max_tokens` when the request sets none: Anthropic requires one.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The `anthropic-version` header value this codec speaks.
+pub const VERSION: &str = "2023-06-01";
+
+/// The JSON body of a Messages request. Thinking blocks from earlier answers go back with
+/// their signatures (and redacted thinking with its data) exactly as received.
+pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
+    if req.model.is_empty() {
+        return Err(Error::InvalidRequest("no model named".into()));
+    }
+    if matches!(req.response_format, Some(ResponseFormat::JsonSchema { .. })) {
+        return Err(Error::InvalidRequest(
+            "Anthropic Messages has no JSON-schema response format; use a forced tool instead"
+                .into(),
+        ));
+    }
+    let mut system: Vec<String> = req.system.iter().cloned().collect();
+    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in &req.messages {
+        if m.role == Role::System {
+            system.push(m.text());
+            continue;
+        }
+        let (role, blocks) = message(m)?;
+        if blocks.is_empty() {
+            continue;
+        }
+        // Consecutive messages of one role are one turn to Anthropic.
+        match messages.last_mut() {
+            Some((r, content)) if *r == role => content.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    body.insert(
+        "max_tokens".into(),
+        json!(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    body.insert(
+        "messages".into(),
+        Value::Array(
+            messages
+                .into_iter()
+                .map(|(role, content)| json!({"role": role, "content": content}))
+                .collect(),
+        ),
+    );
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system.join("\n\n")));
+    }
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(choice) = &req.tool_choice {
+        let mut c = match choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+        };
+        if req.parallel_tool_calls == Some(false) && !matches!(choice, ToolChoice::None) {
+            c["disable_parallel_tool_use"] = json!(true);
+        }
+        body.insert("tool_choice".into(), c);
+    }
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = req.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !req.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(req.stop));
+    }
+    if let Some(user) = &req.user {
+        body.insert("metadata".into(), json!({"user_id": user}));
+    }
+    if stream {
+        body.insert("stream".into(), json!(true));
+    }
+    for (k, v) in &req.extra {
+        body.insert(k.clone(), v.clone());
+    }
+    serde_json::to_vec(&Value::Object(body)).map_err(|e| Error::InvalidRequest(e.to_string()))
+}
+
+fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
+    let role = if m.role == Role::Assistant {
+        "assistant"
+    } else {
+        "user"
+    };
+    let mut blocks = Vec::new();
+    for p in &m.parts {
+        match p {
+            Part::Text { text } | Part::Refusal { text } => {
+                blocks.push(json!({"type": "text", "text": text}));
+            }
+            Part::Image { source, .. } => blocks.push(image(source)),
+            Part::ToolCall(c) => {
+                let input = c.parse_arguments().unwrap_or_else(|_| json!({}));
+                blocks
+                    .push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+            }
+            Part::ToolResult(r) => {
+                let content: Vec<Value> = r
+                    .content
+                    .iter()
+                    .map(|c| match c {
+                        Part::Image { source, .. } => image(source),
+                        other => json!({"type": "text", "text": match other {
+                            Part::Text { text } => text.as_str(),
+                            _ => "",
+                        }}),
+                    })
+                    .collect();
+                let content = match content.as_slice() {
+                    [one] if one["type"] == "text" => one["text"].clone(),
+                    _ => Value::Array(content),
+                };
+                let mut block =
+                    json!({"type": "tool_result", "tool_use_id": r.call_id, "content": content});
+                if r.is_error {
+                    block["is_error"] = json!(true);
+                }
+                blocks.push(block);
+            }
+            Part::Reasoning(r) => {
+                // Only Anthropic's own reasoning can go back to it.
+                if let Some(data) = r.metadata.get(NAMESPACE, "redacted_data") {
+                    blocks.push(json!({"type": "redacted_thinking", "data": data}));
+                } else if let Some(sig) = r.metadata.get(NAMESPACE, "signature") {
+                    blocks.push(json!({"type": "thinking", "thinking": r.text, "signature": sig}));
+                }
+            }
+        }
+    }
+    Ok((role, blocks))
+}
+
+fn image(source: &ImageSource) -> Value {
+    match source {
+        ImageSource::Url { url } => json!({"type": "image", "source": {"type": "url", "url": url}}),
+        ImageSource::Base64 { media_type, data } => json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }),
+    }
+}
