@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 #[derive(Args)]
 pub struct AskArgs {
-    /// openai, mistral, openrouter or groq. Default: the first whose API key is set.
+    /// openai, anthropic, mistral, openrouter or groq. Default: the first whose API key is
+    /// set, else the embedded local model.
     #[arg(long, env = "KITE_PROVIDER")]
     provider: Option<String>,
     /// The model. Default: the provider's inexpensive default.
@@ -142,7 +143,7 @@ fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
     }
     if let Some(name) = &args.provider {
         let p = Provider::parse(name)?;
-        return Ok((Arc::new(p.model(base_url)?), p.default_model().to_owned()));
+        return Ok((p.model(base_url)?, p.default_model().to_owned()));
     }
     if let Some(url) = base_url {
         // A compatible server: never send another provider's key to it.
@@ -155,7 +156,7 @@ fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         return Ok((Arc::new(m), "default".to_owned()));
     }
     match Provider::detect() {
-        Some(p) => Ok((Arc::new(p.from_env()?), p.default_model().to_owned())),
+        Some(p) => Ok((p.from_env()?, p.default_model().to_owned())),
         None => local(args),
     }
 }

@@ -20,6 +20,7 @@ fn kite() -> Command {
         "MISTRAL_API_KEY",
         "OPENROUTER_API_KEY",
         "GROQ_API_KEY",
+        "ANTHROPIC_API_KEY",
         "KITE_API_KEY",
         "KITE_PROVIDER",
         "KITE_MODEL",
@@ -379,4 +380,24 @@ async fn without_a_key_the_local_model_makes_a_forced_tool_call_and_answers() {
         "stdout {:?} lacks {date}",
         r.stdout
     );
+}
+
+#[tokio::test]
+async fn anthropic_is_a_provider_too() {
+    let server = ReplayServer::start(vec![Reply::sse(fixture(
+        "anthropic/messages/stream-text/response.sse",
+    ))])
+    .await;
+    let r = run(kite()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .args(["ask", "--provider", "anthropic", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("Say hello"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "Hello\n");
+    let req = &server.requests()[0];
+    assert_eq!(req.header("x-api-key"), Some(KEY));
+    let body: Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(body["model"], "claude-haiku-4-5");
 }

@@ -34,6 +34,20 @@ pub trait Model: Send + Sync {
     }
 }
 
+impl<M: Model + ?Sized> Model for std::sync::Arc<M> {
+    fn stream(&self, request: &Request) -> EventStream {
+        (**self).stream(request)
+    }
+
+    fn complete(&self, request: &Request) -> ModelFuture<'static, Result<Response, Error>> {
+        (**self).complete(request)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+}
+
 /// Buffers an event stream into a [`Response`].
 pub async fn collect(mut stream: EventStream) -> Result<Response, Error> {
     let mut builder = ResponseBuilder::new();

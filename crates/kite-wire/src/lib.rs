@@ -29,3 +29,13 @@ pub trait StreamDecoder: Send {
     /// that ended before the provider said it was complete.
     fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error>;
 }
+
+impl<T: StreamDecoder + ?Sized> StreamDecoder for Box<T> {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
+        (**self).decode(bytes, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        (**self).finish(out)
+    }
+}

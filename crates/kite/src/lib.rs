@@ -25,7 +25,9 @@ pub use kite_agent::{
     ToolDecision, ToolError, ToolOutput, tool,
 };
 pub use kite_core::*;
-pub use providers::{OpenAiCompatible, Provider};
+pub use providers::{
+    Anthropic, Api, ChatCompletionsApi, HttpModel, MessagesApi, OpenAiCompatible, Provider,
+};
 
 /// The tool-calling loop in full: tools, hooks, runs, built-in tools.
 pub use kite_agent as agent;

@@ -1,7 +1,9 @@
 //! Providers: codecs and a transport put together as [`Model`](kite_core::Model)s.
 
+mod apis;
 mod catalog;
-mod openai_compatible;
+mod http_model;
 
+pub use apis::{Anthropic, ChatCompletionsApi, MessagesApi, OpenAiCompatible};
 pub use catalog::Provider;
-pub use openai_compatible::OpenAiCompatible;
+pub use http_model::{Api, HttpModel};

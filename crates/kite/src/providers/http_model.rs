@@ -1,62 +1,75 @@
-//! Any server that speaks OpenAI Chat Completions.
+//! A model behind an HTTP API: one piece of code for what every provider shares (the
+//! transport, retries, auth, error bodies, secret redaction, stream decoding, a server that
+//! answers in JSON when asked to stream), with what differs between APIs in an [`Api`].
 
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use kite_core::{Capabilities, Error, EventStream, Model, Request};
+use kite_core::{Capabilities, Error, Event, EventStream, Model, Request};
 use kite_http::{
     HttpRequest, HttpResponse, ReqwestTransport, Retry, RetryPolicy, Secret, Transport,
     decode_stream,
 };
+use kite_wire::StreamDecoder;
 use kite_wire::errors::decode_error;
-use kite_wire::openai_chat::{ChatStreamDecoder, Dialect, encode_request, response_events};
 use std::sync::Arc;
 
-/// A Chat Completions model: OpenAI, Mistral, OpenRouter, Groq, or any compatible server
-/// (llama.cpp, vLLM, Ollama, a proxy).
-///
-/// ```no_run
-/// use kite::{OpenAiCompatible, wire::openai_chat::Dialect};
-/// let local = OpenAiCompatible::new("http://127.0.0.1:8080/v1", Dialect::Compatible);
-/// ```
-#[derive(Clone)]
-pub struct OpenAiCompatible {
-    inner: Arc<Inner>,
+/// What differs between HTTP APIs.
+pub trait Api: Send + Sync + 'static {
+    /// Appended to the base URL.
+    fn path(&self) -> &'static str;
+    /// The streaming request body.
+    fn encode(&self, request: &Request) -> Result<Vec<u8>, Error>;
+    /// A decoder for a streamed response.
+    fn decoder(&self) -> Box<dyn StreamDecoder>;
+    /// The events of a whole JSON response.
+    fn response_events(&self, body: &[u8]) -> Result<Vec<Event>, Error>;
+    /// Puts the key and the API's own headers on a request.
+    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error>;
 }
 
-struct Inner {
+/// A model served over HTTP by an [`Api`].
+pub struct HttpModel<A> {
+    inner: Arc<Inner<A>>,
+}
+
+impl<A> Clone for HttpModel<A> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Inner<A> {
+    api: A,
     endpoint: String,
-    dialect: Dialect,
     key: Option<Secret>,
     headers: HeaderMap,
     transport: Arc<dyn Transport>,
     retry: RetryPolicy,
 }
 
-impl std::fmt::Debug for OpenAiCompatible {
+impl<A> std::fmt::Debug for HttpModel<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiCompatible")
+        f.debug_struct("HttpModel")
             .field("endpoint", &self.inner.endpoint)
-            .field("dialect", &self.inner.dialect)
             .field("key", &self.inner.key)
             .finish_non_exhaustive()
     }
 }
 
-impl OpenAiCompatible {
-    /// A model at `base_url` (the part before `/chat/completions`, e.g.
-    /// `https://api.openai.com/v1`), with the shared transport and default retries.
-    pub fn new(base_url: impl AsRef<str>, dialect: Dialect) -> Self {
+impl<A: Api + Clone> HttpModel<A> {
+    /// A model of `api` at `base_url`, with the shared transport and default retries.
+    pub fn with_api(api: A, base_url: impl AsRef<str>) -> Self {
         let transport: Arc<dyn Transport> = match ReqwestTransport::shared() {
             Ok(t) => Arc::new(t),
             Err(e) => Arc::new(Broken(e.to_string())),
         };
+        let endpoint = format!("{}{}", base_url.as_ref().trim_end_matches('/'), api.path());
         Self {
             inner: Arc::new(Inner {
-                endpoint: format!(
-                    "{}/chat/completions",
-                    base_url.as_ref().trim_end_matches('/')
-                ),
-                dialect,
+                api,
+                endpoint,
                 key: None,
                 headers: HeaderMap::new(),
                 transport,
@@ -65,14 +78,14 @@ impl OpenAiCompatible {
         }
     }
 
-    fn edit(mut self, f: impl FnOnce(&mut Inner)) -> Self {
+    fn edit(mut self, f: impl FnOnce(&mut Inner<A>)) -> Self {
         match Arc::get_mut(&mut self.inner) {
             Some(inner) => f(inner),
             None => {
                 let i = &self.inner;
                 let mut copy = Inner {
+                    api: i.api.clone(),
                     endpoint: i.endpoint.clone(),
-                    dialect: i.dialect,
                     key: i.key.clone(),
                     headers: i.headers.clone(),
                     transport: i.transport.clone(),
@@ -85,7 +98,12 @@ impl OpenAiCompatible {
         self
     }
 
-    /// Sends `Authorization: Bearer <key>`.
+    /// Changes the API's own settings.
+    pub(crate) fn map_api(self, f: impl FnOnce(&mut A)) -> Self {
+        self.edit(|i| f(&mut i.api))
+    }
+
+    /// The API key.
     pub fn api_key(self, key: impl Into<String>) -> Self {
         let key = Secret::new(key);
         self.edit(|i| i.key = Some(key))
@@ -118,25 +136,17 @@ impl OpenAiCompatible {
     }
 }
 
-impl Inner {
+impl<A: Api> Inner<A> {
     /// The HTTP request for `request`, encoded now so the caller may keep its request.
     fn http_request(&self, request: &Request) -> Result<HttpRequest, Error> {
-        let body = encode_request(request, self.dialect, true)?;
-        let mut req = HttpRequest::post_json(&self.endpoint, body);
+        let mut req = HttpRequest::post_json(&self.endpoint, self.api.encode(request)?);
         req.headers.insert(
             http::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
+        self.api.headers(self.key.as_ref(), &mut req.headers)?;
         for (k, v) in &self.headers {
             req.headers.insert(k.clone(), v.clone());
-        }
-        if let Some(key) = &self.key {
-            let mut v =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    Error::Config("the API key holds characters a header cannot".into())
-                })?;
-            v.set_sensitive(true);
-            req.headers.insert(http::header::AUTHORIZATION, v);
         }
         Ok(req)
     }
@@ -147,14 +157,14 @@ impl Inner {
             return Err(self.api_error(resp).await);
         }
         if resp.is_json() {
-            // A server that ignored `stream: true` answered with one JSON body.
+            // A server that ignored the request to stream answered with one JSON body.
             let bytes = resp.bytes().await?;
-            let events = response_events(&bytes)?;
+            let events = self.api.response_events(&bytes)?;
             return Ok(Box::pin(futures_util::stream::iter(
                 events.into_iter().map(Ok),
             )));
         }
-        Ok(decode_stream(resp.body, ChatStreamDecoder::new()))
+        Ok(decode_stream(resp.body, self.api.decoder()))
     }
 
     async fn api_error(&self, resp: HttpResponse) -> Error {
@@ -176,7 +186,7 @@ impl Inner {
     }
 }
 
-impl Model for OpenAiCompatible {
+impl<A: Api> Model for HttpModel<A> {
     fn stream(&self, request: &Request) -> EventStream {
         let req = match self.inner.http_request(request) {
             Ok(req) => req,
@@ -199,6 +209,14 @@ impl Model for OpenAiCompatible {
         c.json_schema = true;
         c
     }
+}
+
+/// A header value holding a secret, marked so it never prints.
+pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, Error> {
+    let mut v = HeaderValue::from_str(value)
+        .map_err(|_| Error::Config("the API key holds characters a header cannot".into()))?;
+    v.set_sensitive(true);
+    Ok(v)
 }
 
 /// Stands in for a transport that could not be built, so the error shows at the first call.
