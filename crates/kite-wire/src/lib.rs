@@ -7,12 +7,14 @@
 //! - [`openai_chat`]: OpenAI Chat Completions and the servers that speak it (Mistral,
 //!   OpenRouter, Groq, llama.cpp, vLLM, Ollama).
 //! - [`anthropic`]: Anthropic Messages.
+//! - [`openai_responses`]: OpenAI Responses (decoding).
 //! - [`errors`]: provider error envelopes into typed [`ApiError`](kite_core::ApiError)s.
 //! - [`schema`]: JSON Schema clean-up for providers' strict modes.
 
 pub mod anthropic;
 pub mod errors;
 pub mod openai_chat;
+pub mod openai_responses;
 pub mod schema;
 pub mod sse;
 mod str;

@@ -1,0 +1,299 @@
+//! Streamed (SSE) and whole (JSON) Responses.
+
+use super::NAMESPACE;
+use crate::StreamDecoder;
+use crate::errors;
+use crate::sse::SseDecoder;
+use kite_core::{
+    ApiError, Error, Event, FinishReason, Metadata, Response, ResponseBuilder, ToolCall,
+    TransportErrorKind, Usage,
+};
+use serde_json::Value;
+
+fn s(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Output items as they open and close: the state both faces share.
+#[derive(Debug, Default)]
+struct Items {
+    /// Tool calls by output index, numbered from 0 in the order they open.
+    calls: Vec<(u64, u32)>,
+    closed: bool,
+}
+
+impl Items {
+    fn call_index(&mut self, output_index: u64) -> u32 {
+        if let Some((_, i)) = self.calls.iter().find(|(o, _)| *o == output_index) {
+            return *i;
+        }
+        let i = self.calls.len() as u32;
+        self.calls.push((output_index, i));
+        i
+    }
+
+    fn added(&mut self, output_index: u64, item: &Value, out: &mut Vec<Event>) {
+        if item["type"] == "function_call" {
+            let index = self.call_index(output_index);
+            out.push(Event::ToolCallStart {
+                index,
+                id: s(item, "call_id"),
+                name: s(item, "name"),
+            });
+        }
+    }
+
+    /// An item is complete. With `whole`, its content was not streamed and is emitted here.
+    fn done(&mut self, output_index: u64, item: &Value, whole: bool, out: &mut Vec<Event>) {
+        match item.get("type").and_then(Value::as_str).unwrap_or("") {
+            "message" => {
+                if whole {
+                    for part in item["content"].as_array().into_iter().flatten() {
+                        match part["type"].as_str() {
+                            Some("output_text") => out.push(Event::TextDelta {
+                                text: s(part, "text"),
+                            }),
+                            Some("refusal") => out.push(Event::RefusalDelta {
+                                text: s(part, "refusal"),
+                            }),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            "reasoning" => {
+                if whole {
+                    let text: String = item["summary"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|p| s(p, "text"))
+                        .collect::<Vec<_>>()
+                        .join("\n\n");
+                    if !text.is_empty() {
+                        out.push(Event::ReasoningDelta { text });
+                    }
+                }
+                out.push(Event::ReasoningEnd {
+                    metadata: Metadata::with(NAMESPACE, "item", item.clone()),
+                });
+            }
+            "function_call" => {
+                if whole {
+                    self.added(output_index, item, out);
+                }
+                let index = self.call_index(output_index);
+                let mut call =
+                    ToolCall::new(s(item, "call_id"), s(item, "name"), s(item, "arguments"));
+                call.metadata = Metadata::with(NAMESPACE, "item_id", Value::String(s(item, "id")));
+                out.push(Event::ToolCallEnd { index, call });
+            }
+            _ => out.push(Event::Unknown {
+                kind: "responses.output_item".into(),
+                data: item.clone(),
+            }),
+        }
+    }
+
+    /// The response ended: usage and why; or the error that failed it.
+    fn end(&mut self, response: &Value, out: &mut Vec<Event>) -> Result<(), Error> {
+        self.closed = true;
+        if response["status"] == "failed" {
+            let err = &response["error"];
+            let mut e = ApiError::new(None, s(err, "message"));
+            e = e.with_code(
+                err.get("code").and_then(Value::as_str).map(str::to_owned),
+                None,
+            );
+            return Err(e.into());
+        }
+        let u = &response["usage"];
+        let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        let usage = Usage {
+            input_tokens: n("/input_tokens"),
+            output_tokens: n("/output_tokens"),
+            total_tokens: n("/total_tokens"),
+            cached_input_tokens: n("/input_tokens_details/cached_tokens"),
+            reasoning_tokens: n("/output_tokens_details/reasoning_tokens"),
+            cost: None,
+        };
+        out.push(Event::Usage { usage });
+        let reason = match response["status"].as_str() {
+            Some("incomplete") => match response
+                .pointer("/incomplete_details/reason")
+                .and_then(Value::as_str)
+            {
+                Some("max_output_tokens") => FinishReason::Length,
+                Some("content_filter") => FinishReason::ContentFilter,
+                Some(other) => FinishReason::Other(other.to_owned()),
+                None => FinishReason::Other("incomplete".into()),
+            },
+            _ if !self.calls.is_empty() => FinishReason::ToolCalls,
+            _ => FinishReason::Stop,
+        };
+        out.push(Event::Finish { reason });
+        Ok(())
+    }
+}
+
+fn start(response: &Value) -> Event {
+    Event::Start {
+        id: response
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        model: response
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+/// Decodes a streamed Responses response.
+#[derive(Debug, Default)]
+pub struct ResponsesStreamDecoder {
+    sse: SseDecoder,
+    items: Items,
+    /// The last `sequence_number` seen: where a dropped stream resumes.
+    pub last_sequence: Option<u64>,
+}
+
+impl ResponsesStreamDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn drain(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        while !self.items.closed {
+            let Some(frame) = self.sse.next_frame() else {
+                break;
+            };
+            let data = frame.data.trim_ascii();
+            if data == b"[DONE]" {
+                continue;
+            }
+            let v: Value = match serde_json::from_slice(data) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.items.closed = true;
+                    return Err(Error::decode(format!("event is not valid JSON: {e}"), data));
+                }
+            };
+            if let Some(n) = v.get("sequence_number").and_then(Value::as_u64) {
+                self.last_sequence = Some(n);
+            }
+            let kind = v
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or(frame.event)
+                .to_owned();
+            let output_index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+            match kind.as_str() {
+                "response.created" => out.push(start(&v["response"])),
+                "response.output_item.added" => self.items.added(output_index, &v["item"], out),
+                "response.output_item.done" => {
+                    self.items.done(output_index, &v["item"], false, out)
+                }
+                "response.output_text.delta" => out.push(Event::TextDelta {
+                    text: s(&v, "delta"),
+                }),
+                "response.refusal.delta" => out.push(Event::RefusalDelta {
+                    text: s(&v, "delta"),
+                }),
+                "response.reasoning_summary_text.delta" => out.push(Event::ReasoningDelta {
+                    text: s(&v, "delta"),
+                }),
+                "response.reasoning_summary_part.added"
+                    if v["summary_index"].as_u64().unwrap_or(0) > 0 =>
+                {
+                    out.push(Event::ReasoningDelta {
+                        text: "\n\n".into(),
+                    })
+                }
+                "response.function_call_arguments.delta" => {
+                    let index = self.items.call_index(output_index);
+                    out.push(Event::ToolCallDelta {
+                        index,
+                        arguments: s(&v, "delta"),
+                    });
+                }
+                "response.completed" | "response.incomplete" | "response.failed" => {
+                    self.items.end(&v["response"], out)?
+                }
+                "error" => {
+                    // Fields at the top level, or (as some servers send it) under `error`.
+                    self.items.closed = true;
+                    let e = errors::from_value(None, &v)
+                        .unwrap_or_else(|| ApiError::new(None, String::from_utf8_lossy(data)));
+                    return Err(e.into());
+                }
+                k if k.ends_with(".done")
+                    || k.ends_with(".added")
+                    || k == "response.in_progress"
+                    || k.starts_with("response.web_search_call.") => {}
+                other => out.push(Event::Unknown {
+                    kind: other.to_owned(),
+                    data: v.clone(),
+                }),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StreamDecoder for ResponsesStreamDecoder {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
+        if self.items.closed {
+            return Ok(());
+        }
+        self.sse.feed(bytes);
+        self.drain(out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        if !self.items.closed {
+            self.sse.end();
+            self.drain(out)?;
+        }
+        if self.items.closed {
+            return Ok(());
+        }
+        self.items.closed = true;
+        Err(Error::transport(
+            TransportErrorKind::ConnectionClosed,
+            "the stream ended before the response was complete",
+        ))
+    }
+}
+
+/// The events a whole (non-streamed) Responses response stands for.
+pub fn response_events(body: &[u8]) -> Result<Vec<Event>, Error> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::decode(format!("response is not valid JSON: {e}"), body))?;
+    let Some(output) = v.get("output").and_then(Value::as_array) else {
+        if let Some(e) = errors::from_value(None, &v) {
+            return Err(e.into());
+        }
+        return Err(Error::decode("response has no output", body));
+    };
+    let mut out = vec![start(&v)];
+    let mut items = Items::default();
+    for (i, item) in output.iter().enumerate() {
+        items.done(i as u64, item, true, &mut out);
+    }
+    items.end(&v, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes a whole (non-streamed) Responses response.
+pub fn decode_response(body: &[u8]) -> Result<Response, Error> {
+    let mut b = ResponseBuilder::new();
+    for e in response_events(body)? {
+        b.push(e);
+    }
+    b.finish()
+}
