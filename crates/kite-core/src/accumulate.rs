@@ -35,6 +35,13 @@ impl ResponseBuilder {
         Self::default()
     }
 
+    /// The response that `events` make.
+    pub fn build(events: impl IntoIterator<Item = Event>) -> Result<Response, Error> {
+        let mut b = Self::new();
+        events.into_iter().for_each(|e| b.push(e));
+        b.finish()
+    }
+
     /// Adds one event.
     pub fn push(&mut self, event: Event) {
         match event {

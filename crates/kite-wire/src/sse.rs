@@ -17,6 +17,7 @@
 //! assert!(sse.next_frame().is_none());
 //! ```
 
+use kite_core::{Error, Event};
 use memchr::memchr2;
 
 /// One dispatched event.
@@ -280,5 +281,82 @@ mod tests {
     fn a_bom_split_across_reads_is_skipped() {
         let got = frames(&[b"\xEF", b"\xBB\xBFdata: x\n\n"]);
         assert_eq!(got[0].1, "x");
+    }
+}
+
+/// What an API does with the events of a response stream; [`SseStream`] does the rest.
+pub trait Frames: Send {
+    /// Handles one event. `Ok(true)` when the response is complete: nothing more is read.
+    /// An error ends the stream.
+    fn frame(&mut self, event: &str, data: &[u8], out: &mut Vec<Event>) -> Result<bool, Error>;
+
+    /// The connection closed before the response was complete. `frames` is how many events
+    /// were read, `head` the first bytes received (to show when the body was no event stream).
+    fn eof(&mut self, frames: u64, head: &[u8], out: &mut Vec<Event>) -> Result<(), Error>;
+}
+
+/// A stream decoder: SSE framing, and an API's [`Frames`] for what the events mean.
+#[derive(Debug, Default)]
+pub struct SseStream<F> {
+    sse: SseDecoder,
+    frames: F,
+    /// The response is complete, or an error ended it: nothing more is decoded.
+    closed: bool,
+    head: Vec<u8>,
+}
+
+impl<F: Frames + Default> SseStream<F> {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl<F: Frames> SseStream<F> {
+    /// The API's state (what it has seen so far).
+    pub fn frames(&self) -> &F {
+        &self.frames
+    }
+
+    fn drain(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        while !self.closed {
+            let Some(frame) = self.sse.next_frame() else {
+                break;
+            };
+            match self.frames.frame(frame.event, frame.data, out) {
+                Ok(done) => self.closed = done,
+                Err(e) => {
+                    self.closed = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<F: Frames> crate::StreamDecoder for SseStream<F> {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
+        if self.closed {
+            return Ok(());
+        }
+        if self.head.len() < 256 {
+            let take = bytes.len().min(256 - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+        }
+        self.sse.feed(bytes);
+        self.drain(out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        if !self.closed {
+            self.sse.end();
+            self.drain(out)?;
+        }
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        self.frames.eof(self.sse.counts().1, &self.head, out)
     }
 }

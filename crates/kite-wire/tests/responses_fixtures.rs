@@ -336,7 +336,7 @@ fn the_last_sequence_number_is_kept_for_resuming() {
         })
         .max()
         .unwrap();
-    assert_eq!(dec.last_sequence, Some(last));
+    assert_eq!(dec.frames().last_sequence, Some(last));
 }
 
 proptest! {

@@ -12,7 +12,7 @@ mod encode;
 mod stream;
 
 pub use encode::{DEFAULT_MAX_TOKENS, VERSION, encode_request};
-pub use stream::{AnthropicStreamDecoder, decode_response, response_events};
+pub use stream::{AnthropicFrames, AnthropicStreamDecoder, decode_response, response_events};
 
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "anthropic";

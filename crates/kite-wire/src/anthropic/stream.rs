@@ -1,110 +1,71 @@
 //! Streamed (SSE) and whole (JSON) Messages responses.
 
 use super::blocks::Blocks;
-use crate::StreamDecoder;
 use crate::errors;
-use crate::sse::SseDecoder;
+use crate::sse::{Frames, SseStream};
 use kite_core::{
     ApiError, Error, Event, FinishReason, Response, ResponseBuilder, TransportErrorKind,
 };
 use serde_json::Value;
 
 /// Decodes a streamed Messages response.
+pub type AnthropicStreamDecoder = SseStream<AnthropicFrames>;
+
+/// What the events of a Messages stream mean (see [`AnthropicStreamDecoder`]).
 #[derive(Debug, Default)]
-pub struct AnthropicStreamDecoder {
-    sse: SseDecoder,
+pub struct AnthropicFrames {
     blocks: Blocks,
-    /// `message_stop` was seen, or an error ended the stream.
-    closed: bool,
 }
 
-impl AnthropicStreamDecoder {
-    /// A decoder at the start of a stream.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn drain(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
-        while !self.closed {
-            let Some(frame) = self.sse.next_frame() else {
-                break;
-            };
-            let data = frame.data.trim_ascii();
-            let v: Value = match serde_json::from_slice(data) {
-                Ok(v) => v,
-                Err(e) => {
-                    self.closed = true;
-                    return Err(Error::decode(format!("event is not valid JSON: {e}"), data));
+impl Frames for AnthropicFrames {
+    fn frame(&mut self, event: &str, data: &[u8], out: &mut Vec<Event>) -> Result<bool, Error> {
+        let data = data.trim_ascii();
+        let v: Value = serde_json::from_slice(data)
+            .map_err(|e| Error::decode(format!("event is not valid JSON: {e}"), data))?;
+        // The event name and the payload's `type` agree; the payload is authoritative.
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(event);
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as u32;
+        match kind {
+            "message_start" => {
+                let m = &v["message"];
+                out.push(Event::Start {
+                    id: m.get("id").and_then(Value::as_str).map(str::to_owned),
+                    model: m.get("model").and_then(Value::as_str).map(str::to_owned),
+                });
+                if let Some(u) = m.get("usage") {
+                    self.blocks.usage(u);
                 }
-            };
-            // The event name and the payload's `type` agree; the payload is authoritative.
-            let kind = v
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or(frame.event)
-                .to_owned();
-            let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as u32;
-            match kind.as_str() {
-                "message_start" => {
-                    let m = &v["message"];
-                    out.push(Event::Start {
-                        id: m.get("id").and_then(Value::as_str).map(str::to_owned),
-                        model: m.get("model").and_then(Value::as_str).map(str::to_owned),
-                    });
-                    if let Some(u) = m.get("usage") {
-                        self.blocks.usage(u);
-                    }
-                }
-                "content_block_start" => self.blocks.start(index, &v["content_block"], out),
-                "content_block_delta" => self.blocks.delta(index, &v["delta"], out),
-                "content_block_stop" => self.blocks.stop(index, out),
-                "message_delta" => {
-                    if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                        self.blocks.finish = Some(FinishReason::from_wire(r));
-                    }
-                    if let Some(u) = v.get("usage") {
-                        self.blocks.usage(u);
-                    }
-                }
-                "message_stop" => {
-                    self.closed = true;
-                    self.blocks.finish(out);
-                }
-                "ping" => {}
-                "error" => {
-                    self.closed = true;
-                    return Err(errors::from_value(None, &v)
-                        .unwrap_or_else(|| ApiError::new(None, String::from_utf8_lossy(data)))
-                        .into());
-                }
-                other => out.push(Event::Unknown {
-                    kind: other.to_owned(),
-                    data: v.clone(),
-                }),
             }
+            "content_block_start" => self.blocks.start(index, &v["content_block"], out),
+            "content_block_delta" => self.blocks.delta(index, &v["delta"], out),
+            "content_block_stop" => self.blocks.stop(index, out),
+            "message_delta" => {
+                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.blocks.finish = Some(FinishReason::from_wire(r));
+                }
+                if let Some(u) = v.get("usage") {
+                    self.blocks.usage(u);
+                }
+            }
+            "message_stop" => {
+                self.blocks.finish(out);
+                return Ok(true);
+            }
+            "ping" => {}
+            "error" => {
+                return Err(errors::from_value(None, &v)
+                    .unwrap_or_else(|| ApiError::new(None, String::from_utf8_lossy(data)))
+                    .into());
+            }
+            other => out.push(Event::Unknown {
+                kind: other.to_owned(),
+                data: v.clone(),
+            }),
         }
-        Ok(())
+        Ok(false)
     }
-}
 
-impl StreamDecoder for AnthropicStreamDecoder {
-    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
-        if self.closed {
-            return Ok(());
-        }
-        self.sse.feed(bytes);
-        self.drain(out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
-        if !self.closed {
-            self.sse.end();
-            self.drain(out)?;
-        }
-        if self.closed {
-            return Ok(());
-        }
-        self.closed = true;
+    fn eof(&mut self, _: u64, _: &[u8], _: &mut Vec<Event>) -> Result<(), Error> {
         Err(Error::transport(
             TransportErrorKind::ConnectionClosed,
             "the stream ended before message_stop",
@@ -145,9 +106,5 @@ pub fn response_events(body: &[u8]) -> Result<Vec<Event>, Error> {
 
 /// Decodes a whole (non-streamed) Messages response.
 pub fn decode_response(body: &[u8]) -> Result<Response, Error> {
-    let mut b = ResponseBuilder::new();
-    for e in response_events(body)? {
-        b.push(e);
-    }
-    b.finish()
+    ResponseBuilder::build(response_events(body)?)
 }

@@ -28,9 +28,5 @@ pub fn response_events(body: &[u8]) -> Result<Vec<Event>, Error> {
 
 /// Decodes a whole (non-streamed) JSON completion.
 pub fn decode_response(body: &[u8]) -> Result<Response, Error> {
-    let mut b = ResponseBuilder::new();
-    for e in response_events(body)? {
-        b.push(e);
-    }
-    b.finish()
+    ResponseBuilder::build(response_events(body)?)
 }

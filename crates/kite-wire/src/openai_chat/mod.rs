@@ -18,7 +18,7 @@ mod wire;
 
 pub use decode::{decode_response, response_events};
 pub use encode::encode_request;
-pub use stream::ChatStreamDecoder;
+pub use stream::{ChatFrames, ChatStreamDecoder};
 
 /// The metadata namespace this codec writes ([`kite_core::Metadata`]).
 pub const NAMESPACE: &str = "chat";

@@ -2,9 +2,8 @@
 
 use super::NAMESPACE;
 use super::wire::{Chunk, Content, ContentPart, Delta};
-use crate::StreamDecoder;
 use crate::errors;
-use crate::sse::SseDecoder;
+use crate::sse::{Frames, SseStream};
 use kite_core::{Error, Event, FinishReason, Metadata, ToolCall, TransportErrorKind, Usage};
 use serde_json::Value;
 
@@ -24,103 +23,57 @@ use serde_json::Value;
 /// assert!(matches!(&events[1], Event::TextDelta { text } if text == "Hi"));
 /// assert!(matches!(events.last(), Some(Event::Finish { .. })));
 /// ```
+pub type ChatStreamDecoder = SseStream<ChatFrames>;
+
+/// What the events of a chat completion stream mean (see [`ChatStreamDecoder`]).
 #[derive(Debug, Default)]
-pub struct ChatStreamDecoder {
-    sse: SseDecoder,
+pub struct ChatFrames {
     asm: Assembler,
-    /// Nothing more is decoded: `[DONE]` was seen or an error ended the stream.
-    closed: bool,
-    /// The first bytes received, to show when the body was no event stream at all.
-    head: Vec<u8>,
 }
 
-impl ChatStreamDecoder {
-    /// A decoder at the start of a stream.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn drain(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
-        while !self.closed {
-            let Some(frame) = self.sse.next_frame() else {
-                break;
-            };
-            let data = frame.data.trim_ascii_end();
-            match frame.event {
-                "" | "message" | "chunk" => {}
-                "error" => {
-                    self.closed = true;
-                    let value: Value = serde_json::from_slice(data)
-                        .map_err(|e| Error::decode(format!("error event: {e}"), data))?;
-                    return Err(errors::from_value(None, &value)
-                        .unwrap_or_else(|| {
-                            kite_core::ApiError::new(None, String::from_utf8_lossy(data))
-                        })
-                        .into());
-                }
-                other => {
-                    let data = serde_json::from_slice(data).unwrap_or_else(|_| {
-                        Value::String(String::from_utf8_lossy(data).into_owned())
-                    });
-                    out.push(Event::Unknown {
-                        kind: other.to_owned(),
-                        data,
-                    });
-                    continue;
-                }
+impl Frames for ChatFrames {
+    fn frame(&mut self, event: &str, data: &[u8], out: &mut Vec<Event>) -> Result<bool, Error> {
+        let data = data.trim_ascii_end();
+        match event {
+            "" | "message" | "chunk" => {}
+            "error" => {
+                let value: Value = serde_json::from_slice(data)
+                    .map_err(|e| Error::decode(format!("error event: {e}"), data))?;
+                return Err(errors::from_value(None, &value)
+                    .unwrap_or_else(|| {
+                        kite_core::ApiError::new(None, String::from_utf8_lossy(data))
+                    })
+                    .into());
             }
-            if data == b"[DONE]" {
-                self.closed = true;
-                self.asm.close(true, out);
-                return Ok(());
-            }
-            // One UTF-8 check of the whole chunk lets the parser trust every string in it
-            // (`from_slice` would check each string it reads on its own, which costs more).
-            let chunk: Chunk = match std::str::from_utf8(data)
-                .map_err(|e| e.to_string())
-                .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()))
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    self.closed = true;
-                    return Err(Error::decode(format!("chunk is not valid JSON: {e}"), data));
-                }
-            };
-            if let Err(e) = self.asm.chunk(chunk, out) {
-                self.closed = true;
-                return Err(e);
+            other => {
+                let data = serde_json::from_slice(data)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(data).into_owned()));
+                out.push(Event::Unknown {
+                    kind: other.to_owned(),
+                    data,
+                });
+                return Ok(false);
             }
         }
-        Ok(())
-    }
-}
-
-impl StreamDecoder for ChatStreamDecoder {
-    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
-        if self.closed {
-            return Ok(());
+        if data == b"[DONE]" {
+            self.asm.close(true, out);
+            return Ok(true);
         }
-        if self.head.len() < 256 {
-            let take = bytes.len().min(256 - self.head.len());
-            self.head.extend_from_slice(&bytes[..take]);
-        }
-        self.sse.feed(bytes);
-        self.drain(out)
+        // One UTF-8 check of the whole chunk lets the parser trust every string in it
+        // (`from_slice` would check each string it reads on its own, which costs more).
+        let chunk: Chunk = std::str::from_utf8(data)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()))
+            .map_err(|e| Error::decode(format!("chunk is not valid JSON: {e}"), data))?;
+        self.asm.chunk(chunk, out)?;
+        Ok(false)
     }
 
-    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
-        if !self.closed {
-            self.sse.end();
-            self.drain(out)?;
-        }
-        if self.closed {
-            return Ok(());
-        }
-        self.closed = true;
-        if self.sse.counts().1 == 0 && !self.head.is_empty() {
+    fn eof(&mut self, frames: u64, head: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
+        if frames == 0 && !head.is_empty() {
             return Err(Error::decode(
                 "the response body is not a server-sent event stream",
-                &self.head,
+                head,
             ));
         }
         if self.asm.finish.is_none() {

@@ -1,9 +1,8 @@
 //! Streamed (SSE) and whole (JSON) Responses.
 
 use super::NAMESPACE;
-use crate::StreamDecoder;
 use crate::errors;
-use crate::sse::SseDecoder;
+use crate::sse::{Frames, SseStream};
 use kite_core::{
     ApiError, Error, Event, FinishReason, Metadata, Response, ResponseBuilder, ToolCall,
     TransportErrorKind, Usage,
@@ -22,7 +21,6 @@ fn s(v: &Value, key: &str) -> String {
 struct Items {
     /// Tool calls by output index, numbered from 0 in the order they open.
     calls: Vec<(u64, u32)>,
-    closed: bool,
 }
 
 impl Items {
@@ -100,7 +98,6 @@ impl Items {
 
     /// The response ended: usage and why; or the error that failed it.
     fn end(&mut self, response: &Value, out: &mut Vec<Event>) -> Result<(), Error> {
-        self.closed = true;
         if response["status"] == "failed" {
             let err = &response["error"];
             let mut e = ApiError::new(None, s(err, "message"));
@@ -153,116 +150,79 @@ fn start(response: &Value) -> Event {
 }
 
 /// Decodes a streamed Responses response.
+pub type ResponsesStreamDecoder = SseStream<ResponsesFrames>;
+
+/// What the events of a Responses stream mean (see [`ResponsesStreamDecoder`]).
 #[derive(Debug, Default)]
-pub struct ResponsesStreamDecoder {
-    sse: SseDecoder,
+pub struct ResponsesFrames {
     items: Items,
     /// The last `sequence_number` seen: where a dropped stream resumes.
     pub last_sequence: Option<u64>,
 }
 
-impl ResponsesStreamDecoder {
-    /// A decoder at the start of a stream.
-    pub fn new() -> Self {
-        Self::default()
+impl Frames for ResponsesFrames {
+    fn frame(&mut self, event: &str, data: &[u8], out: &mut Vec<Event>) -> Result<bool, Error> {
+        let data = data.trim_ascii();
+        if data == b"[DONE]" {
+            return Ok(false);
+        }
+        let v: Value = serde_json::from_slice(data)
+            .map_err(|e| Error::decode(format!("event is not valid JSON: {e}"), data))?;
+        if let Some(n) = v.get("sequence_number").and_then(Value::as_u64) {
+            self.last_sequence = Some(n);
+        }
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(event);
+        let output_index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "response.created" => out.push(start(&v["response"])),
+            "response.output_item.added" => self.items.added(output_index, &v["item"], out),
+            "response.output_item.done" => self.items.done(output_index, &v["item"], false, out),
+            "response.output_text.delta" => out.push(Event::TextDelta {
+                text: s(&v, "delta"),
+            }),
+            "response.refusal.delta" => out.push(Event::RefusalDelta {
+                text: s(&v, "delta"),
+            }),
+            "response.reasoning_summary_text.delta" => out.push(Event::ReasoningDelta {
+                text: s(&v, "delta"),
+            }),
+            "response.reasoning_summary_part.added"
+                if v["summary_index"].as_u64().unwrap_or(0) > 0 =>
+            {
+                out.push(Event::ReasoningDelta {
+                    text: "\n\n".into(),
+                })
+            }
+            "response.function_call_arguments.delta" => {
+                let index = self.items.call_index(output_index);
+                out.push(Event::ToolCallDelta {
+                    index,
+                    arguments: s(&v, "delta"),
+                });
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                self.items.end(&v["response"], out)?;
+                return Ok(true);
+            }
+            "error" => {
+                // Fields at the top level, or (as some servers send it) under `error`.
+                return Err(errors::from_value(None, &v)
+                    .unwrap_or_else(|| ApiError::new(None, String::from_utf8_lossy(data)))
+                    .into());
+            }
+            k if k.ends_with(".done")
+                || k.ends_with(".added")
+                || k == "response.in_progress"
+                || k.starts_with("response.web_search_call.") => {}
+            other => out.push(Event::Unknown {
+                kind: other.to_owned(),
+                data: v.clone(),
+            }),
+        }
+        Ok(false)
     }
 
-    fn drain(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
-        while !self.items.closed {
-            let Some(frame) = self.sse.next_frame() else {
-                break;
-            };
-            let data = frame.data.trim_ascii();
-            if data == b"[DONE]" {
-                continue;
-            }
-            let v: Value = match serde_json::from_slice(data) {
-                Ok(v) => v,
-                Err(e) => {
-                    self.items.closed = true;
-                    return Err(Error::decode(format!("event is not valid JSON: {e}"), data));
-                }
-            };
-            if let Some(n) = v.get("sequence_number").and_then(Value::as_u64) {
-                self.last_sequence = Some(n);
-            }
-            let kind = v
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or(frame.event)
-                .to_owned();
-            let output_index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
-            match kind.as_str() {
-                "response.created" => out.push(start(&v["response"])),
-                "response.output_item.added" => self.items.added(output_index, &v["item"], out),
-                "response.output_item.done" => {
-                    self.items.done(output_index, &v["item"], false, out)
-                }
-                "response.output_text.delta" => out.push(Event::TextDelta {
-                    text: s(&v, "delta"),
-                }),
-                "response.refusal.delta" => out.push(Event::RefusalDelta {
-                    text: s(&v, "delta"),
-                }),
-                "response.reasoning_summary_text.delta" => out.push(Event::ReasoningDelta {
-                    text: s(&v, "delta"),
-                }),
-                "response.reasoning_summary_part.added"
-                    if v["summary_index"].as_u64().unwrap_or(0) > 0 =>
-                {
-                    out.push(Event::ReasoningDelta {
-                        text: "\n\n".into(),
-                    })
-                }
-                "response.function_call_arguments.delta" => {
-                    let index = self.items.call_index(output_index);
-                    out.push(Event::ToolCallDelta {
-                        index,
-                        arguments: s(&v, "delta"),
-                    });
-                }
-                "response.completed" | "response.incomplete" | "response.failed" => {
-                    self.items.end(&v["response"], out)?
-                }
-                "error" => {
-                    // Fields at the top level, or (as some servers send it) under `error`.
-                    self.items.closed = true;
-                    let e = errors::from_value(None, &v)
-                        .unwrap_or_else(|| ApiError::new(None, String::from_utf8_lossy(data)));
-                    return Err(e.into());
-                }
-                k if k.ends_with(".done")
-                    || k.ends_with(".added")
-                    || k == "response.in_progress"
-                    || k.starts_with("response.web_search_call.") => {}
-                other => out.push(Event::Unknown {
-                    kind: other.to_owned(),
-                    data: v.clone(),
-                }),
-            }
-        }
-        Ok(())
-    }
-}
-
-impl StreamDecoder for ResponsesStreamDecoder {
-    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
-        if self.items.closed {
-            return Ok(());
-        }
-        self.sse.feed(bytes);
-        self.drain(out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
-        if !self.items.closed {
-            self.sse.end();
-            self.drain(out)?;
-        }
-        if self.items.closed {
-            return Ok(());
-        }
-        self.items.closed = true;
+    fn eof(&mut self, _: u64, _: &[u8], _: &mut Vec<Event>) -> Result<(), Error> {
         Err(Error::transport(
             TransportErrorKind::ConnectionClosed,
             "the stream ended before the response was complete",
@@ -291,9 +251,5 @@ pub fn response_events(body: &[u8]) -> Result<Vec<Event>, Error> {
 
 /// Decodes a whole (non-streamed) Responses response.
 pub fn decode_response(body: &[u8]) -> Result<Response, Error> {
-    let mut b = ResponseBuilder::new();
-    for e in response_events(body)? {
-        b.push(e);
-    }
-    b.finish()
+    ResponseBuilder::build(response_events(body)?)
 }

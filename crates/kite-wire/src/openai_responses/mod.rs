@@ -9,7 +9,7 @@
 
 mod decode;
 
-pub use decode::{ResponsesStreamDecoder, decode_response, response_events};
+pub use decode::{ResponsesFrames, ResponsesStreamDecoder, decode_response, response_events};
 
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "responses";
