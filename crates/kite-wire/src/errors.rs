@@ -80,6 +80,18 @@ pub fn from_value(status: Option<u16>, v: &Value) -> Option<ApiError> {
     Some(err)
 }
 
+/// The error an `error` event inside a stream stands for (its payload as JSON, or as text
+/// when it is not JSON): the stream ends with it.
+pub fn from_event(data: &[u8]) -> kite_core::Error {
+    let text = || String::from_utf8_lossy(data).into_owned();
+    match serde_json::from_slice::<Value>(data) {
+        Ok(v) => from_value(None, &v)
+            .unwrap_or_else(|| ApiError::new(None, text()))
+            .into(),
+        Err(e) => kite_core::Error::decode(format!("error event: {e}"), data),
+    }
+}
+
 fn code_string(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),

@@ -3,23 +3,14 @@
 
 mod fixtures;
 
-use fixtures::{Case, api_error, build, cases, run_stream};
+use fixtures::{Case, api_error, cases, run_stream};
 use kite_core::{ApiErrorKind, Error, Event, FinishReason, Part, Response};
 use kite_wire::anthropic::{AnthropicStreamDecoder, decode_response};
-use kite_wire::errors::decode_error;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn decode(case: &Case) -> Result<Response, Error> {
-    if case.status() != 200 {
-        return Err(decode_error(case.status(), &case.body).into());
-    }
-    if case.sse {
-        let (events, err) = run_stream(AnthropicStreamDecoder::new(), &[&case.body]);
-        build(events, err)
-    } else {
-        decode_response(&case.body)
-    }
+    fixtures::decode::<AnthropicStreamDecoder>(case, decode_response)
 }
 
 fn ok(case: &Case) -> Response {
@@ -396,32 +387,14 @@ event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"
     );
 }
 
-fn sse_cases() -> Vec<Case> {
-    cases("messages")
-        .iter()
-        .map(|d| Case::load(d))
-        .filter(|c| c.sse)
-        .collect()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
     #[test]
     fn anthropic_streams_split_anywhere_decode_the_same(cuts in prop::collection::vec(any::<usize>(), 0..40)) {
-        for case in sse_cases() {
-            let mut points: Vec<usize> = cuts.iter().map(|c| c % (case.body.len() + 1)).collect();
-            points.sort_unstable();
-            let mut chunks = Vec::new();
-            let mut prev = 0;
-            for p in points {
-                chunks.push(&case.body[prev..p]);
-                prev = p;
-            }
-            chunks.push(&case.body[prev..]);
-            let whole = run_stream(AnthropicStreamDecoder::new(), &[&case.body]);
-            let split = run_stream(AnthropicStreamDecoder::new(), &chunks);
-            prop_assert_eq!(whole.0, split.0, "{}", case.name);
-            prop_assert_eq!(whole.1.map(|e| e.to_string()), split.1.map(|e| e.to_string()));
+        for case in fixtures::sse_cases("messages") {
+            let whole = fixtures::decode_split::<AnthropicStreamDecoder>(&case.body, &[]);
+            let split = fixtures::decode_split::<AnthropicStreamDecoder>(&case.body, &cuts);
+            prop_assert_eq!(&whole, &split, "{}", case.name);
         }
     }
 }

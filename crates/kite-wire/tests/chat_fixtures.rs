@@ -3,23 +3,14 @@
 
 mod fixtures;
 
-use fixtures::{Case, api_error, build, cases, run_stream};
+use fixtures::{Case, api_error, cases, run_stream};
 use kite_core::{ApiErrorKind, Error, Event, FinishReason, Part, Response};
-use kite_wire::errors::decode_error;
 use kite_wire::openai_chat::{ChatStreamDecoder, decode_response};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn decode(case: &Case) -> Result<Response, Error> {
-    if case.status() != 200 {
-        return Err(decode_error(case.status(), &case.body).into());
-    }
-    if case.sse {
-        let (events, err) = run_stream(ChatStreamDecoder::new(), &[&case.body]);
-        build(events, err)
-    } else {
-        decode_response(&case.body)
-    }
+    fixtures::decode::<ChatStreamDecoder>(case, decode_response)
 }
 
 /// Fluent checks on a decoded response.
@@ -681,35 +672,13 @@ fn every_recorded_chat_exchange_decodes_to_what_the_service_meant() {
     }
 }
 
-fn sse_cases() -> Vec<Case> {
-    cases("chat-completions")
-        .iter()
-        .map(|d| Case::load(d))
-        .filter(|c| c.sse)
-        .collect()
-}
-
-fn events_split(body: &[u8], cuts: &[usize]) -> (Vec<Event>, Option<String>) {
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
-    points.sort_unstable();
-    let mut chunks = Vec::new();
-    let mut prev = 0;
-    for p in points {
-        chunks.push(&body[prev..p]);
-        prev = p;
-    }
-    chunks.push(&body[prev..]);
-    let (events, err) = run_stream(ChatStreamDecoder::new(), &chunks);
-    (events, err.map(|e| e.to_string()))
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
     fn streams_split_anywhere_decode_the_same(cuts in prop::collection::vec(any::<usize>(), 0..40)) {
-        for case in sse_cases() {
-            let whole = events_split(&case.body, &[]);
-            let split = events_split(&case.body, &cuts);
+        for case in fixtures::sse_cases("chat-completions") {
+            let whole = fixtures::decode_split::<ChatStreamDecoder>(&case.body, &[]);
+            let split = fixtures::decode_split::<ChatStreamDecoder>(&case.body, &cuts);
             prop_assert_eq!(&whole, &split, "{}", case.name);
         }
     }
@@ -717,11 +686,11 @@ proptest! {
 
 #[test]
 fn streams_fed_one_byte_at_a_time_decode_the_same() {
-    for case in sse_cases() {
+    for case in fixtures::sse_cases("chat-completions") {
         let cuts: Vec<usize> = (1..case.body.len()).collect();
         assert_eq!(
-            events_split(&case.body, &[]),
-            events_split(&case.body, &cuts),
+            fixtures::decode_split::<ChatStreamDecoder>(&case.body, &[]),
+            fixtures::decode_split::<ChatStreamDecoder>(&case.body, &cuts),
             "{}",
             case.name
         );

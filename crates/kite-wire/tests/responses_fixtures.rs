@@ -3,23 +3,14 @@
 
 mod fixtures;
 
-use fixtures::{Case, api_error, build, cases, run_stream};
+use fixtures::{Case, api_error, cases, run_stream};
 use kite_core::{ApiErrorKind, Error, Event, FinishReason, Part, Response};
-use kite_wire::errors::decode_error;
 use kite_wire::openai_responses::{ResponsesStreamDecoder, decode_response};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn decode(case: &Case) -> Result<Response, Error> {
-    if case.status() != 200 {
-        return Err(decode_error(case.status(), &case.body).into());
-    }
-    if case.sse {
-        let (events, err) = run_stream(ResponsesStreamDecoder::new(), &[&case.body]);
-        build(events, err)
-    } else {
-        decode_response(&case.body)
-    }
+    fixtures::decode::<ResponsesStreamDecoder>(case, decode_response)
 }
 
 fn ok(case: &Case) -> Response {
@@ -343,20 +334,10 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     #[test]
     fn responses_streams_split_anywhere_decode_the_same(cuts in prop::collection::vec(any::<usize>(), 0..40)) {
-        for case in cases("responses").iter().map(|d| Case::load(d)).filter(|c| c.sse) {
-            let mut points: Vec<usize> = cuts.iter().map(|c| c % (case.body.len() + 1)).collect();
-            points.sort_unstable();
-            let mut chunks = Vec::new();
-            let mut prev = 0;
-            for p in points {
-                chunks.push(&case.body[prev..p]);
-                prev = p;
-            }
-            chunks.push(&case.body[prev..]);
-            let whole = run_stream(ResponsesStreamDecoder::new(), &[&case.body]);
-            let split = run_stream(ResponsesStreamDecoder::new(), &chunks);
-            prop_assert_eq!(whole.0, split.0, "{}", case.name);
-            prop_assert_eq!(whole.1.map(|e| e.to_string()), split.1.map(|e| e.to_string()));
+        for case in fixtures::sse_cases("responses") {
+            let whole = fixtures::decode_split::<ResponsesStreamDecoder>(&case.body, &[]);
+            let split = fixtures::decode_split::<ResponsesStreamDecoder>(&case.body, &cuts);
+            prop_assert_eq!(&whole, &split, "{}", case.name);
         }
     }
 }

@@ -52,11 +52,8 @@ impl Frames for AnthropicFrames {
                 return Ok(true);
             }
             "ping" => {}
-            "error" => {
-                return Err(errors::from_value(None, &v)
-                    .unwrap_or_else(|| ApiError::new(None, String::from_utf8_lossy(data)))
-                    .into());
-            }
+            // Fields at the top level, or (as some servers send them) under `error`.
+            "error" => return Err(errors::from_event(data)),
             other => out.push(Event::Unknown {
                 kind: other.to_owned(),
                 data: v.clone(),

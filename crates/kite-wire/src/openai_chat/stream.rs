@@ -36,15 +36,7 @@ impl Frames for ChatFrames {
         let data = data.trim_ascii_end();
         match event {
             "" | "message" | "chunk" => {}
-            "error" => {
-                let value: Value = serde_json::from_slice(data)
-                    .map_err(|e| Error::decode(format!("error event: {e}"), data))?;
-                return Err(errors::from_value(None, &value)
-                    .unwrap_or_else(|| {
-                        kite_core::ApiError::new(None, String::from_utf8_lossy(data))
-                    })
-                    .into());
-            }
+            "error" => return Err(errors::from_event(data)),
             other => {
                 let data = serde_json::from_slice(data)
                     .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(data).into_owned()));

@@ -204,12 +204,8 @@ impl Frames for ResponsesFrames {
                 self.items.end(&v["response"], out)?;
                 return Ok(true);
             }
-            "error" => {
-                // Fields at the top level, or (as some servers send it) under `error`.
-                return Err(errors::from_value(None, &v)
-                    .unwrap_or_else(|| ApiError::new(None, String::from_utf8_lossy(data)))
-                    .into());
-            }
+            // Fields at the top level, or (as some servers send them) under `error`.
+            "error" => return Err(errors::from_event(data)),
             k if k.ends_with(".done")
                 || k.ends_with(".added")
                 || k == "response.in_progress"
