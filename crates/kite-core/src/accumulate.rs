@@ -27,6 +27,7 @@ pub struct ResponseBuilder {
     last_open: bool,
     usage: Usage,
     finish: Option<FinishReason>,
+    metadata: Metadata,
 }
 
 impl ResponseBuilder {
@@ -94,6 +95,7 @@ impl ResponseBuilder {
             }
             Event::Usage { usage } => self.usage = usage,
             Event::Finish { reason } => self.finish = Some(reason),
+            Event::Metadata { metadata } => self.metadata.extend(metadata),
             Event::ToolCallStart { .. } | Event::ToolCallDelta { .. } | Event::Unknown { .. } => {}
         }
     }
@@ -125,13 +127,14 @@ impl ResponseBuilder {
                 "the stream ended before the response was complete",
             ));
         };
+        let mut message = Message::new(Role::Assistant, self.parts);
+        message.metadata = self.metadata;
         Ok(Response {
             id: self.id,
             model: self.model,
-            message: Message::new(Role::Assistant, self.parts),
+            message,
             finish_reason,
             usage: self.usage,
-            metadata: Metadata::new(),
         })
     }
 }

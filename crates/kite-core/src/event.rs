@@ -54,6 +54,11 @@ pub enum Event {
     Finish {
         reason: FinishReason,
     },
+    /// Provider data about the whole message, kept in its
+    /// [`Message::metadata`](crate::Message) for later requests.
+    Metadata {
+        metadata: Metadata,
+    },
     /// An event kite does not know, passed through as the provider sent it.
     Unknown {
         kind: String,

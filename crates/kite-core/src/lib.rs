@@ -38,6 +38,6 @@ pub use event::Event;
 pub use message::{ImageSource, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 pub use metadata::Metadata;
 pub use model::{Capabilities, EventStream, Model, ModelFuture, collect};
-pub use request::{Request, ResponseFormat, ToolChoice, ToolSpec};
+pub use request::{ReasoningConfig, Request, ResponseFormat, ToolChoice, ToolSpec};
 pub use response::{FinishReason, Response};
 pub use usage::Usage;

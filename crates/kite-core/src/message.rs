@@ -19,6 +19,10 @@ pub enum Role {
 pub struct Message {
     pub role: Role,
     pub parts: Vec<Part>,
+    /// Provider data about the whole message that a later request may need (for OpenAI
+    /// Responses, the id of the stored response that produced it).
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
 }
 
 /// A piece of message content.
@@ -167,7 +171,11 @@ impl Part {
 impl Message {
     /// A message with the given role and parts.
     pub fn new(role: Role, parts: Vec<Part>) -> Self {
-        Self { role, parts }
+        Self {
+            role,
+            parts,
+            metadata: Metadata::new(),
+        }
     }
 
     /// A system message.

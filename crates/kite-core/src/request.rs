@@ -30,6 +30,9 @@ pub struct Request {
     pub response_format: Option<ResponseFormat>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
+    /// How much the model should think, for models that reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningConfig>,
     /// An end-user identifier passed to the provider for abuse monitoring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
@@ -110,6 +113,45 @@ pub enum ToolChoice {
     Required,
     /// This tool must be called.
     Tool(String),
+}
+
+/// How much a reasoning model thinks, and what of it is shown. Each codec sends what its
+/// provider understands: an effort for OpenAI and OpenRouter, a token budget for Anthropic
+/// (derived from the effort when no budget is given).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningConfig {
+    /// `"minimal"`, `"low"`, `"medium"`, `"high"` (providers add names; they pass through).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    /// Tokens the model may spend thinking (Anthropic `budget_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u32>,
+    /// Ask for a summary of the reasoning (OpenAI Responses: `"auto"`, `"concise"`,
+    /// `"detailed"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+impl ReasoningConfig {
+    /// Reasoning at `effort`.
+    pub fn effort(effort: impl Into<String>) -> Self {
+        Self {
+            effort: Some(effort.into()),
+            ..Self::default()
+        }
+    }
+
+    /// The thinking budget in tokens: the one given, or one derived from the effort.
+    pub fn budget(&self) -> Option<u32> {
+        self.budget_tokens
+            .or_else(|| match self.effort.as_deref()? {
+                "none" => None,
+                "minimal" => Some(1024),
+                "low" => Some(2048),
+                "medium" => Some(8192),
+                _ => Some(24576),
+            })
+    }
 }
 
 /// The shape of the answer.

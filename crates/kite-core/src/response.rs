@@ -1,6 +1,6 @@
 //! What a model answers.
 
-use crate::{Event, Message, Metadata, Part, Role, ToolCall, Usage};
+use crate::{Event, Message, Part, Role, ToolCall, Usage};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A complete answer from a model.
@@ -16,8 +16,6 @@ pub struct Response {
     pub message: Message,
     pub finish_reason: FinishReason,
     pub usage: Usage,
-    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
-    pub metadata: Metadata,
 }
 
 impl Response {
@@ -29,7 +27,6 @@ impl Response {
             message: Message::new(Role::Assistant, Vec::new()),
             finish_reason,
             usage: Usage::default(),
-            metadata: Metadata::new(),
         }
     }
 
@@ -50,6 +47,11 @@ impl Response {
             id: self.id,
             model: self.model,
         }];
+        if !self.message.metadata.is_empty() {
+            out.push(Event::Metadata {
+                metadata: self.message.metadata,
+            });
+        }
         let mut index = 0;
         for part in self.message.parts {
             match part {

@@ -166,7 +166,6 @@ fn response(parts: Vec<Part>, finish_reason: FinishReason) -> Response {
             total_tokens: 15,
             ..Usage::default()
         },
-        metadata: Default::default(),
     }
 }
 

@@ -30,6 +30,23 @@ pub trait StreamDecoder: Send {
     /// Called once when the connection closed: flushes what is pending, or reports a stream
     /// that ended before the provider said it was complete.
     fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error>;
+
+    /// Where the stream can be picked up on a new connection after this one dropped, when
+    /// the provider can resume it.
+    fn resume_point(&self) -> Option<ResumePoint> {
+        None
+    }
+
+    /// A new connection continues the stream from [`resume_point`](Self::resume_point):
+    /// framing left over from the dropped one is discarded.
+    fn resumed(&mut self) {}
+}
+
+/// Where a dropped stream resumes: after event `after` of the provider's response `id`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumePoint {
+    pub id: String,
+    pub after: u64,
 }
 
 impl<T: StreamDecoder + ?Sized> StreamDecoder for Box<T> {
@@ -39,5 +56,13 @@ impl<T: StreamDecoder + ?Sized> StreamDecoder for Box<T> {
 
     fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
         (**self).finish(out)
+    }
+
+    fn resume_point(&self) -> Option<ResumePoint> {
+        (**self).resume_point()
+    }
+
+    fn resumed(&mut self) {
+        (**self).resumed()
     }
 }

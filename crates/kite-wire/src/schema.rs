@@ -2,6 +2,15 @@
 
 use serde_json::{Map, Value, json};
 
+/// `schema` rewritten for OpenAI's strict mode when `strict`, else as it is.
+pub fn strict_if(strict: bool, schema: &Value) -> Value {
+    if strict {
+        openai_strict(schema)
+    } else {
+        schema.clone()
+    }
+}
+
 /// `schema` rewritten into the subset OpenAI's strict mode (tools and structured output)
 /// accepts: every object closed with `additionalProperties: false`, every property listed in
 /// `required` (a property that was optional becomes nullable instead), and no `$schema` or

@@ -293,6 +293,11 @@ pub trait Frames: Send {
     /// The connection closed before the response was complete. `frames` is how many events
     /// were read, `head` the first bytes received (to show when the body was no event stream).
     fn eof(&mut self, frames: u64, head: &[u8], out: &mut Vec<Event>) -> Result<(), Error>;
+
+    /// See [`StreamDecoder::resume_point`](crate::StreamDecoder::resume_point).
+    fn resume_point(&self) -> Option<crate::ResumePoint> {
+        None
+    }
 }
 
 /// A stream decoder: SSE framing, and an API's [`Frames`] for what the events mean.
@@ -358,5 +363,14 @@ impl<F: Frames> crate::StreamDecoder for SseStream<F> {
         }
         self.closed = true;
         self.frames.eof(self.sse.counts().1, &self.head, out)
+    }
+
+    fn resume_point(&self) -> Option<crate::ResumePoint> {
+        self.frames.resume_point()
+    }
+
+    fn resumed(&mut self) {
+        self.sse = SseDecoder::new();
+        self.closed = false;
     }
 }

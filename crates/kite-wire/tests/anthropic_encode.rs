@@ -213,3 +213,31 @@ fn every_field_is_written_the_anthropic_way() {
     });
     assert!(encode_request(&schema, false).is_err());
 }
+
+#[test]
+fn reasoning_settings_become_a_thinking_budget() {
+    let mut req = Request::new("claude-haiku-4-5").message(Message::user("think"));
+    req.reasoning = Some(kite_core::ReasoningConfig {
+        budget_tokens: Some(1024),
+        ..Default::default()
+    });
+    let sent = encode(&req);
+    assert_eq!(
+        sent["thinking"],
+        json!({"type": "enabled", "budget_tokens": 1024})
+    );
+    assert_eq!(
+        sent["max_tokens"],
+        json!(4096 + 1024),
+        "room above the budget"
+    );
+
+    req.reasoning = Some(kite_core::ReasoningConfig::effort("low"));
+    req.max_tokens = Some(9000);
+    let sent = encode(&req);
+    assert_eq!(sent["thinking"]["budget_tokens"], json!(2048));
+    assert_eq!(sent["max_tokens"], json!(9000));
+
+    req.reasoning = Some(kite_core::ReasoningConfig::effort("none"));
+    assert_eq!(encode(&req).get("thinking"), None);
+}

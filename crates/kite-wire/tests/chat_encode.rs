@@ -258,3 +258,38 @@ fn requests_a_chat_server_cannot_take_are_refused_with_a_reason() {
         Err(Error::InvalidRequest(_))
     ));
 }
+
+#[test]
+fn reasoning_settings_follow_each_dialect() {
+    let mut req = Request::new("m").message(Message::user("think"));
+    req.reasoning = Some(kite_core::ReasoningConfig::effort("high"));
+    assert_eq!(
+        encode(&req, Dialect::OpenAi, false)["reasoning_effort"],
+        json!("high")
+    );
+    assert_eq!(
+        encode(&req, Dialect::Groq, false)["reasoning_effort"],
+        json!("high")
+    );
+    assert_eq!(
+        encode(&req, Dialect::OpenRouter, false)["reasoning"],
+        json!({"effort": "high"})
+    );
+    let mistral = encode(&req, Dialect::Mistral, false);
+    assert_eq!(
+        (mistral.get("reasoning_effort"), mistral.get("reasoning")),
+        (None, None)
+    );
+    req.reasoning = Some(kite_core::ReasoningConfig {
+        budget_tokens: Some(2000),
+        ..Default::default()
+    });
+    assert_eq!(
+        encode(&req, Dialect::OpenRouter, false)["reasoning"],
+        json!({"max_tokens": 2000})
+    );
+    assert_eq!(
+        encode(&req, Dialect::OpenAi, false).get("reasoning_effort"),
+        None
+    );
+}

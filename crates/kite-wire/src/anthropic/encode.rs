@@ -41,10 +41,21 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
+    // Thinking counts against max_tokens, which must exceed its budget.
+    let budget = req.reasoning.as_ref().and_then(|r| r.budget());
     body.insert(
         "max_tokens".into(),
-        json!(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        json!(
+            req.max_tokens
+                .unwrap_or(DEFAULT_MAX_TOKENS + budget.unwrap_or(0))
+        ),
     );
+    if let Some(budget) = budget {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
     body.insert(
         "messages".into(),
         Value::Array(

@@ -37,7 +37,10 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
                     f.insert("description".into(), json!(t.description));
                 }
                 let strict = t.strict == Some(true);
-                f.insert("parameters".into(), strict_if(strict, &t.parameters));
+                f.insert(
+                    "parameters".into(),
+                    crate::schema::strict_if(strict, &t.parameters),
+                );
                 if let Some(strict) = t.strict {
                     f.insert("strict".into(), json!(strict));
                 }
@@ -69,6 +72,9 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
     put(dialect.max_tokens_field(), req.max_tokens.map(Value::from));
     put("stop", (!req.stop.is_empty()).then(|| json!(req.stop)));
     put(dialect.seed_field(), req.seed.map(Value::from));
+    if let Some((field, v)) = req.reasoning.as_ref().and_then(|r| dialect.reasoning(r)) {
+        put(field, Some(v));
+    }
     put(
         "user",
         req.user
@@ -89,7 +95,10 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
             } => {
                 let mut s = Map::new();
                 s.insert("name".into(), json!(name));
-                s.insert("schema".into(), strict_if(*strict == Some(true), schema));
+                s.insert(
+                    "schema".into(),
+                    crate::schema::strict_if(*strict == Some(true), schema),
+                );
                 if let Some(d) = description {
                     s.insert("description".into(), json!(d));
                 }
@@ -203,14 +212,6 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
             out.push(Value::Object(msg));
             Ok(())
         }
-    }
-}
-
-fn strict_if(strict: bool, schema: &Value) -> Value {
-    if strict {
-        crate::schema::openai_strict(schema)
-    } else {
-        schema.clone()
     }
 }
 

@@ -55,6 +55,25 @@ impl Dialect {
         }
     }
 
+    /// How the request's reasoning settings are written, when the dialect has a field.
+    fn reasoning(
+        self,
+        r: &kite_core::ReasoningConfig,
+    ) -> Option<(&'static str, serde_json::Value)> {
+        use serde_json::json;
+        match self {
+            Dialect::OpenRouter => match (&r.effort, r.budget_tokens) {
+                (_, Some(max)) => Some(("reasoning", json!({"max_tokens": max}))),
+                (Some(e), None) => Some(("reasoning", json!({"effort": e}))),
+                (None, None) => None,
+            },
+            Dialect::OpenAi | Dialect::Groq | Dialect::Compatible => {
+                Some(("reasoning_effort", json!(r.effort.as_ref()?)))
+            }
+            Dialect::Mistral => None,
+        }
+    }
+
     fn stream_options(self) -> bool {
         !matches!(self, Dialect::Mistral)
     }

@@ -1,6 +1,7 @@
 //! Streamed (SSE) and whole (JSON) Responses.
 
 use super::NAMESPACE;
+use crate::ResumePoint;
 use crate::errors;
 use crate::sse::{Frames, SseStream};
 use kite_core::{
@@ -119,6 +120,7 @@ impl Items {
         };
         out.push(Event::Usage { usage });
         let reason = match response["status"].as_str() {
+            Some("cancelled") => FinishReason::Other("cancelled".into()),
             Some("incomplete") => match response
                 .pointer("/incomplete_details/reason")
                 .and_then(Value::as_str)
@@ -136,16 +138,24 @@ impl Items {
     }
 }
 
-fn start(response: &Value) -> Event {
-    Event::Start {
-        id: response
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+/// The events that open a response: its id and model, and the id kept with the message so a
+/// stored conversation can continue from it.
+fn start(response: &Value, out: &mut Vec<Event>) {
+    let id = response
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    out.push(Event::Start {
+        id: id.clone(),
         model: response
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_owned),
+    });
+    if let Some(id) = id {
+        out.push(Event::Metadata {
+            metadata: Metadata::with(NAMESPACE, "response_id", Value::String(id)),
+        });
     }
 }
 
@@ -158,6 +168,10 @@ pub struct ResponsesFrames {
     items: Items,
     /// The last `sequence_number` seen: where a dropped stream resumes.
     pub last_sequence: Option<u64>,
+    /// The response's id, once `response.created` named it.
+    pub id: Option<String>,
+    /// The response runs in the background, so its stream can be resumed.
+    pub background: bool,
 }
 
 impl Frames for ResponsesFrames {
@@ -169,12 +183,21 @@ impl Frames for ResponsesFrames {
         let v: Value = serde_json::from_slice(data)
             .map_err(|e| Error::decode(format!("event is not valid JSON: {e}"), data))?;
         if let Some(n) = v.get("sequence_number").and_then(Value::as_u64) {
+            // A resumed stream may repeat what was already seen.
+            if self.last_sequence.is_some_and(|last| n <= last) {
+                return Ok(false);
+            }
             self.last_sequence = Some(n);
         }
         let kind = v.get("type").and_then(Value::as_str).unwrap_or(event);
         let output_index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
-            "response.created" => out.push(start(&v["response"])),
+            "response.created" => {
+                let response = &v["response"];
+                self.id = response["id"].as_str().map(str::to_owned);
+                self.background = response["background"] == true;
+                start(response, out);
+            }
             "response.output_item.added" => self.items.added(output_index, &v["item"], out),
             "response.output_item.done" => self.items.done(output_index, &v["item"], false, out),
             "response.output_text.delta" => out.push(Event::TextDelta {
@@ -224,6 +247,13 @@ impl Frames for ResponsesFrames {
             "the stream ended before the response was complete",
         ))
     }
+
+    fn resume_point(&self) -> Option<ResumePoint> {
+        Some(ResumePoint {
+            id: self.id.clone().filter(|_| self.background)?,
+            after: self.last_sequence?,
+        })
+    }
 }
 
 /// The events a whole (non-streamed) Responses response stands for.
@@ -236,7 +266,8 @@ pub fn response_events(body: &[u8]) -> Result<Vec<Event>, Error> {
         }
         return Err(Error::decode("response has no output", body));
     };
-    let mut out = vec![start(&v)];
+    let mut out = Vec::new();
+    start(&v, &mut out);
     let mut items = Items::default();
     for (i, item) in output.iter().enumerate() {
         items.done(i as u64, item, true, &mut out);
@@ -248,4 +279,75 @@ pub fn response_events(body: &[u8]) -> Result<Vec<Event>, Error> {
 /// Decodes a whole (non-streamed) Responses response.
 pub fn decode_response(body: &[u8]) -> Result<Response, Error> {
     ResponseBuilder::build(response_events(body)?)
+}
+
+/// Where a stored response stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    Queued,
+    InProgress,
+    Completed,
+    Incomplete,
+    Failed,
+    Cancelled,
+    /// A status kite has no name for, as the provider sent it.
+    Other(String),
+}
+
+impl Status {
+    /// The status named `s` on the wire.
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "queued" => Self::Queued,
+            "in_progress" => Self::InProgress,
+            "completed" => Self::Completed,
+            "incomplete" => Self::Incomplete,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Queued => "queued",
+            Self::InProgress => "in_progress",
+            Self::Completed => "completed",
+            Self::Incomplete => "incomplete",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Other(s) => s,
+        }
+    }
+
+    /// The response will not change any more.
+    pub fn is_done(&self) -> bool {
+        !matches!(self, Self::Queued | Self::InProgress)
+    }
+}
+
+/// A stored response as retrieved (`GET /responses/{id}`): its id and status, and, once it is
+/// done, the answer it holds (or the error that failed it).
+#[derive(Debug)]
+pub struct Stored {
+    pub id: String,
+    pub status: Status,
+    pub result: Option<Result<Response, Error>>,
+}
+
+/// Decodes a stored response's JSON.
+pub fn decode_stored(body: &[u8]) -> Result<Stored, Error> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::decode(format!("response is not valid JSON: {e}"), body))?;
+    let (Some(id), Some(status)) = (v["id"].as_str(), v["status"].as_str()) else {
+        return Err(Error::decode("stored response has no id or status", body));
+    };
+    let status = Status::from_wire(status);
+    let result = status.is_done().then(|| decode_response(body));
+    Ok(Stored {
+        id: id.to_owned(),
+        status,
+        result,
+    })
 }

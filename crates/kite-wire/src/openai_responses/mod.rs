@@ -1,4 +1,5 @@
-//! OpenAI Responses (`POST /v1/responses`): decoding streamed and whole responses.
+//! OpenAI Responses (`POST /v1/responses`): request encoding, and decoding of streamed,
+//! whole and stored responses.
 //!
 //! Output items map onto kite's events: `message` content to text and refusal deltas,
 //! `reasoning` summaries to reasoning deltas with the whole item (id, `encrypted_content`)
@@ -8,8 +9,13 @@
 //! [`Event::Unknown`](kite_core::Event).
 
 mod decode;
+mod encode;
 
-pub use decode::{ResponsesFrames, ResponsesStreamDecoder, decode_response, response_events};
+pub use decode::{
+    ResponsesFrames, ResponsesStreamDecoder, Status, Stored, decode_response, decode_stored,
+    response_events,
+};
+pub use encode::{Options, encode_request};
 
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "responses";
