@@ -6,8 +6,8 @@ use kite::agent::builtin;
 use kite::local::{LocalConfig, LocalModel};
 use kite::wire::openai_chat::Dialect;
 use kite::{
-    Agent, AgentError, AgentEvent, Error, Message, Model, OpenAiCompatible, Provider, StreamExt,
-    ToolChoice,
+    Agent, AgentError, AgentEvent, Error, Message, Model, OpenAiCompatible, Provider,
+    ReasoningConfig, Request, StreamExt, ToolChoice, WireApi,
 };
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -15,10 +15,14 @@ use std::sync::Arc;
 
 #[derive(Args)]
 pub struct AskArgs {
-    /// openai, anthropic, mistral, openrouter or groq. Default: the first whose API key is
-    /// set, else the embedded local model.
+    /// openai, openai-responses, anthropic, mistral, openrouter or groq. Default: the first
+    /// whose API key is set, else the embedded local model.
     #[arg(long, env = "KITE_PROVIDER")]
     provider: Option<String>,
+    /// OpenAI's API to use: chat or responses. Default: chat, except for deep-research
+    /// models, which only Responses serves.
+    #[arg(long, value_parser = ["chat", "responses"])]
+    api: Option<String>,
     /// The model. Default: the provider's inexpensive default.
     #[arg(long, short, env = "KITE_MODEL")]
     model: Option<String>,
@@ -35,6 +39,14 @@ pub struct AskArgs {
     /// Sampling temperature.
     #[arg(long)]
     temperature: Option<f64>,
+    /// How hard a reasoning model thinks: minimal, low, medium or high (a thinking budget
+    /// on Anthropic).
+    #[arg(long, value_name = "EFFORT")]
+    reasoning: Option<String>,
+    /// Start the question as an OpenAI background run, print its id and return; follow it
+    /// with `kite responses wait ID`.
+    #[arg(long)]
+    background: bool,
     /// Let the model use every built-in tool: now, calculate, read_file, list_files (files
     /// only under the working directory).
     #[arg(long)]
@@ -79,7 +91,6 @@ pub async fn run(args: AskArgs) -> Result<(), ExitCode> {
 }
 
 async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
-    let (model, default_model) = choose_model(args)?;
     let mut prompt = args.prompt.join(" ");
     if prompt == "-" {
         prompt.clear();
@@ -87,18 +98,23 @@ async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
             .read_to_string(&mut prompt)
             .map_err(|e| Error::Config(format!("cannot read the question from stdin: {e}")))?;
     }
+    if args.background {
+        return Ok(background(args, prompt).await?);
+    }
+    let (model, model_name) = choose_model(args)?;
     let tool_choice = args.tool_choice.as_deref().map(|c| match c {
         "auto" => ToolChoice::Auto,
         "required" => ToolChoice::Required,
         "none" => ToolChoice::None,
         name => ToolChoice::Tool(name.to_owned()),
     });
-    let mut agent = Agent::shared(model, args.model.clone().unwrap_or(default_model))
+    let mut agent = Agent::shared(model, model_name)
         .max_turns(args.max_turns)
         .configure(|r| {
             r.max_tokens = args.max_tokens;
             r.temperature = args.temperature;
             r.tool_choice = tool_choice;
+            r.reasoning = args.reasoning.clone().map(ReasoningConfig::effort);
         });
     if let Some(system) = &args.system {
         agent = agent.system(system.clone());
@@ -134,16 +150,66 @@ async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
     }
 }
 
-/// The model to ask and its default model name: a named provider, a compatible server, the
-/// first provider whose key is set, or else the embedded local model.
+/// Starts a background run and prints its id.
+async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
+    let provider = match &args.provider {
+        Some(name) => Provider::parse(name)?,
+        None => Provider::OpenAi,
+    };
+    let model = provider.responses(args.base_url.as_deref())?;
+    let name = args
+        .model
+        .clone()
+        .unwrap_or_else(|| provider.default_model().to_owned());
+    let model = if kite::is_deep_research(&name) {
+        model.hosted_tools(vec![serde_json::json!({"type": "web_search_preview"})])
+    } else {
+        model
+    };
+    let mut req = Request::new(name).message(Message::user(prompt));
+    req.system = args.system.clone();
+    req.max_tokens = args.max_tokens;
+    req.temperature = args.temperature;
+    req.reasoning = args.reasoning.clone().map(ReasoningConfig::effort);
+    let run = model.start(&req).await?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"id": run.id, "status": run.status.as_str()})
+        );
+    } else {
+        println!("{}", run.id);
+        eprintln!(
+            "kite: {} ({}); follow it with `kite responses wait {}`",
+            run.id,
+            run.status.as_str(),
+            run.id
+        );
+    }
+    Ok(())
+}
+
+/// The model to ask and the model's name: a named provider, a compatible server, the first
+/// provider whose key is set, or else the embedded local model.
 fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
     let base_url = args.base_url.as_deref();
+    let api = args.api.as_deref().map(WireApi::parse).transpose()?;
+    let open = |p: Provider| -> Result<(Arc<dyn Model>, String), Error> {
+        let name = args
+            .model
+            .clone()
+            .unwrap_or_else(|| p.default_model().to_owned());
+        Ok((p.open(&name, base_url, api)?, name))
+    };
     if args.local {
         return local(args);
     }
     if let Some(name) = &args.provider {
-        let p = Provider::parse(name)?;
-        return Ok((p.model(base_url)?, p.default_model().to_owned()));
+        return open(Provider::parse(name)?);
+    }
+    if api.is_some() {
+        // Choosing between OpenAI's APIs names OpenAI.
+        return open(Provider::OpenAi);
     }
     if let Some(url) = base_url {
         // A compatible server: never send another provider's key to it.
@@ -153,10 +219,11 @@ fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         {
             m = m.api_key(key);
         }
-        return Ok((Arc::new(m), "default".to_owned()));
+        let name = args.model.clone().unwrap_or_else(|| "default".to_owned());
+        return Ok((Arc::new(m), name));
     }
     match Provider::detect() {
-        Some(p) => Ok((p.from_env()?, p.default_model().to_owned())),
+        Some(p) => open(p),
         None => local(args),
     }
 }
@@ -194,5 +261,6 @@ fn local(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         model.name(),
         path.display()
     );
-    Ok((Arc::new(model), "local".to_owned()))
+    let name = args.model.clone().unwrap_or_else(|| "local".to_owned());
+    Ok((Arc::new(model), name))
 }

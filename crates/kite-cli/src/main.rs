@@ -3,6 +3,7 @@
 mod ask;
 mod model;
 mod output;
+mod responses;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -25,6 +26,8 @@ enum Command {
     /// Manage the embedded local model.
     #[command(subcommand)]
     Model(model::ModelCommand),
+    /// Follow, cancel or delete responses OpenAI stores (background runs).
+    Responses(responses::ResponsesArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Ask(args) => ask::run(*args).await,
             Command::Model(cmd) => model::run(cmd),
+            Command::Responses(args) => responses::run(args).await,
         }
     });
     match result {

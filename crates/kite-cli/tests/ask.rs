@@ -401,3 +401,165 @@ async fn anthropic_is_a_provider_too() {
     let body: Value = serde_json::from_slice(&req.body).unwrap();
     assert_eq!(body["model"], "claude-haiku-4-5");
 }
+
+#[tokio::test]
+async fn openai_responses_is_a_provider_and_deep_research_picks_it() {
+    let text = fixture("openai/responses/stream-text-basic/response.sse");
+    let server = ReplayServer::start(vec![
+        Reply::sse(text.clone()),
+        Reply::sse(text.clone()),
+        Reply::sse(text),
+    ])
+    .await;
+    let base = format!("{}/v1", server.url());
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "ask",
+            "--provider",
+            "openai-responses",
+            "--reasoning",
+            "low",
+            "--base-url",
+        ])
+        .arg(&base)
+        .arg("Reply with exactly: pong"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "pong\n");
+    // A deep-research model goes to Responses as a background run with web search...
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "ask",
+            "--provider",
+            "openai",
+            "-m",
+            "o4-mini-deep-research",
+            "--base-url",
+        ])
+        .arg(&base)
+        .arg("Reply with exactly: pong"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // ...and `--api` picks Responses for any model.
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["ask", "--api", "responses", "--base-url"])
+        .arg(&base)
+        .arg("Reply with exactly: pong"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    let reqs = server.requests();
+    let bodies: Vec<Value> = reqs
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert!(reqs.iter().all(|r| r.path == "/v1/responses"));
+    assert_eq!(bodies[0]["reasoning"], serde_json::json!({"effort": "low"}));
+    assert_eq!(bodies[0]["store"], false);
+    assert_eq!(bodies[1]["model"], "o4-mini-deep-research");
+    assert_eq!(bodies[1]["background"], true);
+    assert_eq!(
+        bodies[1]["tools"],
+        serde_json::json!([{"type": "web_search_preview"}])
+    );
+    assert_eq!(bodies[2]["model"], "gpt-4o-mini");
+    assert_eq!(bodies[2].get("background"), None);
+}
+
+fn stored(id: &str, status: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "id": id, "object": "response", "status": status, "background": true,
+        "model": "o3-deep-research", "output": [], "usage": null, "error": null,
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_background_question_prints_its_id_and_responses_reattach() {
+    let id = "resp_cli_bg";
+    let mut done: Value =
+        serde_json::from_slice(&fixture("openai/responses/text-basic/response.json")).unwrap();
+    done["id"] = id.into();
+    let server = ReplayServer::start(vec![
+        Reply::json(200, stored(id, "queued")),
+        Reply::json(200, stored(id, "in_progress")),
+        Reply::json(200, stored(id, "in_progress")),
+        Reply::json(200, serde_json::to_vec(&done).unwrap()),
+        Reply::json(200, stored(id, "cancelled")),
+    ])
+    .await;
+    let base = format!("{}/v1", server.url());
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "ask",
+            "--background",
+            "-m",
+            "o3-deep-research",
+            "--base-url",
+        ])
+        .arg(&base)
+        .arg("Reply with exactly: pong"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, format!("{id}\n"));
+    assert!(r.stderr.contains("kite responses wait"), "{}", r.stderr);
+
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["responses", "get", id, "--base-url"])
+        .arg(&base))
+    .await;
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "resp_cli_bg in_progress\n"),
+        "{}",
+        r.stderr
+    );
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["responses", "wait", id, "--base-url"])
+        .arg(&base))
+    .await;
+    assert_eq!((r.code, r.stdout.as_str()), (0, "pong\n"), "{}", r.stderr);
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["responses", "cancel", id, "--json", "--base-url"])
+        .arg(&base))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["status"], "cancelled");
+
+    let reqs = server.requests();
+    let start: Value = serde_json::from_slice(&reqs[0].body).unwrap();
+    assert_eq!(
+        (&start["background"], &start["model"]),
+        (&Value::Bool(true), &Value::from("o3-deep-research"))
+    );
+    assert_eq!(
+        start["tools"],
+        serde_json::json!([{"type": "web_search_preview"}])
+    );
+    let paths: Vec<String> = reqs
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "POST /v1/responses",
+            "GET /v1/responses/resp_cli_bg",
+            "GET /v1/responses/resp_cli_bg",
+            "GET /v1/responses/resp_cli_bg",
+            "POST /v1/responses/resp_cli_bg/cancel",
+        ]
+    );
+    assert!(
+        reqs.iter()
+            .all(|r| r.header("authorization") == Some(&format!("Bearer {KEY}")))
+    );
+}

@@ -8,7 +8,7 @@ mod retry;
 mod secret;
 mod transport;
 
-pub use decode::decode_stream;
+pub use decode::{Reconnect, decode_resumable, decode_stream};
 pub use reqwest_transport::{ReqwestTransport, Timeouts};
 pub use retry::{Retry, RetryPolicy};
 pub use secret::Secret;

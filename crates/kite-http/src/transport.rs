@@ -40,6 +40,16 @@ pub struct HttpRequest {
 }
 
 impl HttpRequest {
+    /// A request with no body.
+    pub fn new(method: Method, url: impl Into<String>) -> Self {
+        Self {
+            method,
+            url: url.into(),
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+        }
+    }
+
     /// A POST of a JSON body.
     pub fn post_json(url: impl Into<String>, body: impl Into<Bytes>) -> Self {
         let mut headers = HeaderMap::new();

@@ -22,7 +22,7 @@ fn recorded(case: &str) -> Value {
 }
 
 fn encode(req: &Request, opts: Options) -> Value {
-    serde_json::from_slice(&encode_request(req, opts).unwrap()).unwrap()
+    serde_json::from_slice(&encode_request(req, &opts).unwrap()).unwrap()
 }
 
 fn stateless(stream: bool) -> Options {
@@ -254,7 +254,7 @@ fn a_stored_conversation_continues_from_the_last_stored_answer() {
         store: true,
         ..Options::default()
     };
-    let body = encode(&req, stored);
+    let body = encode(&req, stored.clone());
     assert_eq!(body["previous_response_id"], json!(id));
     assert_eq!(body["store"], json!(true));
     assert_eq!(body.get("include"), None);
@@ -277,9 +277,11 @@ fn a_stored_conversation_continues_from_the_last_stored_answer() {
         Options {
             background: true,
             stream: true,
+            hosted_tools: vec![json!({"type": "web_search_preview"})],
             ..Options::default()
         },
     );
+    assert_eq!(bg["tools"][1], json!({"type": "web_search_preview"}));
     assert_eq!(
         (&bg["background"], &bg["store"], &bg["stream"]),
         (&json!(true), &json!(true), &json!(true))
@@ -336,7 +338,7 @@ fn structured_output_choices_and_options() {
 
     req.stop = vec!["END".into()];
     assert!(matches!(
-        encode_request(&req, stateless(false)),
+        encode_request(&req, &stateless(false)),
         Err(Error::InvalidRequest(_))
     ));
 }

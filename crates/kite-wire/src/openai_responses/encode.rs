@@ -6,7 +6,7 @@ use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role
 use serde_json::{Map, Value, json};
 
 /// How a Responses request carries the conversation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Options {
     /// Stored (`store: true`): the history up to the last answer this API stored is named by
     /// `previous_response_id` and only what came after it is sent. Otherwise (`store: false`)
@@ -18,10 +18,13 @@ pub struct Options {
     pub background: bool,
     /// Ask for an SSE stream.
     pub stream: bool,
+    /// The provider's own tools to offer besides the request's functions, as it names them
+    /// (`{"type": "web_search_preview"}`; deep-research models need one).
+    pub hosted_tools: Vec<Value>,
 }
 
 /// The JSON body of a Responses request.
-pub fn encode_request(req: &Request, opts: Options) -> Result<Vec<u8>, Error> {
+pub fn encode_request(req: &Request, opts: &Options) -> Result<Vec<u8>, Error> {
     if req.model.is_empty() {
         return Err(Error::InvalidRequest("no model named".into()));
     }
@@ -57,8 +60,8 @@ pub fn encode_request(req: &Request, opts: Options) -> Result<Vec<u8>, Error> {
     if opts.background {
         body.insert("background".into(), json!(true));
     }
-    if !req.tools.is_empty() {
-        let tools = req
+    if !req.tools.is_empty() || !opts.hosted_tools.is_empty() {
+        let mut tools: Vec<Value> = req
             .tools
             .iter()
             .map(|t| {
@@ -79,6 +82,7 @@ pub fn encode_request(req: &Request, opts: Options) -> Result<Vec<u8>, Error> {
                 Value::Object(f)
             })
             .collect();
+        tools.extend(opts.hosted_tools.iter().cloned());
         body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(choice) = &req.tool_choice {

@@ -1,6 +1,6 @@
 //! The HTTP APIs kite speaks.
 
-use super::http_model::{Api, HttpModel, secret_header};
+use super::http_model::{Api, HttpModel, Service, secret_header};
 use http::{HeaderMap, HeaderValue};
 use kite_core::{Error, Event, Request};
 use kite_http::Secret;
@@ -11,10 +11,16 @@ use kite_wire::{anthropic, openai_chat};
 #[derive(Clone, Copy, Debug)]
 pub struct ChatCompletionsApi(pub openai_chat::Dialect);
 
-impl Api for ChatCompletionsApi {
+impl Service for ChatCompletionsApi {
     fn path(&self) -> &'static str {
         "/chat/completions"
     }
+    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error> {
+        bearer(key, headers)
+    }
+}
+
+impl Api for ChatCompletionsApi {
     fn encode(&self, request: &Request) -> Result<Vec<u8>, Error> {
         openai_chat::encode_request(request, self.0, true)
     }
@@ -24,15 +30,17 @@ impl Api for ChatCompletionsApi {
     fn response_events(&self, body: &[u8]) -> Result<Vec<Event>, Error> {
         openai_chat::response_events(body)
     }
-    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error> {
-        if let Some(key) = key {
-            headers.insert(
-                http::header::AUTHORIZATION,
-                secret_header(&format!("Bearer {}", key.expose()))?,
-            );
-        }
-        Ok(())
+}
+
+/// `Authorization: Bearer KEY`, as OpenAI and the servers like it want.
+pub(crate) fn bearer(key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error> {
+    if let Some(key) = key {
+        headers.insert(
+            http::header::AUTHORIZATION,
+            secret_header(&format!("Bearer {}", key.expose()))?,
+        );
     }
+    Ok(())
 }
 
 /// A Chat Completions model: OpenAI, Mistral, OpenRouter, Groq, or any compatible server
@@ -60,9 +68,6 @@ pub struct MessagesApi {
 }
 
 impl Api for MessagesApi {
-    fn path(&self) -> &'static str {
-        "/messages"
-    }
     fn encode(&self, request: &Request) -> Result<Vec<u8>, Error> {
         anthropic::encode_request(request, true)
     }
@@ -71,6 +76,12 @@ impl Api for MessagesApi {
     }
     fn response_events(&self, body: &[u8]) -> Result<Vec<Event>, Error> {
         anthropic::response_events(body)
+    }
+}
+
+impl Service for MessagesApi {
+    fn path(&self) -> &'static str {
+        "/messages"
     }
     fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error> {
         if let Some(key) = key {

@@ -1,7 +1,7 @@
 //! The providers kite knows by name: where they live, which API they speak, and where their
 //! keys come from.
 
-use super::{Anthropic, OpenAiCompatible};
+use super::{Anthropic, OpenAiCompatible, OpenAiResponses};
 use kite_core::{Error, Model};
 use kite_wire::openai_chat::Dialect;
 use std::sync::Arc;
@@ -9,7 +9,10 @@ use std::sync::Arc;
 /// A provider kite knows by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Provider {
+    /// OpenAI Chat Completions.
     OpenAi,
+    /// OpenAI Responses.
+    OpenAiResponses,
     Anthropic,
     Mistral,
     OpenRouter,
@@ -18,22 +21,25 @@ pub enum Provider {
 
 impl Provider {
     /// Every named provider, in the order a key is looked for.
-    pub const ALL: [Provider; 5] = [
+    pub const ALL: [Provider; 6] = [
         Provider::OpenAi,
+        Provider::OpenAiResponses,
         Provider::Anthropic,
         Provider::Mistral,
         Provider::OpenRouter,
         Provider::Groq,
     ];
 
-    /// The provider called `name` (`openai`, `anthropic`, `mistral`, `openrouter`, `groq`).
+    /// The provider called `name` (`openai`, `openai-responses`, `anthropic`, `mistral`,
+    /// `openrouter`, `groq`).
     pub fn parse(name: &str) -> Result<Self, Error> {
         Self::ALL
             .into_iter()
             .find(|p| p.name() == name.to_ascii_lowercase())
             .ok_or_else(|| {
                 Error::Config(format!(
-                    "unknown provider {name:?}; known: openai, anthropic, mistral, openrouter, groq"
+                    "unknown provider {name:?}; known: openai, openai-responses, anthropic, \
+                     mistral, openrouter, groq"
                 ))
             })
     }
@@ -42,6 +48,7 @@ impl Provider {
     pub fn name(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
+            Provider::OpenAiResponses => "openai-responses",
             Provider::Anthropic => "anthropic",
             Provider::Mistral => "mistral",
             Provider::OpenRouter => "openrouter",
@@ -52,7 +59,7 @@ impl Provider {
     /// The environment variable holding its API key.
     pub fn key_var(self) -> &'static str {
         match self {
-            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::OpenAi | Provider::OpenAiResponses => "OPENAI_API_KEY",
             Provider::Anthropic => "ANTHROPIC_API_KEY",
             Provider::Mistral => "MISTRAL_API_KEY",
             Provider::OpenRouter => "OPENROUTER_API_KEY",
@@ -63,7 +70,7 @@ impl Provider {
     /// Its API's base URL.
     pub fn base_url(self) -> &'static str {
         match self {
-            Provider::OpenAi => "https://api.openai.com/v1",
+            Provider::OpenAi | Provider::OpenAiResponses => "https://api.openai.com/v1",
             Provider::Anthropic => "https://api.anthropic.com/v1",
             Provider::Mistral => "https://api.mistral.ai/v1",
             Provider::OpenRouter => "https://openrouter.ai/api/v1",
@@ -74,7 +81,7 @@ impl Provider {
     /// A sensible inexpensive model to use when none is named.
     pub fn default_model(self) -> &'static str {
         match self {
-            Provider::OpenAi => "gpt-4o-mini",
+            Provider::OpenAi | Provider::OpenAiResponses => "gpt-4o-mini",
             Provider::Anthropic => "claude-haiku-4-5",
             Provider::Mistral => "mistral-small-latest",
             Provider::OpenRouter => "openai/gpt-4o-mini",
@@ -89,6 +96,75 @@ impl Provider {
             .find(|p| key_from_env(p.key_var()).is_some())
     }
 
+    /// The provider that serves `model` over `api`. OpenAI's deep-research models are
+    /// served by Responses only, so they go there unless `api` says otherwise; `api` picks
+    /// between OpenAI's two APIs, and other providers speak only their own.
+    pub fn for_model(self, model: &str, api: Option<WireApi>) -> Result<Self, Error> {
+        match (self, api) {
+            (Provider::OpenAi | Provider::OpenAiResponses, Some(WireApi::Chat)) => {
+                Ok(Provider::OpenAi)
+            }
+            (Provider::OpenAi | Provider::OpenAiResponses, Some(WireApi::Responses)) => {
+                Ok(Provider::OpenAiResponses)
+            }
+            (Provider::OpenAi, None) if is_deep_research(model) => Ok(Provider::OpenAiResponses),
+            (p, Some(WireApi::Responses)) => Err(Error::Config(format!(
+                "{} has no Responses API in kite; use --provider openai-responses",
+                p.name()
+            ))),
+            (p, _) => Ok(p),
+        }
+    }
+
+    /// The model to run `model` with: the provider that serves it (see
+    /// [`for_model`](Self::for_model)), at `base_url` if given. A deep-research model runs
+    /// in the background (its stream resumes when dropped) with web search offered.
+    pub fn open(
+        self,
+        model: &str,
+        base_url: Option<&str>,
+        api: Option<WireApi>,
+    ) -> Result<Arc<dyn Model>, Error> {
+        let provider = self.for_model(model, api)?;
+        if provider == Provider::OpenAiResponses && is_deep_research(model) {
+            let m = provider
+                .responses(base_url)?
+                .background(true)
+                .hosted_tools(vec![serde_json::json!({"type": "web_search_preview"})]);
+            return Ok(Arc::new(m));
+        }
+        provider.model(base_url)
+    }
+
+    /// The OpenAI Responses model with its key from the environment, at `base_url` if given:
+    /// for what only Responses does (stored responses, background runs).
+    pub fn responses(self, base_url: Option<&str>) -> Result<OpenAiResponses, Error> {
+        if !matches!(self, Provider::OpenAi | Provider::OpenAiResponses) {
+            return Err(Error::Config(format!(
+                "{} has no Responses API in kite",
+                self.name()
+            )));
+        }
+        let key = self.key(base_url)?;
+        let mut m = OpenAiResponses::new(base_url.unwrap_or(self.base_url()));
+        if let Some(key) = key {
+            m = m.api_key(key);
+        }
+        Ok(m)
+    }
+
+    /// The key from the environment; it may be absent only when a base URL is given.
+    fn key(self, base_url: Option<&str>) -> Result<Option<String>, Error> {
+        let key = key_from_env(self.key_var());
+        if key.is_none() && base_url.is_none() {
+            return Err(Error::Config(format!(
+                "{} is not set; export it, or point --base-url at a compatible server",
+                self.key_var()
+            )));
+        }
+        Ok(key)
+    }
+
     /// The provider's model with its key from the environment.
     pub fn from_env(self) -> Result<Arc<dyn Model>, Error> {
         self.model(None)
@@ -97,15 +173,10 @@ impl Provider {
     /// The provider's model, at `base_url` if given (a proxy or a compatible server). The key
     /// comes from the environment; it may be absent only when a base URL is given.
     pub fn model(self, base_url: Option<&str>) -> Result<Arc<dyn Model>, Error> {
-        let key = key_from_env(self.key_var());
-        if key.is_none() && base_url.is_none() {
-            return Err(Error::Config(format!(
-                "{} is not set; export it, or point --base-url at a compatible server",
-                self.key_var()
-            )));
-        }
+        let key = self.key(base_url)?;
         let base = base_url.unwrap_or(self.base_url());
         let dialect = match self {
+            Provider::OpenAiResponses => return Ok(Arc::new(self.responses(base_url)?)),
             Provider::Anthropic => {
                 let mut m = Anthropic::new(base);
                 if let Some(key) = key {
@@ -127,6 +198,34 @@ impl Provider {
         }
         Ok(Arc::new(m))
     }
+}
+
+/// Which of OpenAI's APIs to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireApi {
+    /// Chat Completions.
+    Chat,
+    /// Responses.
+    Responses,
+}
+
+impl WireApi {
+    /// `chat` or `responses`.
+    pub fn parse(name: &str) -> Result<Self, Error> {
+        match name {
+            "chat" => Ok(Self::Chat),
+            "responses" => Ok(Self::Responses),
+            other => Err(Error::Config(format!(
+                "unknown API {other:?}; known: chat, responses"
+            ))),
+        }
+    }
+}
+
+/// Deep-research models (`o3-deep-research`, `o4-mini-deep-research-2025-06-26`): long
+/// background runs that need a search tool.
+pub fn is_deep_research(model: &str) -> bool {
+    model.contains("deep-research")
 }
 
 fn key_from_env(var: &str) -> Option<String> {

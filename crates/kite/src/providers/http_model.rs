@@ -6,25 +6,35 @@ use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use kite_core::{Capabilities, Error, Event, EventStream, Model, Request};
 use kite_http::{
-    HttpRequest, HttpResponse, ReqwestTransport, Retry, RetryPolicy, Secret, Transport,
-    decode_stream,
+    ByteStream, HttpRequest, HttpResponse, Reconnect, ReqwestTransport, Retry, RetryPolicy, Secret,
+    Transport, decode_resumable,
 };
-use kite_wire::StreamDecoder;
 use kite_wire::errors::decode_error;
+use kite_wire::{ResumePoint, StreamDecoder};
 use std::sync::Arc;
 
-/// What differs between HTTP APIs.
-pub trait Api: Send + Sync + 'static {
+/// An HTTP service: where its requests go and how they are authorized.
+pub trait Service: Send + Sync + 'static {
     /// Appended to the base URL.
     fn path(&self) -> &'static str;
+    /// Puts the key and the service's own headers on a request.
+    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error>;
+}
+
+/// What differs between the HTTP APIs of language models.
+pub trait Api: Service {
     /// The streaming request body.
     fn encode(&self, request: &Request) -> Result<Vec<u8>, Error>;
     /// A decoder for a streamed response.
     fn decoder(&self) -> Box<dyn StreamDecoder>;
     /// The events of a whole JSON response.
     fn response_events(&self, body: &[u8]) -> Result<Vec<Event>, Error>;
-    /// Puts the key and the API's own headers on a request.
-    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error>;
+    /// Where a dropped stream continues, for APIs that can resume one (see
+    /// [`StreamDecoder::resume_point`]). `endpoint` is the URL requests go to.
+    fn resume_url(&self, endpoint: &str, point: &ResumePoint) -> Option<String> {
+        let _ = (endpoint, point);
+        None
+    }
 }
 
 /// A model served over HTTP by an [`Api`].
@@ -58,7 +68,7 @@ impl<A> std::fmt::Debug for HttpModel<A> {
     }
 }
 
-impl<A: Api + Clone> HttpModel<A> {
+impl<A: Service + Clone> HttpModel<A> {
     /// A model of `api` at `base_url`, with the shared transport and default retries.
     pub fn with_api(api: A, base_url: impl AsRef<str>) -> Self {
         let transport: Arc<dyn Transport> = match ReqwestTransport::shared() {
@@ -96,6 +106,11 @@ impl<A: Api + Clone> HttpModel<A> {
             }
         }
         self
+    }
+
+    /// The API's own settings.
+    pub(crate) fn api(&self) -> &A {
+        &self.inner.api
     }
 
     /// Changes the API's own settings.
@@ -136,14 +151,31 @@ impl<A: Api + Clone> HttpModel<A> {
     }
 }
 
-impl<A: Api> Inner<A> {
-    /// The HTTP request for `request`, encoded now so the caller may keep its request.
-    fn http_request(&self, request: &Request) -> Result<HttpRequest, Error> {
-        let mut req = HttpRequest::post_json(&self.endpoint, self.api.encode(request)?);
-        req.headers.insert(
-            http::header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
+impl<A: Service> HttpModel<A> {
+    /// Sends a request to the endpoint followed by `suffix`, with the key, headers and
+    /// retries of this model. An error status is a typed error.
+    pub(crate) async fn call(
+        &self,
+        method: http::Method,
+        suffix: &str,
+        body: Option<(&'static str, bytes::Bytes)>,
+    ) -> Result<HttpResponse, Error> {
+        let mut req = HttpRequest::new(method, format!("{}{suffix}", self.inner.endpoint));
+        if let Some((content_type, body)) = body {
+            req.headers.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_str(content_type)
+                    .map_err(|_| Error::InvalidRequest("bad content type".into()))?,
+            );
+            req.body = body;
+        }
+        self.inner.send(self.inner.authorize(req)?).await
+    }
+}
+
+impl<A: Service> Inner<A> {
+    /// Puts the key, the API's headers and the extra headers on `req`.
+    pub(crate) fn authorize(&self, mut req: HttpRequest) -> Result<HttpRequest, Error> {
         self.api.headers(self.key.as_ref(), &mut req.headers)?;
         for (k, v) in &self.headers {
             req.headers.insert(k.clone(), v.clone());
@@ -151,20 +183,13 @@ impl<A: Api> Inner<A> {
         Ok(req)
     }
 
-    async fn open(&self, req: HttpRequest) -> Result<EventStream, Error> {
+    /// Sends `req` with retries; an error status becomes a typed error.
+    pub(crate) async fn send(&self, req: HttpRequest) -> Result<HttpResponse, Error> {
         let resp = Retry::new(&*self.transport, self.retry).send(req).await?;
         if !resp.is_success() {
             return Err(self.api_error(resp).await);
         }
-        if resp.is_json() {
-            // A server that ignored the request to stream answered with one JSON body.
-            let bytes = resp.bytes().await?;
-            let events = self.api.response_events(&bytes)?;
-            return Ok(Box::pin(futures_util::stream::iter(
-                events.into_iter().map(Ok),
-            )));
-        }
-        Ok(decode_stream(resp.body, self.api.decoder()))
+        Ok(resp)
     }
 
     async fn api_error(&self, resp: HttpResponse) -> Error {
@@ -186,21 +211,88 @@ impl<A: Api> Inner<A> {
     }
 }
 
-impl<A: Api> Model for HttpModel<A> {
-    fn stream(&self, request: &Request) -> EventStream {
-        let req = match self.inner.http_request(request) {
+impl<A: Api> Inner<A> {
+    /// The streaming HTTP request for `request`, encoded now so the caller may keep its
+    /// request.
+    fn http_request(&self, request: &Request) -> Result<HttpRequest, Error> {
+        let req = HttpRequest::post_json(&self.endpoint, self.api.encode(request)?);
+        self.authorize(accept_events(req))
+    }
+
+    async fn open(self: Arc<Self>, req: HttpRequest) -> Result<EventStream, Error> {
+        let resp = self.send(req).await?;
+        if resp.is_json() {
+            // A server that ignored the request to stream answered with one JSON body.
+            let bytes = resp.bytes().await?;
+            let events = self.api.response_events(&bytes)?;
+            return Ok(Box::pin(futures_util::stream::iter(
+                events.into_iter().map(Ok),
+            )));
+        }
+        let reconnect = self.clone().reconnect();
+        Ok(decode_resumable(
+            resp.body,
+            self.api.decoder(),
+            Some(reconnect),
+        ))
+    }
+
+    /// Opens the stream that continues a dropped one.
+    fn reconnect(self: Arc<Self>) -> Reconnect {
+        Box::new(move |point| {
+            let inner = self.clone();
+            Box::pin(async move {
+                let url = inner
+                    .api
+                    .resume_url(&inner.endpoint, &point)
+                    .ok_or_else(|| {
+                        Error::Config("this API cannot resume a dropped stream".into())
+                    })?;
+                let req =
+                    inner.authorize(accept_events(HttpRequest::new(http::Method::GET, url)))?;
+                Ok::<ByteStream, Error>(inner.send(req).await?.body)
+            })
+        })
+    }
+}
+
+fn accept_events(mut req: HttpRequest) -> HttpRequest {
+    req.headers.insert(
+        http::header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    req
+}
+
+impl<A: Api> HttpModel<A> {
+    /// The event stream at the endpoint followed by `suffix` (a stream that already exists
+    /// on the provider).
+    pub(crate) fn open_stream(&self, method: http::Method, suffix: String) -> EventStream {
+        let url = format!("{}{suffix}", self.inner.endpoint);
+        self.events(
+            self.inner
+                .authorize(accept_events(HttpRequest::new(method, url))),
+        )
+    }
+
+    fn events(&self, req: Result<HttpRequest, Error>) -> EventStream {
+        let req = match req {
             Ok(req) => req,
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
         };
         let inner = self.inner.clone();
         Box::pin(
-            futures_util::stream::once(async move { inner.open(req).await }).flat_map(|opened| {
-                match opened {
-                    Ok(events) => events,
-                    Err(e) => Box::pin(futures_util::stream::iter([Err(e)])) as EventStream,
-                }
+            futures_util::stream::once(inner.open(req)).flat_map(|opened| match opened {
+                Ok(events) => events,
+                Err(e) => Box::pin(futures_util::stream::iter([Err(e)])) as EventStream,
             }),
         )
+    }
+}
+
+impl<A: Api> Model for HttpModel<A> {
+    fn stream(&self, request: &Request) -> EventStream {
+        self.events(self.inner.http_request(request))
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -3,7 +3,9 @@
 mod apis;
 mod catalog;
 mod http_model;
+mod responses;
 
 pub use apis::{Anthropic, ChatCompletionsApi, MessagesApi, OpenAiCompatible};
-pub use catalog::Provider;
-pub use http_model::{Api, HttpModel};
+pub use catalog::{Provider, WireApi, is_deep_research};
+pub use http_model::{Api, HttpModel, Service};
+pub use responses::{OpenAiResponses, PollPolicy, ResponsesApi};

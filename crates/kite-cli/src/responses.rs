@@ -1,0 +1,108 @@
+//! `kite responses`: reattach to responses OpenAI stores (background runs above all).
+
+use crate::output::error_line;
+use clap::{Args, Subcommand};
+use kite::wire::openai_responses::Stored;
+use kite::{Error, OpenAiResponses, PollPolicy, Provider, Response};
+use serde_json::json;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct ResponsesArgs {
+    #[command(subcommand)]
+    command: ResponsesCommand,
+    /// Send requests here instead of OpenAI (a proxy or a compatible server).
+    #[arg(long, env = "KITE_BASE_URL", global = true)]
+    base_url: Option<String>,
+    /// Print JSON, for scripts.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum ResponsesCommand {
+    /// Show a response's status, and its answer once it is done.
+    Get { id: String },
+    /// Wait until a response is done and print its answer.
+    Wait {
+        id: String,
+        /// Give up after this many seconds.
+        #[arg(long)]
+        timeout: Option<u64>,
+    },
+    /// Cancel a background run.
+    Cancel { id: String },
+    /// Delete a stored response.
+    Delete { id: String },
+}
+
+pub async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
+    match command(&args).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let e = kite::AgentError::from(e);
+            if args.json {
+                println!("{}", json!({"type": "error", "message": error_line(&e)}));
+            }
+            eprintln!("kite: {}", error_line(&e));
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn command(args: &ResponsesArgs) -> Result<(), Error> {
+    let model: OpenAiResponses = Provider::OpenAi.responses(args.base_url.as_deref())?;
+    match &args.command {
+        ResponsesCommand::Get { id } => show(args.json, model.get(id).await?),
+        ResponsesCommand::Cancel { id } => show(args.json, model.cancel(id).await?),
+        ResponsesCommand::Wait { id, timeout } => {
+            let poll = PollPolicy {
+                timeout: timeout.map(std::time::Duration::from_secs),
+                ..PollPolicy::default()
+            };
+            let answer = model.wait(id, poll).await?;
+            answer_out(args.json, id, "done", &answer);
+            Ok(())
+        }
+        ResponsesCommand::Delete { id } => {
+            model.delete(id).await?;
+            if args.json {
+                println!("{}", json!({"id": id, "deleted": true}));
+            } else {
+                println!("deleted {id}");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn show(as_json: bool, stored: Stored) -> Result<(), Error> {
+    match stored.result {
+        Some(Ok(answer)) => answer_out(as_json, &stored.id, stored.status.as_str(), &answer),
+        Some(Err(e)) => return Err(e),
+        None if as_json => {
+            println!(
+                "{}",
+                json!({"id": stored.id, "status": stored.status.as_str()})
+            )
+        }
+        None => println!("{} {}", stored.id, stored.status.as_str()),
+    }
+    Ok(())
+}
+
+fn answer_out(as_json: bool, id: &str, status: &str, answer: &Response) {
+    if as_json {
+        println!(
+            "{}",
+            json!({"id": id, "status": status, "text": answer.text(),
+                   "finish_reason": answer.finish_reason, "usage": answer.usage})
+        );
+    } else {
+        println!("{}", answer.text());
+        eprintln!(
+            "kite: {id} {status} ({}, {} tokens in, {} out)",
+            answer.finish_reason, answer.usage.input_tokens, answer.usage.output_tokens
+        );
+    }
+}
