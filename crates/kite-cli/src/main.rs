@@ -4,6 +4,7 @@ mod ask;
 mod model;
 mod output;
 mod responses;
+mod transcribe;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ enum Command {
     Model(model::ModelCommand),
     /// Follow, cancel or delete responses OpenAI stores (background runs).
     Responses(responses::ResponsesArgs),
+    /// Transcribe an audio file.
+    Transcribe(Box<transcribe::TranscribeArgs>),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
             Command::Ask(args) => ask::run(*args).await,
             Command::Model(cmd) => model::run(cmd),
             Command::Responses(args) => responses::run(args).await,
+            Command::Transcribe(args) => transcribe::run(*args).await,
         }
     });
     match result {

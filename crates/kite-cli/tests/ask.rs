@@ -563,3 +563,92 @@ async fn a_background_question_prints_its_id_and_responses_reattach() {
             .all(|r| r.header("authorization") == Some(&format!("Bearer {KEY}")))
     );
 }
+
+#[tokio::test]
+async fn transcribe_prints_the_text_streamed_or_the_whole_transcript_as_json() {
+    const SAID: &str = "Ruby is a programming language designed for developer happiness.";
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture(
+            "openai/audio-transcriptions/gpt-4o-transcribe-stream/response.sse",
+        ))
+        .chunked(9, Duration::from_millis(1)),
+        Reply::json(
+            200,
+            fixture("openai/audio-transcriptions/diarize-json/response.json"),
+        ),
+        Reply::json(
+            200,
+            fixture("mistral/audio-transcriptions/voxtral-json/response.json"),
+        ),
+    ])
+    .await;
+    let dir = std::env::temp_dir().join(format!("kite-transcribe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ruby.wav");
+    std::fs::write(&file, b"RIFF\0\0\0\0WAVEfmt some audio").unwrap();
+    let base = format!("{}/v1", server.url());
+
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "transcribe",
+            "--stream",
+            "-m",
+            "gpt-4o-transcribe",
+            "--base-url",
+        ])
+        .arg(&base)
+        .arg(&file))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, format!("{SAID}\n"));
+
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "transcribe",
+            "--json",
+            "--format",
+            "diarized_json",
+            "-m",
+            "gpt-4o-transcribe-diarize",
+            "--base-url",
+        ])
+        .arg(&base)
+        .arg(&file))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["text"], SAID);
+    assert_eq!(v["segments"][0]["speaker"], "A");
+    assert_eq!(v["usage"]["total_tokens"], 181);
+
+    let r = run(kite()
+        .env("MISTRAL_API_KEY", KEY)
+        .args(["transcribe", "--provider", "mistral", "--base-url"])
+        .arg(&base)
+        .arg(&file))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, format!("{SAID}\n"));
+
+    let reqs = server.requests();
+    assert!(reqs.iter().all(|r| r.path == "/v1/audio/transcriptions"));
+    let bodies: Vec<String> = reqs.iter().map(|r| r.body_text()).collect();
+    assert!(bodies[0].contains("name=\"stream\"\r\n\r\ntrue"));
+    assert!(bodies[1].contains("name=\"response_format\"\r\n\r\ndiarized_json"));
+    assert!(
+        bodies[2].contains("voxtral-mini-latest"),
+        "the provider's default model"
+    );
+    assert!(bodies[2].contains("filename=\"ruby.wav\"\r\nContent-Type: audio/wav"));
+
+    let missing = run(kite()
+        .args(["transcribe"])
+        .arg(dir.join("nope.wav"))
+        .args(["--base-url", &base]))
+    .await;
+    assert_ne!(missing.code, 0);
+    assert!(missing.stderr.contains("cannot read"), "{}", missing.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}

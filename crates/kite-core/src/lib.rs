@@ -30,6 +30,7 @@ mod metadata;
 mod model;
 mod request;
 mod response;
+mod transcript;
 mod usage;
 
 pub use accumulate::ResponseBuilder;
@@ -40,4 +41,7 @@ pub use metadata::Metadata;
 pub use model::{Capabilities, EventStream, Model, ModelFuture, collect};
 pub use request::{ReasoningConfig, Request, ResponseFormat, ToolChoice, ToolSpec};
 pub use response::{FinishReason, Response};
+pub use transcript::{
+    Audio, Segment, Transcript, TranscriptEvent, TranscriptFormat, TranscriptionRequest, Word,
+};
 pub use usage::Usage;

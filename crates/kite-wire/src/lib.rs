@@ -8,10 +8,12 @@
 //!   OpenRouter, Groq, llama.cpp, vLLM, Ollama).
 //! - [`anthropic`]: Anthropic Messages.
 //! - [`openai_responses`]: OpenAI Responses (decoding).
+//! - [`audio`]: audio transcription (multipart uploads, transcripts, transcript streams).
 //! - [`errors`]: provider error envelopes into typed [`ApiError`](kite_core::ApiError)s.
 //! - [`schema`]: JSON Schema clean-up for providers' strict modes.
 
 pub mod anthropic;
+pub mod audio;
 pub mod errors;
 pub mod openai_chat;
 pub mod openai_responses;

@@ -27,7 +27,8 @@ pub use kite_agent::{
 pub use kite_core::*;
 pub use providers::{
     Anthropic, Api, ChatCompletionsApi, HttpModel, MessagesApi, OpenAiCompatible, OpenAiResponses,
-    PollPolicy, Provider, ResponsesApi, Service, WireApi, is_deep_research,
+    PollPolicy, Provider, ResponsesApi, Service, Transcriber, TranscriptEvents, TranscriptionApi,
+    WireApi, is_deep_research,
 };
 
 /// The tool-calling loop in full: tools, hooks, runs, built-in tools.

@@ -1,7 +1,7 @@
 //! The providers kite knows by name: where they live, which API they speak, and where their
 //! keys come from.
 
-use super::{Anthropic, OpenAiCompatible, OpenAiResponses};
+use super::{Anthropic, OpenAiCompatible, OpenAiResponses, Transcriber};
 use kite_core::{Error, Model};
 use kite_wire::openai_chat::Dialect;
 use std::sync::Arc;
@@ -151,6 +151,31 @@ impl Provider {
             m = m.api_key(key);
         }
         Ok(m)
+    }
+
+    /// The provider's speech-to-text endpoint, with its key from the environment, at
+    /// `base_url` if given.
+    pub fn transcriber(self, base_url: Option<&str>) -> Result<Transcriber, Error> {
+        if self == Provider::Anthropic {
+            return Err(Error::Config("anthropic has no transcription API".into()));
+        }
+        let key = self.key(base_url)?;
+        let mut m = Transcriber::new(base_url.unwrap_or(self.base_url()));
+        if let Some(key) = key {
+            m = m.api_key(key);
+        }
+        Ok(m)
+    }
+
+    /// A sensible transcription model to use when none is named.
+    pub fn default_transcription_model(self) -> Option<&'static str> {
+        match self {
+            Provider::OpenAi | Provider::OpenAiResponses => Some("gpt-4o-mini-transcribe"),
+            Provider::Mistral => Some("voxtral-mini-latest"),
+            Provider::OpenRouter => Some("openai/gpt-4o-mini-transcribe"),
+            Provider::Groq => Some("whisper-large-v3-turbo"),
+            Provider::Anthropic => None,
+        }
     }
 
     /// The key from the environment; it may be absent only when a base URL is given.

@@ -158,7 +158,7 @@ impl<A: Service> HttpModel<A> {
         &self,
         method: http::Method,
         suffix: &str,
-        body: Option<(&'static str, bytes::Bytes)>,
+        body: Option<(&str, bytes::Bytes)>,
     ) -> Result<HttpResponse, Error> {
         let mut req = HttpRequest::new(method, format!("{}{suffix}", self.inner.endpoint));
         if let Some((content_type, body)) = body {

@@ -1,0 +1,142 @@
+//! `kite transcribe`: speech to text.
+
+use crate::output::error_line;
+use clap::Args;
+use kite::{
+    Audio, Error, Provider, StreamExt, Transcriber, TranscriptEvent, TranscriptFormat,
+    TranscriptionRequest,
+};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct TranscribeArgs {
+    /// The audio file (wav, mp3, m4a, ogg, webm, flac).
+    file: PathBuf,
+    /// openai, mistral, openrouter or groq. Default: the first whose API key is set.
+    #[arg(long, env = "KITE_PROVIDER")]
+    provider: Option<String>,
+    /// The model. Default: the provider's (gpt-4o-mini-transcribe on OpenAI).
+    #[arg(long, short)]
+    model: Option<String>,
+    /// Send the upload here instead (a proxy or a compatible server). Without --provider,
+    /// the key is taken from KITE_API_KEY, if set.
+    #[arg(long, env = "KITE_BASE_URL")]
+    base_url: Option<String>,
+    /// The spoken language (ISO-639-1, e.g. en), when known.
+    #[arg(long)]
+    language: Option<String>,
+    /// Text to guide spelling and style.
+    #[arg(long)]
+    prompt: Option<String>,
+    /// json, text, verbose_json, diarized_json, srt or vtt.
+    #[arg(long, value_parser = ["json", "text", "verbose_json", "diarized_json", "srt", "vtt"])]
+    format: Option<String>,
+    /// Print the text as it is recognised (models that stream: gpt-4o-transcribe and later).
+    #[arg(long)]
+    stream: bool,
+    /// Print the whole transcript as JSON (segments, speakers, usage).
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: TranscribeArgs) -> Result<(), ExitCode> {
+    transcribe(&args).await.map_err(|e| {
+        eprintln!("kite: {}", error_line(&kite::AgentError::from(e)));
+        ExitCode::FAILURE
+    })
+}
+
+async fn transcribe(args: &TranscribeArgs) -> Result<(), Error> {
+    let (transcriber, default_model) = choose(args)?;
+    let bytes = std::fs::read(&args.file)
+        .map_err(|e| Error::Config(format!("cannot read {}: {e}", args.file.display())))?;
+    let name = args
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "audio".into());
+    let mut req = TranscriptionRequest::new(
+        args.model.clone().unwrap_or(default_model),
+        Audio::new(name, bytes),
+    );
+    req.language = args.language.clone();
+    req.prompt = args.prompt.clone();
+    req.format = args.format.as_deref().and_then(TranscriptFormat::parse);
+
+    let transcript = if args.stream {
+        let mut events = transcriber.transcribe_stream(&req);
+        let mut out = std::io::stdout();
+        let mut last = None;
+        while let Some(event) = events.next().await {
+            match event? {
+                TranscriptEvent::TextDelta { text } if !args.json => {
+                    let _ = out.write_all(text.as_bytes());
+                    let _ = out.flush();
+                }
+                TranscriptEvent::Segment(s) if !args.json => {
+                    let who = s.speaker.map(|w| format!("{w}: ")).unwrap_or_default();
+                    let _ = writeln!(out, "{who}{}", s.text.trim());
+                }
+                TranscriptEvent::Done(t) => last = Some(t),
+                _ => {}
+            }
+        }
+        let t = last.ok_or_else(|| Error::decode("the stream held no transcript", b""))?;
+        if !args.json {
+            let _ = writeln!(out);
+            return Ok(());
+        }
+        t
+    } else {
+        transcriber.transcribe(&req).await?
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&transcript).map_err(|e| Error::Config(e.to_string()))?
+        );
+    } else {
+        println!("{}", transcript.text);
+    }
+    Ok(())
+}
+
+/// The transcriber and its default model: a named provider, a compatible server, or the
+/// first provider with a transcription API whose key is set.
+fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
+    let base_url = args.base_url.as_deref();
+    let provider = match &args.provider {
+        Some(name) => Some(Provider::parse(name)?),
+        None if base_url.is_some() => None,
+        None => Some(
+            Provider::ALL
+                .into_iter()
+                .filter(|p| p.default_transcription_model().is_some())
+                .find(|p| std::env::var(p.key_var()).is_ok_and(|k| !k.trim().is_empty()))
+                .ok_or_else(|| {
+                    Error::Config(
+                        "transcription needs a provider: set OPENAI_API_KEY (or MISTRAL_API_KEY, \
+                         OPENROUTER_API_KEY, GROQ_API_KEY), or point --base-url at a server"
+                            .into(),
+                    )
+                })?,
+        ),
+    };
+    match provider {
+        Some(p) => {
+            let model = p.default_transcription_model().unwrap_or("whisper-1");
+            Ok((p.transcriber(base_url)?, model.to_owned()))
+        }
+        None => {
+            let mut t = Transcriber::new(base_url.unwrap_or_default());
+            if let Ok(key) = std::env::var("KITE_API_KEY")
+                && !key.is_empty()
+            {
+                t = t.api_key(key);
+            }
+            Ok((t, "whisper-1".to_owned()))
+        }
+    }
+}

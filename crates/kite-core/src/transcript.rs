@@ -1,0 +1,179 @@
+//! Speech to text: what is sent to a transcription model and what it answers.
+
+use crate::Usage;
+use serde::{Deserialize, Serialize};
+
+/// Audio to transcribe, and how.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TranscriptionRequest {
+    pub model: String,
+    pub audio: Audio,
+    /// The spoken language (ISO-639-1, `"en"`), when known; improves accuracy and speed.
+    pub language: Option<String>,
+    /// Text to guide the style or spelling (names, jargon).
+    pub prompt: Option<String>,
+    /// The answer's shape; `None` leaves it to the provider (JSON).
+    pub format: Option<TranscriptFormat>,
+    pub temperature: Option<f64>,
+    /// Timestamps to return with `VerboseJson`: `"word"`, `"segment"`.
+    pub timestamp_granularities: Vec<String>,
+    /// Form fields kite has no field for (`chunking_strategy`, `known_speaker_names[]`),
+    /// sent as they are.
+    pub extra: Vec<(String, String)>,
+}
+
+impl TranscriptionRequest {
+    /// A request to transcribe `audio` with `model`.
+    pub fn new(model: impl Into<String>, audio: Audio) -> Self {
+        Self {
+            model: model.into(),
+            audio,
+            ..Self::default()
+        }
+    }
+}
+
+/// An audio file: its name, media type and bytes.
+#[derive(Clone, Default, PartialEq)]
+pub struct Audio {
+    pub filename: String,
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for Audio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Audio")
+            .field("filename", &self.filename)
+            .field("media_type", &self.media_type)
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+impl Audio {
+    /// Audio named `filename`, its media type guessed from the extension.
+    pub fn new(filename: impl Into<String>, bytes: Vec<u8>) -> Self {
+        let filename = filename.into();
+        let ext = filename
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase())
+            .unwrap_or_default();
+        let media_type = match ext.as_str() {
+            "wav" => "audio/wav",
+            "mp3" | "mpga" | "mpeg" => "audio/mpeg",
+            "m4a" | "mp4" => "audio/mp4",
+            "ogg" | "oga" | "opus" => "audio/ogg",
+            "webm" => "audio/webm",
+            "flac" => "audio/flac",
+            _ => "application/octet-stream",
+        };
+        Self {
+            filename,
+            media_type: media_type.into(),
+            bytes,
+        }
+    }
+}
+
+/// The shape of a transcription answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TranscriptFormat {
+    /// `{"text": ...}` with usage.
+    Json,
+    /// Plain text.
+    Text,
+    /// JSON with language, duration, segments and (if asked) words.
+    VerboseJson,
+    /// JSON with segments labelled by speaker.
+    DiarizedJson,
+    /// Subtitles.
+    Srt,
+    Vtt,
+}
+
+impl TranscriptFormat {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Text => "text",
+            Self::VerboseJson => "verbose_json",
+            Self::DiarizedJson => "diarized_json",
+            Self::Srt => "srt",
+            Self::Vtt => "vtt",
+        }
+    }
+
+    /// The format named `s` on the wire.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Json,
+            Self::Text,
+            Self::VerboseJson,
+            Self::DiarizedJson,
+            Self::Srt,
+            Self::Vtt,
+        ]
+        .into_iter()
+        .find(|f| f.as_str() == s)
+    }
+
+    /// The answer is plain text rather than JSON.
+    pub fn is_text(self) -> bool {
+        matches!(self, Self::Text | Self::Srt | Self::Vtt)
+    }
+}
+
+/// A transcription.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Everything said (for subtitle formats, the subtitles as sent).
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Length of the audio in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<Segment>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub words: Vec<Word>,
+    pub usage: Usage,
+    /// Seconds of audio billed, for providers that bill by duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_seconds: Option<f64>,
+}
+
+/// A stretch of speech.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub start: f64,
+    pub end: f64,
+    pub text: String,
+    /// Who spoke it (diarized output: `"A"`, `"B"`, or a known speaker's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
+}
+
+/// One word with its timing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Word {
+    pub word: String,
+    pub start: f64,
+    pub end: f64,
+}
+
+/// What a streamed transcription sends as it goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TranscriptEvent {
+    /// More text.
+    TextDelta { text: String },
+    /// A finished segment (diarized streams).
+    Segment(Segment),
+    /// The whole transcription; the last event.
+    Done(Transcript),
+}
