@@ -8,6 +8,9 @@
 //! a failure — a connection reset before or after the first byte, a stream that stalls, bytes
 //! that are not HTTP. Point any kite provider's base URL at it.
 //!
+//! [`render::sse`] writes a [`Response`](kite_core::Response) as each provider would stream
+//! it, so a scripted scenario can run through the real codecs and transport.
+//!
 //! ```no_run
 //! # async fn demo() {
 //! use kite_testkit::{ReplayServer, Reply};
@@ -19,6 +22,7 @@
 //! # }
 //! ```
 
+pub mod render;
 mod scripted;
 mod server;
 
