@@ -1,5 +1,6 @@
 //! JSON Schema clean-up for providers' strict modes.
 
+use kite_core::{ResponseFormat, ToolSpec};
 use serde_json::{Map, Value, json};
 
 /// `schema` rewritten for OpenAI's strict mode when `strict`, else as it is.
@@ -9,6 +10,48 @@ pub fn strict_if(strict: bool, schema: &Value) -> Value {
     } else {
         schema.clone()
     }
+}
+
+/// A function tool's fields as OpenAI's APIs write them: name, description, parameters
+/// (rewritten when strict) and `strict` when set.
+pub(crate) fn openai_function(t: &ToolSpec) -> Map<String, Value> {
+    let mut f = Map::new();
+    f.insert("name".into(), json!(t.name));
+    if !t.description.is_empty() {
+        f.insert("description".into(), json!(t.description));
+    }
+    f.insert(
+        "parameters".into(),
+        strict_if(t.strict == Some(true), &t.parameters),
+    );
+    if let Some(strict) = t.strict {
+        f.insert("strict".into(), json!(strict));
+    }
+    f
+}
+
+/// A JSON-schema response format's fields as OpenAI's APIs write them (name, schema,
+/// description, strict); `None` for the other formats.
+pub(crate) fn openai_json_schema(format: &ResponseFormat) -> Option<Map<String, Value>> {
+    let ResponseFormat::JsonSchema {
+        name,
+        schema,
+        description,
+        strict,
+    } = format
+    else {
+        return None;
+    };
+    let mut s = Map::new();
+    s.insert("name".into(), json!(name));
+    s.insert("schema".into(), strict_if(*strict == Some(true), schema));
+    if let Some(d) = description {
+        s.insert("description".into(), json!(d));
+    }
+    if let Some(strict) = strict {
+        s.insert("strict".into(), json!(strict));
+    }
+    Some(s)
 }
 
 /// `schema` rewritten into the subset OpenAI's strict mode (tools and structured output)

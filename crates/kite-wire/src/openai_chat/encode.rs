@@ -1,6 +1,7 @@
 //! Request encoding.
 
 use super::{Dialect, NAMESPACE};
+use crate::schema;
 use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
 use serde_json::{Map, Value, json};
 
@@ -30,22 +31,7 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
         let tools = req
             .tools
             .iter()
-            .map(|t| {
-                let mut f = Map::new();
-                f.insert("name".into(), json!(t.name));
-                if !t.description.is_empty() {
-                    f.insert("description".into(), json!(t.description));
-                }
-                let strict = t.strict == Some(true);
-                f.insert(
-                    "parameters".into(),
-                    crate::schema::strict_if(strict, &t.parameters),
-                );
-                if let Some(strict) = t.strict {
-                    f.insert("strict".into(), json!(strict));
-                }
-                json!({"type": "function", "function": f})
-            })
+            .map(|t| json!({"type": "function", "function": schema::openai_function(t)}))
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
@@ -87,25 +73,8 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
         req.response_format.as_ref().map(|f| match f {
             ResponseFormat::Text => json!({"type": "text"}),
             ResponseFormat::JsonObject => json!({"type": "json_object"}),
-            ResponseFormat::JsonSchema {
-                name,
-                schema,
-                description,
-                strict,
-            } => {
-                let mut s = Map::new();
-                s.insert("name".into(), json!(name));
-                s.insert(
-                    "schema".into(),
-                    crate::schema::strict_if(*strict == Some(true), schema),
-                );
-                if let Some(d) = description {
-                    s.insert("description".into(), json!(d));
-                }
-                if let Some(strict) = strict {
-                    s.insert("strict".into(), json!(strict));
-                }
-                json!({"type": "json_schema", "json_schema": s})
+            ResponseFormat::JsonSchema { .. } => {
+                json!({"type": "json_schema", "json_schema": schema::openai_json_schema(f)})
             }
         }),
     );

@@ -65,20 +65,12 @@ pub fn encode_request(req: &Request, opts: &Options) -> Result<Vec<u8>, Error> {
             .tools
             .iter()
             .map(|t| {
-                let strict = t.strict == Some(true);
                 let mut f = Map::new();
                 f.insert("type".into(), json!("function"));
-                f.insert("name".into(), json!(t.name));
-                if !t.description.is_empty() {
-                    f.insert("description".into(), json!(t.description));
-                }
-                f.insert(
-                    "parameters".into(),
-                    schema::strict_if(strict, &t.parameters),
-                );
+                f.extend(schema::openai_function(t));
                 // Responses makes tools strict unless told otherwise, which refuses schemas
                 // with optional fields; kite keeps strictness opt-in on every API.
-                f.insert("strict".into(), json!(strict));
+                f.insert("strict".into(), json!(t.strict == Some(true)));
                 Value::Object(f)
             })
             .collect();
@@ -126,25 +118,10 @@ pub fn encode_request(req: &Request, opts: &Options) -> Result<Vec<u8>, Error> {
             let format = match f {
                 ResponseFormat::Text => json!({"type": "text"}),
                 ResponseFormat::JsonObject => json!({"type": "json_object"}),
-                ResponseFormat::JsonSchema {
-                    name,
-                    schema,
-                    description,
-                    strict,
-                } => {
+                ResponseFormat::JsonSchema { .. } => {
                     let mut s = Map::new();
                     s.insert("type".into(), json!("json_schema"));
-                    s.insert("name".into(), json!(name));
-                    s.insert(
-                        "schema".into(),
-                        schema::strict_if(*strict == Some(true), schema),
-                    );
-                    if let Some(d) = description {
-                        s.insert("description".into(), json!(d));
-                    }
-                    if let Some(strict) = strict {
-                        s.insert("strict".into(), json!(strict));
-                    }
+                    s.extend(schema::openai_json_schema(f).unwrap_or_default());
                     Value::Object(s)
                 }
             };
