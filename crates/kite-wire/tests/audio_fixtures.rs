@@ -186,3 +186,24 @@ fn a_cut_or_broken_stream_is_a_typed_error() {
     let err = stream(&[b"data: {\"type\":\"error\",\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"]).unwrap_err();
     assert!(err.api().is_some(), "{err:?}");
 }
+
+#[test]
+fn verbose_json_keeps_language_segments_and_words() {
+    // The shape OpenAI documents for `response_format=verbose_json` with word timestamps.
+    let body = br#"{"task":"transcribe","language":"english","duration":3.7,
+        "text":"Ruby is a programming language designed for developer happiness.",
+        "segments":[{"id":0,"seek":0,"start":0.0,"end":3.32,"text":" Ruby is a programming language",
+                     "tokens":[50364,13040],"temperature":0.0,"avg_logprob":-0.2,"compression_ratio":0.9,"no_speech_prob":0.01},
+                    {"id":1,"seek":0,"start":3.32,"end":3.7,"text":" designed for developer happiness.","tokens":[],"temperature":0.0}],
+        "words":[{"word":"Ruby","start":0.0,"end":0.4},{"word":"is","start":0.4,"end":0.52}],
+        "usage":{"type":"duration","seconds":4}}"#;
+    let t = decode_response(body, false).unwrap();
+    assert_eq!(t.text, SAID);
+    assert_eq!(t.language.as_deref(), Some("english"));
+    assert_eq!(t.duration, Some(3.7));
+    let ids: Vec<_> = t.segments.iter().map(|s| s.id.clone().unwrap()).collect();
+    assert_eq!(ids, ["0", "1"]);
+    assert_eq!(t.segments[1].start, 3.32);
+    assert_eq!((t.words[1].word.as_str(), t.words[1].end), ("is", 0.52));
+    assert_eq!(t.audio_seconds, Some(4.0));
+}
