@@ -2,6 +2,7 @@
 //! [`Retry`] wraps any transport with backoff, and [`decode_stream`] turns a response body
 //! into kite events with any [`StreamDecoder`](kite_wire::StreamDecoder).
 
+pub mod cassette;
 mod decode;
 mod reqwest_transport;
 mod retry;
