@@ -156,16 +156,11 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
         Some(name) => Provider::parse(name)?,
         None => Provider::OpenAi,
     };
-    let model = provider.responses(args.base_url.as_deref())?;
     let name = args
         .model
         .clone()
         .unwrap_or_else(|| provider.default_model().to_owned());
-    let model = if kite::is_deep_research(&name) {
-        model.hosted_tools(vec![serde_json::json!({"type": "web_search_preview"})])
-    } else {
-        model
-    };
+    let model = provider.responses_for(&name, args.base_url.as_deref())?;
     let mut req = Request::new(name).message(Message::user(prompt));
     req.system = args.system.clone();
     req.max_tokens = args.max_tokens;

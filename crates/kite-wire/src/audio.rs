@@ -48,25 +48,6 @@ pub fn encode_request(req: &TranscriptionRequest, stream: bool) -> Result<Multip
         fields.push(("stream".into(), "true".into()));
     }
 
-    let boundary = boundary(&fields, &req.audio.bytes);
-    let mut body = Vec::with_capacity(req.audio.bytes.len() + 256 * (fields.len() + 1));
-    let part = |body: &mut Vec<u8>, disposition: String, content_type: Option<&str>| {
-        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
-        body.extend_from_slice(
-            format!("Content-Disposition: form-data; {disposition}\r\n").as_bytes(),
-        );
-        if let Some(ct) = content_type {
-            body.extend_from_slice(format!("Content-Type: {ct}\r\n").as_bytes());
-        }
-        body.extend_from_slice(b"\r\n");
-    };
-    // The file goes second, after the model, as the reference clients send it.
-    let (model, rest) = fields.split_at(1);
-    for (name, value) in model {
-        part(&mut body, format!("name=\"{}\"", quote(name)), None);
-        body.extend_from_slice(value.as_bytes());
-        body.extend_from_slice(b"\r\n");
-    }
     let media_type = if req.audio.media_type.is_empty() {
         "application/octet-stream"
     } else {
@@ -82,16 +63,32 @@ pub fn encode_request(req: &TranscriptionRequest, stream: bool) -> Result<Multip
     } else {
         &req.audio.filename
     };
-    part(
-        &mut body,
+    // Disposition, content type and content of each part. The file goes second, after the
+    // model, as the reference clients send it.
+    let (model, rest) = fields.split_at(1);
+    let file = (
         format!("name=\"file\"; filename=\"{}\"", quote(filename)),
         Some(media_type),
+        &req.audio.bytes[..],
     );
-    body.extend_from_slice(&req.audio.bytes);
-    body.extend_from_slice(b"\r\n");
-    for (name, value) in rest {
-        part(&mut body, format!("name=\"{}\"", quote(name)), None);
-        body.extend_from_slice(value.as_bytes());
+    let parts = model
+        .iter()
+        .map(field)
+        .chain([file])
+        .chain(rest.iter().map(field));
+
+    let boundary = boundary(&fields, &req.audio.bytes);
+    let mut body = Vec::with_capacity(req.audio.bytes.len() + 256 * (fields.len() + 1));
+    for (disposition, content_type, content) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        body.extend_from_slice(
+            format!("Content-Disposition: form-data; {disposition}\r\n").as_bytes(),
+        );
+        if let Some(ct) = content_type {
+            body.extend_from_slice(format!("Content-Type: {ct}\r\n").as_bytes());
+        }
+        body.extend_from_slice(b"\r\n");
+        body.extend_from_slice(content);
         body.extend_from_slice(b"\r\n");
     }
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
@@ -99,6 +96,11 @@ pub fn encode_request(req: &TranscriptionRequest, stream: bool) -> Result<Multip
         content_type: format!("multipart/form-data; boundary={boundary}"),
         body,
     })
+}
+
+/// A plain form field as a part: disposition, no content type, content.
+fn field((name, value): &(String, String)) -> (String, Option<&str>, &[u8]) {
+    (format!("name=\"{}\"", quote(name)), None, value.as_bytes())
 }
 
 /// A name or file name inside a quoted header parameter (as browsers write them).

@@ -1,7 +1,7 @@
 //! The providers kite knows by name: where they live, which API they speak, and where their
 //! keys come from.
 
-use super::{Anthropic, OpenAiCompatible, OpenAiResponses, Transcriber};
+use super::{Anthropic, HttpModel, OpenAiCompatible, OpenAiResponses, Service, Transcriber};
 use kite_core::{Error, Model};
 use kite_wire::openai_chat::Dialect;
 use std::sync::Arc;
@@ -127,10 +127,7 @@ impl Provider {
     ) -> Result<Arc<dyn Model>, Error> {
         let provider = self.for_model(model, api)?;
         if provider == Provider::OpenAiResponses && is_deep_research(model) {
-            let m = provider
-                .responses(base_url)?
-                .background(true)
-                .hosted_tools(vec![serde_json::json!({"type": "web_search_preview"})]);
+            let m = provider.responses_for(model, base_url)?.background(true);
             return Ok(Arc::new(m));
         }
         provider.model(base_url)
@@ -145,12 +142,25 @@ impl Provider {
                 self.name()
             )));
         }
-        let key = self.key(base_url)?;
-        let mut m = OpenAiResponses::new(base_url.unwrap_or(self.base_url()));
-        if let Some(key) = key {
-            m = m.api_key(key);
-        }
-        Ok(m)
+        Ok(with_key(
+            OpenAiResponses::new(base_url.unwrap_or(self.base_url())),
+            self.key(base_url)?,
+        ))
+    }
+
+    /// Like [`responses`](Self::responses), set up for `model`: a deep-research model is
+    /// offered web search, which it needs.
+    pub fn responses_for(
+        self,
+        model: &str,
+        base_url: Option<&str>,
+    ) -> Result<OpenAiResponses, Error> {
+        let m = self.responses(base_url)?;
+        Ok(if is_deep_research(model) {
+            m.hosted_tools(vec![serde_json::json!({"type": "web_search_preview"})])
+        } else {
+            m
+        })
     }
 
     /// The provider's speech-to-text endpoint, with its key from the environment, at
@@ -159,12 +169,10 @@ impl Provider {
         if self == Provider::Anthropic {
             return Err(Error::Config("anthropic has no transcription API".into()));
         }
-        let key = self.key(base_url)?;
-        let mut m = Transcriber::new(base_url.unwrap_or(self.base_url()));
-        if let Some(key) = key {
-            m = m.api_key(key);
-        }
-        Ok(m)
+        Ok(with_key(
+            Transcriber::new(base_url.unwrap_or(self.base_url())),
+            self.key(base_url)?,
+        ))
     }
 
     /// A sensible transcription model to use when none is named.
@@ -198,26 +206,21 @@ impl Provider {
     /// The provider's model, at `base_url` if given (a proxy or a compatible server). The key
     /// comes from the environment; it may be absent only when a base URL is given.
     pub fn model(self, base_url: Option<&str>) -> Result<Arc<dyn Model>, Error> {
-        let key = self.key(base_url)?;
         let base = base_url.unwrap_or(self.base_url());
         let dialect = match self {
             Provider::OpenAiResponses => return Ok(Arc::new(self.responses(base_url)?)),
             Provider::Anthropic => {
-                let mut m = Anthropic::new(base);
-                if let Some(key) = key {
-                    m = m.api_key(key);
-                }
-                return Ok(Arc::new(m));
+                return Ok(Arc::new(with_key(
+                    Anthropic::new(base),
+                    self.key(base_url)?,
+                )));
             }
             Provider::OpenAi => Dialect::OpenAi,
             Provider::Mistral => Dialect::Mistral,
             Provider::OpenRouter => Dialect::OpenRouter,
             Provider::Groq => Dialect::Groq,
         };
-        let mut m = OpenAiCompatible::new(base, dialect);
-        if let Some(key) = key {
-            m = m.api_key(key);
-        }
+        let mut m = with_key(OpenAiCompatible::new(base, dialect), self.key(base_url)?);
         if self == Provider::OpenRouter {
             m = m.header("x-title", "kite");
         }
@@ -251,6 +254,14 @@ impl WireApi {
 /// background runs that need a search tool.
 pub fn is_deep_research(model: &str) -> bool {
     model.contains("deep-research")
+}
+
+/// `m` with `key`, when there is one.
+fn with_key<A: Service + Clone>(m: HttpModel<A>, key: Option<String>) -> HttpModel<A> {
+    match key {
+        Some(key) => m.api_key(key),
+        None => m,
+    }
 }
 
 fn key_from_env(var: &str) -> Option<String> {
