@@ -27,6 +27,29 @@ pub enum Error {
     /// The caller cancelled the call.
     #[error("cancelled")]
     Cancelled,
+    /// A cassette could not replay or record the call: the request drifted from the
+    /// recording, has no recording, or holds a secret.
+    #[error("{message}")]
+    Cassette {
+        /// What kind of failure.
+        kind: CassetteErrorKind,
+        /// What happened and what to do, with the cassette's folder.
+        message: String,
+    },
+}
+
+/// Why a cassette failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CassetteErrorKind {
+    /// The request differs from the recording (the message holds a diff).
+    Drift,
+    /// Nothing is recorded for the request, and the mode does not allow recording.
+    Missing,
+    /// Recording was refused: something in the exchange looks like a key.
+    Secret,
+    /// The cassette cannot be read or written.
+    Io,
 }
 
 impl Error {
@@ -41,6 +64,14 @@ impl Error {
             kind,
             message: message.into(),
         })
+    }
+
+    /// A cassette error.
+    pub fn cassette(kind: CassetteErrorKind, message: impl Into<String>) -> Self {
+        Error::Cassette {
+            kind,
+            message: message.into(),
+        }
     }
 
     /// The API error, when this is one.

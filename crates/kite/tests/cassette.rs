@@ -154,6 +154,16 @@ async fn a_changed_prompt_fails_with_a_diff_that_shows_it() {
     let err = session(&base, cassette(&dir, Mode::Replay), "Be concise.")
         .await
         .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            kite::AgentError::Model(kite::Error::Cassette {
+                kind: kite::CassetteErrorKind::Drift,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
     let msg = err.to_string();
     assert!(
         msg.contains("request 1 differs from the recording"),
@@ -263,4 +273,219 @@ async fn recording_again_from_the_same_server_gives_the_same_bytes() {
     }
     let _ = std::fs::remove_dir_all(&a);
     let _ = std::fs::remove_dir_all(&b);
+}
+
+/// Audio bytes: a WAV header and noise, `seed` telling two files apart.
+fn wav(len: usize, seed: u32) -> Vec<u8> {
+    let mut b = b"RIFF\0\0\0\0WAVEfmt ".to_vec();
+    let mut i = seed;
+    while b.len() < len {
+        i = i.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        b.push((i >> 16) as u8);
+    }
+    b
+}
+
+/// What four calls gave: an Anthropic stream, a Responses stream, a buffered Responses
+/// call and an audio upload (streamed transcription).
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    anthropic: Vec<Event>,
+    responses: Vec<Event>,
+    buffered: kite::Response,
+    transcript: Vec<kite::TranscriptEvent>,
+}
+
+async fn every_api(base: &str, c: &Cassette, audio: Vec<u8>) -> Result<Outcome, kite::Error> {
+    let ask = |model: &str| {
+        Request::new(model)
+            .system("Be brief.")
+            .message(Message::user("Hello"))
+    };
+    let anthropic = kite::Anthropic::new(base)
+        .api_key(KEY)
+        .transport(c.clone())
+        .retry(RetryPolicy::none());
+    let anthropic = anthropic
+        .stream(&ask("claude-haiku-4-5"))
+        .collect::<Vec<_>>()
+        .await;
+    let responses = kite::OpenAiResponses::new(base)
+        .api_key(KEY)
+        .transport(c.clone())
+        .retry(RetryPolicy::none());
+    let streamed = responses
+        .stream(&ask("gpt-5-nano"))
+        .collect::<Vec<_>>()
+        .await;
+    let buffered = responses.complete(&ask("gpt-5-nano")).await?;
+    let transcriber = kite::Transcriber::new(base)
+        .api_key(KEY)
+        .transport(c.clone())
+        .retry(RetryPolicy::none());
+    let mut upload =
+        kite::TranscriptionRequest::new("gpt-4o-transcribe", kite::Audio::new("ruby.wav", audio));
+    upload.language = Some("en".into());
+    let transcript = transcriber
+        .transcribe_stream(&upload)
+        .collect::<Vec<_>>()
+        .await;
+    Ok(Outcome {
+        anthropic: anthropic.into_iter().collect::<Result<_, _>>()?,
+        responses: streamed.into_iter().collect::<Result<_, _>>()?,
+        buffered,
+        transcript: transcript.into_iter().collect::<Result<_, _>>()?,
+    })
+}
+
+#[tokio::test]
+async fn every_api_and_an_upload_replay_with_the_server_gone() {
+    let dir = scratch("every-api");
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("anthropic/messages/stream-text/response.sse"))
+            .chunked(40, Duration::from_millis(1)),
+        Reply::sse(fixture("openai/responses/stream-text-basic/response.sse")),
+        Reply::json(200, fixture("openai/responses/text-basic/response.json")),
+        Reply::sse(fixture(
+            "openai/audio-transcriptions/gpt-4o-transcribe-stream/response.sse",
+        )),
+    ])
+    .await;
+    let base = format!("{}/v1", server.url());
+    let recorded = every_api(&base, &cassette(&dir, Mode::Auto), wav(4000, 1))
+        .await
+        .unwrap();
+    assert_eq!(server.requests().len(), 4);
+    drop(server);
+    assert!(recorded.anthropic.len() > 3 && recorded.responses.len() > 3);
+    assert!(matches!(
+        recorded.transcript.last(),
+        Some(kite::TranscriptEvent::Done(t)) if t.text.contains("Ruby")
+    ));
+
+    let replayed = every_api(&base, &cassette(&dir, Mode::Replay), wav(4000, 1))
+        .await
+        .unwrap();
+    assert_eq!(replayed, recorded);
+
+    // The upload is stored as its fields and a digest of the file, never the audio.
+    let upload: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("004-request.json")).unwrap()).unwrap();
+    assert_eq!(upload["fields"]["model"], "gpt-4o-transcribe");
+    assert_eq!(upload["fields"]["language"], "en");
+    assert_eq!(upload["fields"]["stream"], "true");
+    assert_eq!(upload["files"]["file"]["filename"], "ruby.wav");
+    assert_eq!(upload["files"]["file"]["bytes"], 4000);
+    assert_eq!(
+        upload["files"]["file"]["sha256"].as_str().map(str::len),
+        Some(64)
+    );
+    assert!(!everything(&dir).contains("WAVEfmt"));
+    let index = std::fs::read_to_string(dir.join("cassette.json")).unwrap();
+    assert!(index.contains("anthropic-version"), "{index}");
+    assert!(index.contains("/v1/audio/transcriptions"), "{index}");
+
+    // Another recording of the same length: the digest shows the drift.
+    let err = every_api(&base, &cassette(&dir, Mode::Replay), wav(4000, 2))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            kite::Error::Cassette {
+                kind: kite::CassetteErrorKind::Drift,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("request 4 differs") && msg.contains("004-request.json"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("-      \"sha256\"") && msg.contains("+      \"sha256\""),
+        "{msg}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The chunks of one streamed request through `c`, and when each came (from the start).
+async fn chunks(c: &Cassette, url: &str) -> Vec<(Vec<u8>, Duration)> {
+    use kite::http::{HttpRequest, Transport};
+    let started = tokio::time::Instant::now();
+    let req = HttpRequest::post_json(url, r#"{"model":"gpt-4o-mini","stream":true}"#);
+    let mut body = c.send(req).await.unwrap().body;
+    let mut out = Vec::new();
+    while let Some(chunk) = body.next().await {
+        out.push((chunk.unwrap().to_vec(), started.elapsed()));
+    }
+    out
+}
+
+#[test]
+fn timing_replays_the_original_chunks_at_the_recorded_pace() {
+    let dir = scratch("timing");
+    let (plain, timed) = (dir.join("plain"), dir.join("timed"));
+    let sse = fixture("openai/chat-completions/stream-text-with-usage/response.sse");
+    let real = tokio::runtime::Runtime::new().unwrap();
+    let (url, recorded) = real.block_on(async {
+        let server = ReplayServer::start(vec![
+            Reply::sse(sse.clone()).chunked(100, Duration::from_millis(25)),
+            Reply::sse(sse.clone()).chunked(100, Duration::from_millis(25)),
+        ])
+        .await;
+        let url = format!("{}/v1/chat/completions", server.url());
+        let recorded = chunks(&cassette(&timed, Mode::Record).timing(true), &url).await;
+        chunks(&cassette(&plain, Mode::Record), &url).await;
+        (url, recorded)
+    });
+    drop(real);
+    let pieces = |c: &[(Vec<u8>, Duration)]| c.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
+    assert_eq!(pieces(&recorded).concat(), sse);
+    let timing: Vec<(usize, u64)> =
+        serde_json::from_slice(&std::fs::read(timed.join("001-response.timing.json")).unwrap())
+            .unwrap();
+    assert_eq!(timing.len(), recorded.len());
+    assert!(
+        recorded.len() > 3,
+        "recorded in several chunks: {}",
+        recorded.len()
+    );
+    assert!(!plain.join("001-response.timing.json").exists());
+
+    // On a clock that only moves when asked, so the pace is exact.
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    paused.block_on(async {
+        let paced = chunks(&cassette(&timed, Mode::Replay).timing(true), &url).await;
+        assert_eq!(pieces(&paced), pieces(&recorded), "the original chunks");
+        for ((_, at), (_, ms)) in paced.iter().zip(&timing) {
+            assert_eq!(
+                at.as_millis() as u64,
+                *ms,
+                "each chunk at its recorded time"
+            );
+        }
+        assert!(timing.last().unwrap().1 >= 25 * (timing.len() as u64 - 1));
+
+        let instant = chunks(&cassette(&timed, Mode::Replay), &url).await;
+        assert_eq!(pieces(&instant), pieces(&recorded));
+        assert!(
+            instant.iter().all(|(_, at)| at.is_zero()),
+            "no waiting unless asked"
+        );
+
+        // Without timing, a stream replays one event per chunk.
+        let events = chunks(&cassette(&plain, Mode::Replay).timing(true), &url).await;
+        let blank_lines = sse.windows(2).filter(|w| w == b"\n\n").count();
+        assert_eq!(events.len(), blank_lines);
+        assert!(events.iter().all(|(b, _)| b.ends_with(b"\n\n")));
+        assert_eq!(pieces(&events).concat(), sse);
+    });
+    let _ = std::fs::remove_dir_all(&dir);
 }

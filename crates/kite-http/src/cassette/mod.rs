@@ -4,24 +4,34 @@
 //! A cassette is a folder a person can review: `cassette.json` lists the exchanges in order
 //! (method, URL, selected headers, status), and each exchange's bodies sit beside it, the
 //! request as normalized JSON and the response as the bytes received (`.sse` streams keep
-//! their text). Keys and authorization headers are never written, and a scanner refuses to
+//! their text). A multipart upload is stored as its fields and a SHA-256 of each file, never
+//! the file. Keys and authorization headers are never written, and a scanner refuses to
 //! write anything that looks like a key.
+//!
+//! Replay hands a stream out one event at a time, or, for a cassette recorded with
+//! [`Cassette::timing`], in the chunks it arrived in and (when asked) at the recorded pace.
 
 mod normalize;
+mod recording;
 mod secrets;
 
 pub use normalize::{Normalized, Rules};
+pub use recording::{
+    Chunk, Exchange, INDEX, Recording, StoredRequest, StoredResponse, find, read_body, scan_path,
+};
 pub use secrets::{Finding, scan};
 
 use crate::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use kite_core::Error;
-use serde::{Deserialize, Serialize};
+use kite_core::{CassetteErrorKind, Error};
+use recording::{io_error, read_timing, timing_text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// What a cassette does with a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,34 +78,6 @@ const REQUEST_HEADERS: &[&str] = &[
 /// Response headers worth keeping.
 const RESPONSE_HEADERS: &[&str] = &["content-type", "retry-after", "x-should-retry"];
 
-/// The index of a cassette.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct Index {
-    kite_cassette: u32,
-    exchanges: Vec<Exchange>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Exchange {
-    request: StoredRequest,
-    response: StoredResponse,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct StoredRequest {
-    method: String,
-    url: String,
-    headers: BTreeMap<String, String>,
-    body: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct StoredResponse {
-    status: u16,
-    headers: BTreeMap<String, String>,
-    body: String,
-}
-
 /// A record/replay transport around a real one.
 ///
 /// ```no_run
@@ -120,9 +102,11 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    index: Index,
+    recording: Recording,
     /// Requests seen so far: the next one matches this exchange.
     next: usize,
+    /// Record chunk timing, and replay at the recorded pace.
+    timing: bool,
 }
 
 impl std::fmt::Debug for Cassette {
@@ -148,9 +132,9 @@ impl Cassette {
         transport: impl Transport + 'static,
     ) -> Result<Self, Error> {
         let dir = dir.as_ref().to_path_buf();
-        let index = match mode {
-            Mode::Record => Index::default(),
-            Mode::Replay | Mode::Auto => read_index(&dir)?,
+        let recording = match mode {
+            Mode::Record => Recording::default(),
+            Mode::Replay | Mode::Auto => Recording::read(&dir)?.unwrap_or_default(),
         };
         Ok(Self {
             inner: Arc::new(Shared {
@@ -158,7 +142,10 @@ impl Cassette {
                 mode,
                 rules,
                 transport: Arc::new(transport),
-                state: Mutex::new(State { index, next: 0 }),
+                state: Mutex::new(State {
+                    recording,
+                    ..State::default()
+                }),
             }),
         })
     }
@@ -182,22 +169,19 @@ impl Cassette {
         )
     }
 
+    /// With `on`, recording also writes when each chunk of a response arrived, and replay
+    /// hands out the recorded chunks at the recorded pace (for interfaces that render a
+    /// stream as it comes). Off by default: timing differs on every run, so cassettes
+    /// recorded without it are byte-identical when recorded again, and replay is instant.
+    /// A cassette with timing replays its original chunks either way.
+    pub fn timing(self, on: bool) -> Self {
+        self.inner.lock().timing = on;
+        self
+    }
+
     /// The folder this cassette lives in.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
-    }
-}
-
-fn read_index(dir: &Path) -> Result<Index, Error> {
-    match std::fs::read(dir.join("cassette.json")) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            Error::Config(format!(
-                "{} is not a cassette: {e}",
-                dir.join("cassette.json").display()
-            ))
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::default()),
-        Err(e) => Err(Error::Config(format!("cannot read {}: {e}", dir.display()))),
     }
 }
 
@@ -208,27 +192,39 @@ impl Transport for Cassette {
 }
 
 impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     async fn send(self: Arc<Self>, request: HttpRequest) -> Result<HttpResponse, Error> {
-        let n = {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (n, recorded, timing) = {
+            let mut st = self.lock();
             st.next += 1;
-            st.next
-        };
-        let recorded = {
-            let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            st.index.exchanges.get(n - 1).cloned()
+            let recorded = st.recording.exchanges.get(st.next - 1).cloned();
+            (st.next, recorded, st.timing)
         };
         match (recorded, self.mode) {
-            (Some(ex), Mode::Replay | Mode::Auto) => self.replay(n, &ex, &request),
-            (None, Mode::Replay) => Err(Error::Config(format!(
-                "cassette {}: no recording of request {n} ({} {}); record it with \
-                 KITE_CASSETTE=auto (or record) against the real service",
-                self.dir.display(),
-                request.method,
-                request.url
-            ))),
-            (_, _) => self.record(n, request).await,
+            (Some(ex), Mode::Replay | Mode::Auto) => self.replay(n, &ex, &request, timing),
+            (None, Mode::Replay) => Err(Error::cassette(
+                CassetteErrorKind::Missing,
+                format!(
+                    "cassette {}: no recording of request {n} ({} {}); record it with \
+                     KITE_CASSETTE=auto (or record) against the real service",
+                    self.dir.display(),
+                    request.method,
+                    request.url
+                ),
+            )),
+            (_, _) => self.record(n, request, timing).await,
         }
+    }
+
+    fn normalize(&self, request: &HttpRequest) -> Normalized {
+        let content_type = request
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        self.rules.normalize(content_type, &request.body)
     }
 
     fn replay(
@@ -236,42 +232,40 @@ impl Shared {
         n: usize,
         ex: &Exchange,
         request: &HttpRequest,
+        simulate: bool,
     ) -> Result<HttpResponse, Error> {
-        let now = self.rules.normalize(&request.body).pretty();
-        let body_path = self.dir.join(&ex.request.body);
-        let then = std::fs::read_to_string(&body_path)
-            .map_err(|e| Error::Config(format!("cannot read {}: {e}", body_path.display())))?;
+        let now = self.normalize(request).pretty();
+        let then = String::from_utf8_lossy(&read_body(&self.dir, &ex.request.body)?).into_owned();
         let same_target = ex.request.method == request.method.as_str()
             && path_of(&ex.request.url) == path_of(&request.url);
         if !same_target || then.trim_end() != now.trim_end() {
+            let show = |method: &str, url: &str, body: &str| {
+                format!("{method} {}\n{}\n", path_of(url), body.trim_end())
+            };
             let diff = similar::TextDiff::from_lines(
-                &format!(
-                    "{} {}\n{}\n",
-                    ex.request.method,
-                    path_of(&ex.request.url),
-                    then.trim_end()
-                ),
-                &format!(
-                    "{} {}\n{}\n",
-                    request.method,
-                    path_of(&request.url),
-                    now.trim_end()
-                ),
+                &show(&ex.request.method, &ex.request.url, &then),
+                &show(request.method.as_str(), &request.url, &now),
             )
             .unified_diff()
             .context_radius(3)
             .header("recorded", "now")
             .to_string();
-            return Err(Error::Config(format!(
-                "cassette {}: request {n} differs from the recording:\n{diff}\nTo record it \
-                 again, delete {} (or run with KITE_CASSETTE=record).",
-                self.dir.display(),
-                self.dir.display()
-            )));
+            return Err(Error::cassette(
+                CassetteErrorKind::Drift,
+                format!(
+                    "cassette {}: request {n} differs from the recording ({}):\n{diff}\nTo \
+                     record it again, delete {} (or run with KITE_CASSETTE=record).",
+                    self.dir.display(),
+                    ex.request.body,
+                    self.dir.display()
+                ),
+            ));
         }
-        let body_path = self.dir.join(&ex.response.body);
-        let body = std::fs::read(&body_path)
-            .map_err(|e| Error::Config(format!("cannot read {}: {e}", body_path.display())))?;
+        let body = Bytes::from(read_body(&self.dir, &ex.response.body)?);
+        let chunks = match &ex.response.timing {
+            Some(file) => read_timing(&self.dir, file, body.len())?,
+            None => split_events(&body),
+        };
         let mut headers = HeaderMap::new();
         for (k, v) in &ex.response.headers {
             if let (Ok(k), Ok(v)) = (
@@ -281,8 +275,24 @@ impl Shared {
                 headers.insert(k, v);
             }
         }
-        let chunks = split_events(Bytes::from(body));
-        let stream: ByteStream = Box::pin(futures_util::stream::iter(chunks.into_iter().map(Ok)));
+        let start = Instant::now();
+        let mut from = 0;
+        let pieces: Vec<(Bytes, u64)> = chunks
+            .into_iter()
+            .map(|c| {
+                let piece = body.slice(from..c.end);
+                from = c.end;
+                (piece, c.at_ms)
+            })
+            .collect();
+        let stream: ByteStream = Box::pin(futures_util::stream::iter(pieces).then(
+            move |(piece, at_ms)| async move {
+                if simulate {
+                    tokio::time::sleep_until(start + Duration::from_millis(at_ms)).await;
+                }
+                Ok(piece)
+            },
+        ));
         Ok(HttpResponse {
             status: ex.response.status,
             headers,
@@ -294,22 +304,21 @@ impl Shared {
         self: Arc<Self>,
         n: usize,
         request: HttpRequest,
+        timing: bool,
     ) -> Result<HttpResponse, Error> {
-        let normalized = self.rules.normalize(&request.body);
+        let normalized = self.normalize(&request);
+        let ext = match normalized {
+            Normalized::Json(_) => "json",
+            Normalized::Text(_) => "txt",
+        };
         let stored_request = StoredRequest {
             method: request.method.to_string(),
             url: request.url.clone(),
             headers: keep(&request.headers, REQUEST_HEADERS),
-            body: format!(
-                "{n:03}-request.{}",
-                if matches!(normalized, Normalized::Json(_)) {
-                    "json"
-                } else {
-                    "txt"
-                }
-            ),
+            body: format!("{n:03}-request.{ext}"),
         };
         let request_text = normalized.pretty();
+        let sent = Instant::now();
         let resp = self.transport.send(request).await?;
         let headers = keep(&resp.headers, RESPONSE_HEADERS);
         let ext = match headers.get("content-type").map(String::as_str) {
@@ -323,6 +332,7 @@ impl Shared {
                 status: resp.status,
                 headers,
                 body: format!("{n:03}-response.{ext}"),
+                timing: None,
             },
         };
         // The body is passed on as it arrives and written once it is complete.
@@ -330,10 +340,17 @@ impl Shared {
         let this = self.clone();
         let body: ByteStream = Box::pin(async_stream(move |tx| async move {
             let mut all = Vec::new();
+            let mut chunks = Vec::new();
             while let Some(chunk) = upstream.next().await {
                 match chunk {
                     Ok(b) => {
                         all.extend_from_slice(&b);
+                        if timing && !b.is_empty() {
+                            chunks.push(Chunk {
+                                end: all.len(),
+                                at_ms: sent.elapsed().as_millis() as u64,
+                            });
+                        }
                         if tx.send(Ok(b)).await.is_err() {
                             return;
                         }
@@ -344,7 +361,8 @@ impl Shared {
                     }
                 }
             }
-            if let Err(e) = this.write(n, stored, &request_text, &all) {
+            let chunks = timing.then_some(chunks);
+            if let Err(e) = this.write(n, stored, &request_text, &all, chunks) {
                 let _ = tx.send(Err(e)).await;
             }
         }));
@@ -356,7 +374,14 @@ impl Shared {
     }
 
     /// Writes exchange `n` and the index, after checking that nothing looks like a key.
-    fn write(&self, n: usize, ex: Exchange, request: &str, response: &[u8]) -> Result<(), Error> {
+    fn write(
+        &self,
+        n: usize,
+        mut ex: Exchange,
+        request: &str,
+        response: &[u8],
+        chunks: Option<Vec<Chunk>>,
+    ) -> Result<(), Error> {
         let response_text = String::from_utf8_lossy(response);
         let headers = format!(
             "{:?}{:?}{}",
@@ -368,43 +393,60 @@ impl Shared {
             ("headers or URL", &headers),
         ] {
             if let Some(f) = scan(text).first() {
-                return Err(Error::Config(format!(
-                    "cassette {}: refusing to write exchange {n}: its {what} holds what looks \
-                     like a key ({}…, {} characters, at byte {}); mask it with a rule",
-                    self.dir.display(),
-                    f.kind,
-                    f.len,
-                    f.offset
-                )));
+                return Err(Error::cassette(
+                    CassetteErrorKind::Secret,
+                    format!(
+                        "cassette {}: refusing to write exchange {n}: its {what} holds what \
+                         looks like a key ({}…, {} characters, at byte {}); mask it with a rule",
+                        self.dir.display(),
+                        f.kind,
+                        f.len,
+                        f.offset
+                    ),
+                ));
             }
         }
-        let io = |e: std::io::Error| {
-            Error::Config(format!("cannot write cassette {}: {e}", self.dir.display()))
+        let dir = &self.dir;
+        let put = |file: &str, bytes: &[u8]| {
+            std::fs::write(dir.join(file), bytes).map_err(|e| io_error("write", &dir.join(file), e))
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        std::fs::write(
-            self.dir.join(&ex.request.body),
-            format!("{}\n", request.trim_end()),
-        )
-        .map_err(io)?;
-        std::fs::write(self.dir.join(&ex.response.body), response).map_err(io)?;
-        let index = {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            st.index.kite_cassette = 1;
-            let ex_list = &mut st.index.exchanges;
-            if ex_list.len() >= n {
-                ex_list.truncate(n - 1);
-            }
-            ex_list.push(ex);
-            st.index.clone()
+        std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+        if n == 1 {
+            remove_exchange_files(dir)?;
+        }
+        put(
+            &ex.request.body,
+            format!("{}\n", request.trim_end()).as_bytes(),
+        )?;
+        put(&ex.response.body, response)?;
+        if let Some(chunks) = chunks {
+            let file = format!("{n:03}-response.timing.json");
+            put(&file, timing_text(&chunks).as_bytes())?;
+            ex.response.timing = Some(file);
+        }
+        let recording = {
+            let mut st = self.lock();
+            st.recording.kite_cassette = 1;
+            st.recording.exchanges.truncate(n - 1);
+            st.recording.exchanges.push(ex);
+            st.recording.clone()
         };
-        let json =
-            serde_json::to_string_pretty(&index).map_err(|e| Error::Config(e.to_string()))?;
-        let tmp = self.dir.join("cassette.json.tmp");
-        std::fs::write(&tmp, format!("{json}\n")).map_err(io)?;
-        std::fs::rename(&tmp, self.dir.join("cassette.json")).map_err(io)?;
-        Ok(())
+        recording.write(dir)
     }
+}
+
+/// Removes the exchange files (`001-…`) of an earlier recording, which a new one replaces.
+fn remove_exchange_files(dir: &Path) -> Result<(), Error> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_error("read", dir, e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.as_encoded_bytes();
+        let ours = name.len() > 4 && name[..3].iter().all(u8::is_ascii_digit) && name[3] == b'-';
+        if ours {
+            std::fs::remove_file(entry.path()).map_err(|e| io_error("remove", &entry.path(), e))?;
+        }
+    }
+    Ok(())
 }
 
 /// A stream fed by a task through a channel (the body is copied and written as it passes).
@@ -432,31 +474,31 @@ fn path_of(url: &str) -> &str {
     rest.find('/').map_or("/", |i| &rest[i..])
 }
 
-/// A body replayed one SSE event at a time (or whole when it is not a stream).
-fn split_events(body: Bytes) -> Vec<Bytes> {
+/// A body replayed one SSE event at a time (or whole when it is not a stream), at once.
+fn split_events(body: &[u8]) -> Vec<Chunk> {
     let mut out = Vec::new();
-    let mut start = 0;
-    let b = &body[..];
     let mut i = 0;
-    while i + 1 < b.len() {
-        let end = if b[i] == b'\n' && b[i + 1] == b'\n' {
+    while i + 1 < body.len() {
+        let end = if body[i] == b'\n' && body[i + 1] == b'\n' {
             Some(i + 2)
-        } else if b[i..].starts_with(b"\r\n\r\n") {
+        } else if body[i..].starts_with(b"\r\n\r\n") {
             Some(i + 4)
         } else {
             None
         };
         match end {
             Some(e) => {
-                out.push(body.slice(start..e));
-                start = e;
+                out.push(Chunk { end: e, at_ms: 0 });
                 i = e;
             }
             None => i += 1,
         }
     }
-    if start < b.len() {
-        out.push(body.slice(start..));
+    if out.last().map_or(0, |c| c.end) < body.len() {
+        out.push(Chunk {
+            end: body.len(),
+            at_ms: 0,
+        });
     }
     out
 }

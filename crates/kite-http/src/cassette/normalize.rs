@@ -1,7 +1,11 @@
 //! Request bodies reduced to what matters for matching: keys sorted, volatile fields gone,
-//! tools in name order, plus the user's own rules.
+//! tools in name order, plus the user's own rules. A `multipart/form-data` upload (audio)
+//! becomes its fields and, for each file, its name, type, size and SHA-256.
 
-use serde_json::{Map, Value};
+use bytes::Bytes;
+use futures_util::FutureExt;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
 /// Fields that change between runs without changing what is asked, removed before matching.
 const VOLATILE: &[&str] = &["stream_options", "metadata", "user", "safety_identifier"];
@@ -17,17 +21,29 @@ pub struct Rules {
 }
 
 impl Rules {
-    /// The normalized form of a request body: JSON re-written with sorted keys, or the
-    /// body as text when it is not JSON.
-    pub fn normalize(&self, body: &[u8]) -> Normalized {
-        let Ok(mut v) = serde_json::from_slice::<Value>(body) else {
-            return Normalized::Text(String::from_utf8_lossy(body).into_owned());
+    /// The normalized form of a request body sent with `content_type`: JSON re-written
+    /// with sorted keys, a multipart upload as `{"fields": …, "files": …}`, or else the body
+    /// as text (a digest when it is not text).
+    pub fn normalize(&self, content_type: Option<&str>, body: &[u8]) -> Normalized {
+        let parsed = match content_type {
+            Some(ct) if ct.starts_with("multipart/form-data") => multipart(ct, body),
+            _ => serde_json::from_slice::<Value>(body).ok(),
+        };
+        let Some(mut v) = parsed else {
+            return Normalized::Text(match std::str::from_utf8(body) {
+                Ok(text) => text.to_owned(),
+                Err(_) => format!("<{} bytes, sha256 {}>", body.len(), sha256(body)),
+            });
         };
         if let Value::Object(map) = &mut v {
+            let fields = match map.get_mut("fields") {
+                Some(Value::Object(fields)) => fields,
+                _ => map,
+            };
             for k in VOLATILE {
-                map.remove(*k);
+                fields.remove(*k);
             }
-            if let Some(Value::Array(tools)) = map.get_mut("tools") {
+            if let Some(Value::Array(tools)) = fields.get_mut("tools") {
                 tools.sort_by_key(tool_name);
             }
         }
@@ -58,6 +74,51 @@ impl Normalized {
             Normalized::Text(t) => t.clone(),
         }
     }
+}
+
+/// A `multipart/form-data` body as `{"fields": {name: value}, "files": {name: {filename,
+/// content_type, bytes, sha256}}}`; a name sent more than once holds a list. `None` when
+/// the body does not parse.
+///
+/// `multer` parses streams; the body is already whole, so every step is ready at once.
+fn multipart(content_type: &str, body: &[u8]) -> Option<Value> {
+    let boundary = multer::parse_boundary(content_type).ok()?;
+    let whole = Bytes::copy_from_slice(body);
+    let stream = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(whole)]);
+    let mut form = multer::Multipart::new(stream, boundary);
+    let (mut fields, mut files) = (Map::new(), Map::new());
+    while let Some(field) = form.next_field().now_or_never()?.ok()? {
+        let name = field.name().unwrap_or_default().to_owned();
+        let filename = field.file_name().map(str::to_owned);
+        let media = field.content_type().map(ToString::to_string);
+        let data = field.bytes().now_or_never()?.ok()?;
+        let (map, value) = match filename {
+            Some(filename) => (
+                &mut files,
+                json!({"filename": filename, "content_type": media, "bytes": data.len(),
+                       "sha256": sha256(&data)}),
+            ),
+            None => (
+                &mut fields,
+                Value::String(String::from_utf8_lossy(&data).into_owned()),
+            ),
+        };
+        match map.get_mut(&name) {
+            Some(Value::Array(list)) => list.push(value),
+            Some(first) => *first = Value::Array(vec![first.take(), value]),
+            None => {
+                map.insert(name, value);
+            }
+        }
+    }
+    Some(json!({"fields": fields, "files": files}))
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn tool_name(t: &Value) -> String {
@@ -119,6 +180,7 @@ mod tests {
             mask: vec!["/messages/0/content".into()],
         };
         let a = rules.normalize(
+            None,
             json!({"model": "m", "stream_options": {"include_usage": true}, "user": "u1",
                    "temperature": 0.2, "messages": [{"role": "user", "content": "hi"}],
                    "tools": [{"type": "function", "function": {"name": "b"}},
@@ -127,6 +189,7 @@ mod tests {
             .as_bytes(),
         );
         let b = rules.normalize(
+            None,
             br#"{ "tools": [{"function": {"name": "a"}, "type": "function"},
                            {"function": {"name": "b"}, "type": "function"}],
                  "messages": [{"content": "hello", "role": "user"}], "model": "m",
@@ -143,8 +206,53 @@ mod tests {
         );
         assert!(a.pretty().find("\"messages\"").unwrap() < a.pretty().find("\"model\"").unwrap());
         assert_eq!(
-            rules.normalize(b"not json"),
+            rules.normalize(None, b"not json"),
             Normalized::Text("not json".into())
         );
+    }
+
+    #[test]
+    fn an_upload_becomes_its_fields_and_a_digest_of_each_file() {
+        use kite_core::{Audio, TranscriptionRequest};
+        let mut req = TranscriptionRequest::new("whisper-1", Audio::new("a.mp3", vec![7; 1000]));
+        req.language = Some("en".into());
+        req.timestamp_granularities = vec!["word".into(), "segment".into()];
+        let form = kite_wire::audio::encode_request(&req, false).unwrap();
+        let rules = Rules {
+            ignore: vec!["/fields/language".into()],
+            mask: vec![],
+        };
+        let Normalized::Json(v) = rules.normalize(Some(&form.content_type), &form.body) else {
+            panic!("not parsed");
+        };
+        assert_eq!(v["fields"]["model"], "whisper-1");
+        assert!(v["fields"].get("language").is_none(), "ignored by a rule");
+        assert_eq!(
+            v["fields"]["timestamp_granularities[]"],
+            json!(["word", "segment"])
+        );
+        let file = &v["files"]["file"];
+        assert_eq!(file["filename"], "a.mp3");
+        assert_eq!(file["content_type"], "audio/mpeg");
+        assert_eq!(file["bytes"], 1000);
+        assert_eq!(file["sha256"], sha256(&[7; 1000]));
+        // Another file, same fields: the digest tells them apart.
+        let other = kite_wire::audio::encode_request(
+            &TranscriptionRequest {
+                audio: Audio::new("a.mp3", vec![8; 1000]),
+                ..req
+            },
+            false,
+        )
+        .unwrap();
+        assert_ne!(
+            rules.normalize(Some(&other.content_type), &other.body),
+            Normalized::Json(v)
+        );
+        // A body that is not text is summarized, never written raw.
+        let Normalized::Text(t) = rules.normalize(None, &[0xff, 0xfe, 0]) else {
+            panic!()
+        };
+        assert!(t.starts_with("<3 bytes, sha256 "), "{t}");
     }
 }
