@@ -30,6 +30,11 @@ pub struct AskArgs {
     /// the key is taken from KITE_API_KEY, if set.
     #[arg(long, env = "KITE_BASE_URL")]
     base_url: Option<String>,
+    /// Record the HTTP traffic into the cassette folder PATH, or replay it from there:
+    /// KITE_CASSETTE=replay|record|auto (default auto: replay what is recorded, record
+    /// what is missing).
+    #[arg(long, value_name = "PATH")]
+    cassette: Option<std::path::PathBuf>,
     /// System instructions.
     #[arg(long)]
     system: Option<String>,
@@ -160,7 +165,7 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
         .model
         .clone()
         .unwrap_or_else(|| provider.default_model().to_owned());
-    let model = provider.responses_for(&name, args.base_url.as_deref())?;
+    let model = provider.responses_for(&name, &endpoint(args)?)?;
     let mut req = Request::new(name).message(Message::user(prompt));
     req.system = args.system.clone();
     req.max_tokens = args.max_tokens;
@@ -189,15 +194,26 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
 fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
     let base_url = args.base_url.as_deref();
     let api = args.api.as_deref().map(WireApi::parse).transpose()?;
+    let endpoint = endpoint(args)?;
     let open = |p: Provider| -> Result<(Arc<dyn Model>, String), Error> {
         let name = args
             .model
             .clone()
             .unwrap_or_else(|| p.default_model().to_owned());
-        Ok((p.open(&name, base_url, api)?, name))
+        Ok((p.open(&name, &endpoint, api)?, name))
+    };
+    let cassette_needs_a_provider = || {
+        Error::Config(
+            "--cassette records HTTP traffic, and the embedded model makes none; name the \
+             provider (--provider) or the server (--base-url)"
+                .into(),
+        )
     };
     if args.local {
-        return local(args);
+        return match args.cassette {
+            Some(_) => Err(cassette_needs_a_provider()),
+            None => local(args),
+        };
     }
     if let Some(name) = &args.provider {
         return open(Provider::parse(name)?);
@@ -214,13 +230,21 @@ fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         {
             m = m.api_key(key);
         }
+        if let Some(t) = endpoint.transport {
+            m = m.transport(t);
+        }
         let name = args.model.clone().unwrap_or_else(|| "default".to_owned());
         return Ok((Arc::new(m), name));
     }
     match Provider::detect() {
         Some(p) => open(p),
+        None if args.cassette.is_some() => Err(cassette_needs_a_provider()),
         None => local(args),
     }
+}
+
+fn endpoint(args: &AskArgs) -> Result<kite::Endpoint, Error> {
+    crate::cassette::endpoint(args.base_url.as_deref(), args.cassette.as_deref())
 }
 
 /// The embedded model, loaded with a progress line on a terminal.

@@ -1,6 +1,7 @@
 //! The `kite` command.
 
 mod ask;
+mod cassette;
 mod model;
 mod output;
 mod responses;
@@ -24,6 +25,9 @@ struct Cli {
 enum Command {
     /// Ask a model and stream its answer.
     Ask(Box<ask::AskArgs>),
+    /// Inspect recorded traffic (cassettes) and scan it for keys.
+    #[command(subcommand)]
+    Cassette(cassette::CassetteCommand),
     /// Manage the embedded local model.
     #[command(subcommand)]
     Model(model::ModelCommand),
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Ask(args) => ask::run(*args).await,
+            Command::Cassette(cmd) => cassette::run(cmd),
             Command::Model(cmd) => model::run(cmd),
             Command::Responses(args) => responses::run(args).await,
             Command::Transcribe(args) => transcribe::run(*args).await,

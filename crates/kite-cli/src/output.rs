@@ -178,6 +178,10 @@ fn json_error(e: &AgentError) -> Value {
         AgentError::Model(Error::Config(_)) => "config",
         AgentError::Model(Error::InvalidRequest(_)) => "invalid_request",
         AgentError::Model(Error::Cancelled) => "cancelled",
+        AgentError::Model(Error::Cassette { kind, .. }) => {
+            v["cassette"] = json!(format!("{kind:?}").to_lowercase());
+            "cassette"
+        }
         AgentError::Model(_) => "other",
         AgentError::Tool { .. } => "tool",
     };
@@ -185,11 +189,12 @@ fn json_error(e: &AgentError) -> Value {
     v
 }
 
-/// One line that says what went wrong.
+/// One line that says what went wrong; a cassette's error keeps its lines (it holds a
+/// diff).
 pub fn error_line(e: &AgentError) -> String {
-    let s = match e {
-        AgentError::Model(inner) => inner.to_string(),
-        other => other.to_string(),
-    };
-    s.replace('\n', " ")
+    match e {
+        AgentError::Model(inner @ Error::Cassette { .. }) => inner.to_string(),
+        AgentError::Model(inner) => inner.to_string().replace('\n', " "),
+        other => other.to_string().replace('\n', " "),
+    }
 }

@@ -51,7 +51,8 @@ pub async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
 }
 
 async fn command(args: &ResponsesArgs) -> Result<(), Error> {
-    let model: OpenAiResponses = Provider::OpenAi.responses(args.base_url.as_deref())?;
+    let model: OpenAiResponses =
+        Provider::OpenAi.responses(&crate::cassette::endpoint(args.base_url.as_deref(), None)?)?;
     match &args.command {
         ResponsesCommand::Get { id } => show(args.json, model.get(id).await?),
         ResponsesCommand::Cancel { id } => show(args.json, model.cancel(id).await?),

@@ -24,6 +24,10 @@ pub struct TranscribeArgs {
     /// the key is taken from KITE_API_KEY, if set.
     #[arg(long, env = "KITE_BASE_URL")]
     base_url: Option<String>,
+    /// Record the upload and its answer into the cassette folder PATH, or replay them
+    /// (KITE_CASSETTE=replay|record|auto, default auto).
+    #[arg(long, value_name = "PATH")]
+    cassette: Option<std::path::PathBuf>,
     /// The spoken language (ISO-639-1, e.g. en), when known.
     #[arg(long)]
     language: Option<String>,
@@ -107,6 +111,7 @@ async fn transcribe(args: &TranscribeArgs) -> Result<(), Error> {
 /// first provider with a transcription API whose key is set.
 fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
     let base_url = args.base_url.as_deref();
+    let endpoint = crate::cassette::endpoint(base_url, args.cassette.as_deref())?;
     let provider = match &args.provider {
         Some(name) => Some(Provider::parse(name)?),
         None if base_url.is_some() => None,
@@ -127,7 +132,7 @@ fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
     match provider {
         Some(p) => {
             let model = p.default_transcription_model().unwrap_or("whisper-1");
-            Ok((p.transcriber(base_url)?, model.to_owned()))
+            Ok((p.transcriber(&endpoint)?, model.to_owned()))
         }
         None => {
             let mut t = Transcriber::new(base_url.unwrap_or_default());
@@ -135,6 +140,9 @@ fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
                 && !key.is_empty()
             {
                 t = t.api_key(key);
+            }
+            if let Some(transport) = endpoint.transport {
+                t = t.transport(transport);
             }
             Ok((t, "whisper-1".to_owned()))
         }

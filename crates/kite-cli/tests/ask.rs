@@ -25,6 +25,7 @@ fn kite() -> Command {
         "KITE_PROVIDER",
         "KITE_MODEL",
         "KITE_BASE_URL",
+        "KITE_CASSETTE",
     ] {
         c.env_remove(var);
     }
@@ -651,4 +652,135 @@ async fn transcribe_prints_the_text_streamed_or_the_whole_transcript_as_json() {
     assert_ne!(missing.code, 0);
     assert!(missing.stderr.contains("cannot read"), "{}", missing.stderr);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--json` lines without what differs between runs (tool durations).
+fn steady(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("duration_ms");
+            }
+            v
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn ask_records_a_cassette_replays_it_offline_and_the_cassette_commands_read_it() {
+    let root = std::env::temp_dir().join(format!("kite-cli-cassettes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dir = root.join("weather");
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture(
+            "openai/chat-completions/stream-tool-call-fragments/response.sse",
+        ))
+        .chunked(11, Duration::from_millis(1)),
+        Reply::sse(fixture(
+            "openai/chat-completions/stream-after-tool-result/response.sse",
+        )),
+    ])
+    .await;
+    let base = format!("{}/v1", server.url());
+    let ask = |question: &str| {
+        let mut c = kite();
+        c.args(["ask", "--json", "--provider", "openai", "-m", "gpt-5-nano"])
+            .args(["--base-url", &base, "--cassette"])
+            .arg(&dir)
+            .arg(question);
+        c
+    };
+    let recorded = run(ask("Weather in Berlin?").env("OPENAI_API_KEY", KEY)).await;
+    assert_eq!(recorded.code, 0, "stderr: {}", recorded.stderr);
+    assert_eq!(server.requests().len(), 2);
+    drop(server);
+
+    // The server is gone and no key is set: the cassette answers, the same way.
+    let replayed = run(ask("Weather in Berlin?").env("KITE_CASSETTE", "replay")).await;
+    assert_eq!(replayed.code, 0, "stderr: {}", replayed.stderr);
+    assert_eq!(steady(&replayed.stdout), steady(&recorded.stdout));
+    assert!(replayed.stdout.contains("tool_result"));
+
+    // A changed question fails with a diff and what to delete.
+    let drift = run(&mut ask("Weather in Paris?")).await;
+    assert_eq!(drift.code, 1);
+    assert!(
+        drift.stderr.contains("-") && drift.stderr.contains("Weather in Berlin?"),
+        "{}",
+        drift.stderr
+    );
+    assert!(
+        drift.stderr.contains("+") && drift.stderr.contains("Weather in Paris?"),
+        "{}",
+        drift.stderr
+    );
+    assert!(
+        drift.stderr.contains(&format!("delete {}", dir.display())),
+        "{}",
+        drift.stderr
+    );
+    let error = steady(&drift.stdout).pop().unwrap();
+    assert_eq!(
+        (error["kind"].as_str(), error["cassette"].as_str()),
+        (Some("cassette"), Some("drift"))
+    );
+
+    let list = run(kite().args(["cassette", "list"]).arg(&root)).await;
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(
+        list.stdout.trim(),
+        format!(
+            "{}  2 exchanges  POST /v1/chat/completions ×2",
+            dir.display()
+        )
+    );
+    let show = run(kite().args(["cassette", "show"]).arg(&dir)).await;
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(
+        show.stdout
+            .contains("  1  POST /v1/chat/completions  gpt-5-nano, 1 message"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.contains("→ 200 text/event-stream"),
+        "{}",
+        show.stdout
+    );
+    let one = run(kite().args(["cassette", "show"]).arg(&dir).arg("2")).await;
+    assert!(one.stdout.contains("\"role\": \"tool\""), "{}", one.stdout);
+    assert!(
+        one.stdout.contains("data: "),
+        "the stream as recorded: {}",
+        one.stdout
+    );
+
+    // Nothing secret was written; a key planted beside the cassette is reported.
+    let clean = run(kite().args(["cassette", "scan"]).arg(&root)).await;
+    assert_eq!(clean.code, 0, "{}{}", clean.stdout, clean.stderr);
+    assert!(clean.stderr.contains("nothing looks like a key"));
+    std::fs::write(dir.join("notes.txt"), format!("line one\nkey = {KEY}\n")).unwrap();
+    let dirty = run(kite().args(["cassette", "scan"]).arg(&root)).await;
+    assert_eq!(dirty.code, 1);
+    assert_eq!(
+        dirty.stdout.trim(),
+        format!(
+            "{}:2:7: looks like a key (sk-…, {} characters)",
+            dir.join("notes.txt").display(),
+            KEY.len()
+        )
+    );
+    assert!(!dirty.stdout.contains(KEY) && !dirty.stderr.contains(KEY));
+
+    // The embedded model makes no HTTP traffic to record.
+    let local = run(kite().args(["ask", "--cassette"]).arg(&dir).arg("hi")).await;
+    assert_eq!(local.code, 1);
+    assert!(
+        local.stderr.contains("--cassette records HTTP traffic"),
+        "{}",
+        local.stderr
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -26,9 +26,9 @@ pub use kite_agent::{
 };
 pub use kite_core::*;
 pub use providers::{
-    Anthropic, Api, ChatCompletionsApi, HttpModel, MessagesApi, OpenAiCompatible, OpenAiResponses,
-    PollPolicy, Provider, ResponsesApi, Service, Transcriber, TranscriptEvents, TranscriptionApi,
-    WireApi, is_deep_research,
+    Anthropic, Api, ChatCompletionsApi, Endpoint, HttpModel, MessagesApi, OpenAiCompatible,
+    OpenAiResponses, PollPolicy, Provider, ResponsesApi, Service, Transcriber, TranscriptEvents,
+    TranscriptionApi, WireApi, is_deep_research,
 };
 
 /// The tool-calling loop in full: tools, hooks, runs, built-in tools.
@@ -43,3 +43,6 @@ pub use kite_wire as wire;
 
 /// Transports: the reqwest transport, retries, and the [`Transport`](http::Transport) trait.
 pub use kite_http as http;
+
+/// Cassettes: record real traffic once, replay it offline in tests, fail on drift.
+pub use kite_http::cassette;

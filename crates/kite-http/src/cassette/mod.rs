@@ -59,10 +59,15 @@ impl Mode {
 
     /// The mode `KITE_CASSETTE` names; without it, `Replay` when `CI` is set, else `Auto`.
     pub fn from_env() -> Result<Self, Error> {
+        let ci = std::env::var_os("CI").is_some();
+        Self::from_env_or(if ci { Self::Replay } else { Self::Auto })
+    }
+
+    /// The mode `KITE_CASSETTE` names, or `default`.
+    pub fn from_env_or(default: Self) -> Result<Self, Error> {
         match std::env::var("KITE_CASSETTE") {
             Ok(v) if !v.is_empty() => Self::parse(&v),
-            _ if std::env::var_os("CI").is_some() => Ok(Self::Replay),
-            _ => Ok(Self::Auto),
+            _ => Ok(default),
         }
     }
 }

@@ -3,8 +3,48 @@
 
 use super::{Anthropic, HttpModel, OpenAiCompatible, OpenAiResponses, Service, Transcriber};
 use kite_core::{Error, Model};
+use kite_http::Transport;
 use kite_wire::openai_chat::Dialect;
 use std::sync::Arc;
+
+/// Where a provider's requests go and how they travel: the provider's own URL or
+/// `base_url` (a proxy, a compatible server), over the network or through `transport` (a
+/// cassette, say).
+#[derive(Clone, Default)]
+pub struct Endpoint {
+    pub base_url: Option<String>,
+    pub transport: Option<Arc<dyn Transport>>,
+}
+
+impl Endpoint {
+    /// The provider's own URL, over the network.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Requests go to `url` instead.
+    pub fn at(url: impl Into<String>) -> Self {
+        Self {
+            base_url: Some(url.into()),
+            transport: None,
+        }
+    }
+
+    /// Requests travel through `transport`.
+    pub fn transport(mut self, transport: impl Transport + 'static) -> Self {
+        self.transport = Some(Arc::new(transport));
+        self
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("transport", &self.transport.as_ref().map(|_| "custom"))
+            .finish()
+    }
+}
 
 /// A provider kite knows by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,45 +157,38 @@ impl Provider {
     }
 
     /// The model to run `model` with: the provider that serves it (see
-    /// [`for_model`](Self::for_model)), at `base_url` if given. A deep-research model runs
-    /// in the background (its stream resumes when dropped) with web search offered.
+    /// [`for_model`](Self::for_model)), at `endpoint`. A deep-research model runs in the
+    /// background (its stream resumes when dropped) with web search offered.
     pub fn open(
         self,
         model: &str,
-        base_url: Option<&str>,
+        endpoint: &Endpoint,
         api: Option<WireApi>,
     ) -> Result<Arc<dyn Model>, Error> {
         let provider = self.for_model(model, api)?;
         if provider == Provider::OpenAiResponses && is_deep_research(model) {
-            let m = provider.responses_for(model, base_url)?.background(true);
+            let m = provider.responses_for(model, endpoint)?.background(true);
             return Ok(Arc::new(m));
         }
-        provider.model(base_url)
+        provider.model(endpoint)
     }
 
-    /// The OpenAI Responses model with its key from the environment, at `base_url` if given:
-    /// for what only Responses does (stored responses, background runs).
-    pub fn responses(self, base_url: Option<&str>) -> Result<OpenAiResponses, Error> {
+    /// The OpenAI Responses model with its key from the environment, at `endpoint`: for
+    /// what only Responses does (stored responses, background runs).
+    pub fn responses(self, endpoint: &Endpoint) -> Result<OpenAiResponses, Error> {
         if !matches!(self, Provider::OpenAi | Provider::OpenAiResponses) {
             return Err(Error::Config(format!(
                 "{} has no Responses API in kite",
                 self.name()
             )));
         }
-        Ok(with_key(
-            OpenAiResponses::new(base_url.unwrap_or(self.base_url())),
-            self.key(base_url)?,
-        ))
+        self.connect(OpenAiResponses::new(self.url(endpoint)), endpoint)
     }
 
     /// Like [`responses`](Self::responses), set up for `model`: a deep-research model is
     /// offered web search, which it needs.
-    pub fn responses_for(
-        self,
-        model: &str,
-        base_url: Option<&str>,
-    ) -> Result<OpenAiResponses, Error> {
-        let m = self.responses(base_url)?;
+    pub fn responses_for(self, model: &str, endpoint: &Endpoint) -> Result<OpenAiResponses, Error> {
+        let m = self.responses(endpoint)?;
         Ok(if is_deep_research(model) {
             m.hosted_tools(vec![serde_json::json!({"type": "web_search_preview"})])
         } else {
@@ -164,15 +197,12 @@ impl Provider {
     }
 
     /// The provider's speech-to-text endpoint, with its key from the environment, at
-    /// `base_url` if given.
-    pub fn transcriber(self, base_url: Option<&str>) -> Result<Transcriber, Error> {
+    /// `endpoint`.
+    pub fn transcriber(self, endpoint: &Endpoint) -> Result<Transcriber, Error> {
         if self == Provider::Anthropic {
             return Err(Error::Config("anthropic has no transcription API".into()));
         }
-        Ok(with_key(
-            Transcriber::new(base_url.unwrap_or(self.base_url())),
-            self.key(base_url)?,
-        ))
+        self.connect(Transcriber::new(self.url(endpoint)), endpoint)
     }
 
     /// A sensible transcription model to use when none is named.
@@ -186,41 +216,54 @@ impl Provider {
         }
     }
 
-    /// The key from the environment; it may be absent only when a base URL is given.
-    fn key(self, base_url: Option<&str>) -> Result<Option<String>, Error> {
-        let key = key_from_env(self.key_var());
-        if key.is_none() && base_url.is_none() {
-            return Err(Error::Config(format!(
-                "{} is not set; export it, or point --base-url at a compatible server",
-                self.key_var()
-            )));
+    /// The base URL requests go to.
+    fn url(self, endpoint: &Endpoint) -> &str {
+        endpoint.base_url.as_deref().unwrap_or(self.base_url())
+    }
+
+    /// `m` with the key from the environment and the endpoint's transport. The key may be
+    /// absent only when the endpoint names a base URL or a transport (a cassette replays
+    /// without one).
+    fn connect<A: Service + Clone>(
+        self,
+        mut m: HttpModel<A>,
+        endpoint: &Endpoint,
+    ) -> Result<HttpModel<A>, Error> {
+        match key_from_env(self.key_var()) {
+            Some(key) => m = m.api_key(key),
+            None if endpoint.base_url.is_none() && endpoint.transport.is_none() => {
+                return Err(Error::Config(format!(
+                    "{} is not set; export it, or point --base-url at a compatible server",
+                    self.key_var()
+                )));
+            }
+            None => {}
         }
-        Ok(key)
+        if let Some(t) = &endpoint.transport {
+            m = m.transport(t.clone());
+        }
+        Ok(m)
     }
 
     /// The provider's model with its key from the environment.
     pub fn from_env(self) -> Result<Arc<dyn Model>, Error> {
-        self.model(None)
+        self.model(&Endpoint::new())
     }
 
-    /// The provider's model, at `base_url` if given (a proxy or a compatible server). The key
-    /// comes from the environment; it may be absent only when a base URL is given.
-    pub fn model(self, base_url: Option<&str>) -> Result<Arc<dyn Model>, Error> {
-        let base = base_url.unwrap_or(self.base_url());
+    /// The provider's model at `endpoint`, with its key from the environment.
+    pub fn model(self, endpoint: &Endpoint) -> Result<Arc<dyn Model>, Error> {
         let dialect = match self {
-            Provider::OpenAiResponses => return Ok(Arc::new(self.responses(base_url)?)),
+            Provider::OpenAiResponses => return Ok(Arc::new(self.responses(endpoint)?)),
             Provider::Anthropic => {
-                return Ok(Arc::new(with_key(
-                    Anthropic::new(base),
-                    self.key(base_url)?,
-                )));
+                let m = Anthropic::new(self.url(endpoint));
+                return Ok(Arc::new(self.connect(m, endpoint)?));
             }
             Provider::OpenAi => Dialect::OpenAi,
             Provider::Mistral => Dialect::Mistral,
             Provider::OpenRouter => Dialect::OpenRouter,
             Provider::Groq => Dialect::Groq,
         };
-        let mut m = with_key(OpenAiCompatible::new(base, dialect), self.key(base_url)?);
+        let mut m = self.connect(OpenAiCompatible::new(self.url(endpoint), dialect), endpoint)?;
         if self == Provider::OpenRouter {
             m = m.header("x-title", "kite");
         }
@@ -254,14 +297,6 @@ impl WireApi {
 /// background runs that need a search tool.
 pub fn is_deep_research(model: &str) -> bool {
     model.contains("deep-research")
-}
-
-/// `m` with `key`, when there is one.
-fn with_key<A: Service + Clone>(m: HttpModel<A>, key: Option<String>) -> HttpModel<A> {
-    match key {
-        Some(key) => m.api_key(key),
-        None => m,
-    }
 }
 
 fn key_from_env(var: &str) -> Option<String> {

@@ -8,6 +8,6 @@ mod responses;
 
 pub use apis::{Anthropic, ChatCompletionsApi, MessagesApi, OpenAiCompatible};
 pub use audio::{Transcriber, TranscriptEvents, TranscriptionApi};
-pub use catalog::{Provider, WireApi, is_deep_research};
+pub use catalog::{Endpoint, Provider, WireApi, is_deep_research};
 pub use http_model::{Api, HttpModel, Service};
 pub use responses::{OpenAiResponses, PollPolicy, ResponsesApi};

@@ -1,0 +1,251 @@
+//! `kite cassette`: look inside recorded traffic, and check it holds no keys. Also the
+//! `--cassette PATH` option of the commands that call a provider.
+
+use crate::output::error_line;
+use clap::Subcommand;
+use kite::http::ReqwestTransport;
+use kite::http::cassette::{self, Cassette, Exchange, Mode, Recording, Rules};
+use kite::{Endpoint, Error};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum CassetteCommand {
+    /// List the cassettes under a folder (default: tests/cassettes, else the working
+    /// directory).
+    List {
+        dir: Option<PathBuf>,
+        /// One JSON object per cassette, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a cassette's exchanges, or one exchange's request and response in full.
+    Show {
+        path: PathBuf,
+        /// The exchange to print in full (1 is the first).
+        exchange: Option<usize>,
+    },
+    /// Report anything that looks like an API key in files or folders (exit status 1 when
+    /// something is found).
+    Scan {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// Where requests go: `base_url` if given, through the cassette at `cassette` if given, in
+/// the mode `KITE_CASSETTE` names (default `auto`: replay what exists, record the rest).
+pub fn endpoint(base_url: Option<&str>, cassette: Option<&Path>) -> Result<Endpoint, Error> {
+    let endpoint = Endpoint {
+        base_url: base_url.map(str::to_owned),
+        transport: None,
+    };
+    let Some(path) = cassette else {
+        return Ok(endpoint);
+    };
+    let mode = Mode::from_env_or(Mode::Auto)?;
+    let recorder = Cassette::with_mode(path, mode, Rules::default(), ReqwestTransport::shared()?)?;
+    Ok(endpoint.transport(recorder))
+}
+
+pub fn run(cmd: CassetteCommand) -> Result<(), ExitCode> {
+    let result = match cmd {
+        CassetteCommand::List { dir, json } => list(dir, json),
+        CassetteCommand::Show { path, exchange } => show(&path, exchange),
+        CassetteCommand::Scan { paths } => scan(&paths),
+    };
+    match result {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ExitCode::FAILURE),
+        Err(e) => {
+            eprintln!("kite: {}", error_line(&e.into()));
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn list(dir: Option<PathBuf>, as_json: bool) -> Result<bool, Error> {
+    let dir = dir.unwrap_or_else(|| {
+        let tests = PathBuf::from("tests/cassettes");
+        if tests.is_dir() {
+            tests
+        } else {
+            PathBuf::from(".")
+        }
+    });
+    let found = cassette::find(&dir)?;
+    for path in &found {
+        let Some(rec) = Recording::read(path)? else {
+            continue;
+        };
+        if as_json {
+            let targets: Vec<String> = rec.exchanges.iter().map(target).collect();
+            println!(
+                "{}",
+                json!({"path": path, "exchanges": rec.exchanges.len(), "requests": targets})
+            );
+        } else {
+            println!(
+                "{}  {} exchange{}  {}",
+                path.display(),
+                rec.exchanges.len(),
+                if rec.exchanges.len() == 1 { "" } else { "s" },
+                summary(&rec.exchanges)
+            );
+        }
+    }
+    if found.is_empty() && !as_json {
+        eprintln!("kite: no cassettes under {}", dir.display());
+    }
+    Ok(true)
+}
+
+/// `POST /v1/chat/completions ×3, POST /v1/audio/transcriptions`
+fn summary(exchanges: &[Exchange]) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for t in exchanges.iter().map(target) {
+        match groups.last_mut() {
+            Some((last, n)) if *last == t => *n += 1,
+            _ => groups.push((t, 1)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(t, n)| if n > 1 { format!("{t} ×{n}") } else { t })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The method and URL path of an exchange.
+fn target(ex: &Exchange) -> String {
+    let url = &ex.request.url;
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let path = rest.find('/').map_or("/", |i| &rest[i..]);
+    format!("{} {path}", ex.request.method)
+}
+
+fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
+    let rec = Recording::read(dir)?.ok_or_else(|| {
+        Error::Config(format!(
+            "{} holds no cassette (no {})",
+            dir.display(),
+            cassette::INDEX
+        ))
+    })?;
+    let Some(n) = exchange else {
+        for (i, ex) in rec.exchanges.iter().enumerate() {
+            let body = cassette::read_body(dir, &ex.request.body)?;
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let response = cassette::read_body(dir, &ex.response.body)?;
+            println!("{:>3}  {}  {}", i + 1, target(ex), about(&request));
+            println!(
+                "     → {} {}, {} bytes ({}{})",
+                ex.response.status,
+                ex.response
+                    .headers
+                    .get("content-type")
+                    .map_or("", String::as_str),
+                response.len(),
+                ex.response.body,
+                if ex.response.timing.is_some() {
+                    ", with timing"
+                } else {
+                    ""
+                }
+            );
+        }
+        return Ok(true);
+    };
+    let ex = rec.exchanges.get(n.wrapping_sub(1)).ok_or_else(|| {
+        Error::Config(format!(
+            "{} has {} exchanges; there is no exchange {n}",
+            dir.display(),
+            rec.exchanges.len()
+        ))
+    })?;
+    println!("{}", target(ex));
+    for (k, v) in &ex.request.headers {
+        println!("{k}: {v}");
+    }
+    println!();
+    print!(
+        "{}",
+        String::from_utf8_lossy(&cassette::read_body(dir, &ex.request.body)?)
+    );
+    println!("\n{}", ex.response.status);
+    for (k, v) in &ex.response.headers {
+        println!("{k}: {v}");
+    }
+    println!();
+    print!(
+        "{}",
+        String::from_utf8_lossy(&cassette::read_body(dir, &ex.response.body)?)
+    );
+    Ok(true)
+}
+
+/// A few words about a request: its model and what it holds.
+fn about(request: &Value) -> String {
+    let mut words = Vec::new();
+    let fields = request.get("fields").unwrap_or(request);
+    if let Some(model) = fields.get("model").and_then(Value::as_str) {
+        words.push(model.to_owned());
+    }
+    for (key, what) in [
+        ("messages", "message"),
+        ("input", "input item"),
+        ("tools", "tool"),
+    ] {
+        if let Some(list) = request.get(key).and_then(Value::as_array) {
+            let n = list.len();
+            words.push(format!("{n} {what}{}", if n == 1 { "" } else { "s" }));
+        }
+    }
+    if let Some(files) = request.get("files").and_then(Value::as_object) {
+        for f in files.values() {
+            if let Some(name) = f.get("filename").and_then(Value::as_str) {
+                words.push(format!("file {name}"));
+            }
+        }
+    }
+    words.join(", ")
+}
+
+fn scan(paths: &[PathBuf]) -> Result<bool, Error> {
+    let mut count = 0;
+    for path in paths {
+        for (file, findings) in cassette::scan_path(path)? {
+            let text =
+                String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned();
+            for f in findings {
+                let before = &text.as_bytes()[..f.offset.min(text.len())];
+                let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+                let column = before.len()
+                    - before
+                        .iter()
+                        .rposition(|b| *b == b'\n')
+                        .map_or(0, |i| i + 1)
+                    + 1;
+                println!(
+                    "{}:{line}:{column}: looks like a key ({}…, {} characters)",
+                    file.display(),
+                    f.kind,
+                    f.len
+                );
+                count += 1;
+            }
+        }
+    }
+    if count > 0 {
+        let what = if count == 1 {
+            "1 place looks like a key".to_owned()
+        } else {
+            format!("{count} places look like keys")
+        };
+        eprintln!("kite: {what}");
+    } else {
+        eprintln!("kite: nothing looks like a key");
+    }
+    Ok(count == 0)
+}
