@@ -185,6 +185,10 @@ async fn a_changed_prompt_fails_with_a_diff_that_shows_it() {
     }
     let err = m.complete(&req).await.unwrap_err().to_string();
     assert!(err.contains("no recording of request 4"), "{err}");
+    assert!(
+        err.contains(&dir.join("004-request.json").display().to_string()),
+        "names the file to record: {err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -213,11 +213,12 @@ impl Shared {
             (None, Mode::Replay) => Err(Error::cassette(
                 CassetteErrorKind::Missing,
                 format!(
-                    "cassette {}: no recording of request {n} ({} {}); record it with \
+                    "cassette {}: no recording of request {n} ({} {}); record {} with \
                      KITE_CASSETTE=auto (or record) against the real service",
                     self.dir.display(),
                     request.method,
-                    request.url
+                    request.url,
+                    self.dir.join(format!("{n:03}-request.json")).display()
                 ),
             )),
             (_, _) => self.record(n, request, timing).await,
