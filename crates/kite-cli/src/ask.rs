@@ -1,5 +1,6 @@
 //! `kite ask`: one question, answered by the tool-calling loop, streamed as it happens.
 
+use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::{Output, error_line};
 use clap::Args;
 use kite::agent::builtin;
@@ -26,15 +27,8 @@ pub struct AskArgs {
     /// The model. Default: the provider's inexpensive default.
     #[arg(long, short, env = "KITE_MODEL")]
     model: Option<String>,
-    /// Send requests here instead (llama.cpp, vLLM, Ollama, a proxy). Without --provider,
-    /// the key is taken from KITE_API_KEY, if set.
-    #[arg(long, env = "KITE_BASE_URL")]
-    base_url: Option<String>,
-    /// Record the HTTP traffic into the cassette folder PATH, or replay it from there:
-    /// KITE_CASSETTE=replay|record|auto (default auto: replay what is recorded, record
-    /// what is missing).
-    #[arg(long, value_name = "PATH")]
-    cassette: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    at: EndpointArgs,
     /// System instructions.
     #[arg(long)]
     system: Option<String>,
@@ -165,7 +159,7 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
         .model
         .clone()
         .unwrap_or_else(|| provider.default_model().to_owned());
-    let model = provider.responses_for(&name, &endpoint(args)?)?;
+    let model = provider.responses_for(&name, &args.at.endpoint()?)?;
     let mut req = Request::new(name).message(Message::user(prompt));
     req.system = args.system.clone();
     req.max_tokens = args.max_tokens;
@@ -192,9 +186,8 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
 /// The model to ask and the model's name: a named provider, a compatible server, the first
 /// provider whose key is set, or else the embedded local model.
 fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
-    let base_url = args.base_url.as_deref();
     let api = args.api.as_deref().map(WireApi::parse).transpose()?;
-    let endpoint = endpoint(args)?;
+    let endpoint = args.at.endpoint()?;
     let open = |p: Provider| -> Result<(Arc<dyn Model>, String), Error> {
         let name = args
             .model
@@ -210,7 +203,7 @@ fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         )
     };
     if args.local {
-        return match args.cassette {
+        return match args.at.cassette {
             Some(_) => Err(cassette_needs_a_provider()),
             None => local(args),
         };
@@ -222,29 +215,16 @@ fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         // Choosing between OpenAI's APIs names OpenAI.
         return open(Provider::OpenAi);
     }
-    if let Some(url) = base_url {
-        // A compatible server: never send another provider's key to it.
-        let mut m = OpenAiCompatible::new(url, Dialect::Compatible);
-        if let Ok(key) = std::env::var("KITE_API_KEY")
-            && !key.is_empty()
-        {
-            m = m.api_key(key);
-        }
-        if let Some(t) = endpoint.transport {
-            m = m.transport(t);
-        }
+    if let Some(url) = &args.at.base_url {
+        let m = compatible(OpenAiCompatible::new(url, Dialect::Compatible), &endpoint);
         let name = args.model.clone().unwrap_or_else(|| "default".to_owned());
         return Ok((Arc::new(m), name));
     }
     match Provider::detect() {
         Some(p) => open(p),
-        None if args.cassette.is_some() => Err(cassette_needs_a_provider()),
+        None if args.at.cassette.is_some() => Err(cassette_needs_a_provider()),
         None => local(args),
     }
-}
-
-fn endpoint(args: &AskArgs) -> Result<kite::Endpoint, Error> {
-    crate::cassette::endpoint(args.base_url.as_deref(), args.cassette.as_deref())
 }
 
 /// The embedded model, loaded with a progress line on a terminal.

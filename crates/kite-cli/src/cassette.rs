@@ -1,11 +1,9 @@
-//! `kite cassette`: look inside recorded traffic, and check it holds no keys. Also the
-//! `--cassette PATH` option of the commands that call a provider.
+//! `kite cassette`: look inside recorded traffic, and check it holds no keys.
 
 use crate::output::error_line;
 use clap::Subcommand;
-use kite::http::ReqwestTransport;
-use kite::http::cassette::{self, Cassette, Exchange, Mode, Recording, Rules};
-use kite::{Endpoint, Error};
+use kite::Error;
+use kite::http::cassette::{self, Exchange, Recording};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,21 +30,6 @@ pub enum CassetteCommand {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-}
-
-/// Where requests go: `base_url` if given, through the cassette at `cassette` if given, in
-/// the mode `KITE_CASSETTE` names (default `auto`: replay what exists, record the rest).
-pub fn endpoint(base_url: Option<&str>, cassette: Option<&Path>) -> Result<Endpoint, Error> {
-    let endpoint = Endpoint {
-        base_url: base_url.map(str::to_owned),
-        transport: None,
-    };
-    let Some(path) = cassette else {
-        return Ok(endpoint);
-    };
-    let mode = Mode::from_env_or(Mode::Auto)?;
-    let recorder = Cassette::with_mode(path, mode, Rules::default(), ReqwestTransport::shared()?)?;
-    Ok(endpoint.transport(recorder))
 }
 
 pub fn run(cmd: CassetteCommand) -> Result<(), ExitCode> {

@@ -2,6 +2,7 @@
 
 mod ask;
 mod cassette;
+mod endpoint;
 mod model;
 mod output;
 mod responses;

@@ -3,7 +3,7 @@
 use crate::output::error_line;
 use clap::{Args, Subcommand};
 use kite::wire::openai_responses::Stored;
-use kite::{Error, OpenAiResponses, PollPolicy, Provider, Response};
+use kite::{Endpoint, Error, OpenAiResponses, PollPolicy, Provider, Response};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -51,8 +51,10 @@ pub async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
 }
 
 async fn command(args: &ResponsesArgs) -> Result<(), Error> {
-    let model: OpenAiResponses =
-        Provider::OpenAi.responses(&crate::cassette::endpoint(args.base_url.as_deref(), None)?)?;
+    let model: OpenAiResponses = Provider::OpenAi.responses(&Endpoint {
+        base_url: args.base_url.clone(),
+        transport: None,
+    })?;
     match &args.command {
         ResponsesCommand::Get { id } => show(args.json, model.get(id).await?),
         ResponsesCommand::Cancel { id } => show(args.json, model.cancel(id).await?),

@@ -1,5 +1,6 @@
 //! `kite transcribe`: speech to text.
 
+use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::error_line;
 use clap::Args;
 use kite::{
@@ -20,14 +21,8 @@ pub struct TranscribeArgs {
     /// The model. Default: the provider's (gpt-4o-mini-transcribe on OpenAI).
     #[arg(long, short)]
     model: Option<String>,
-    /// Send the upload here instead (a proxy or a compatible server). Without --provider,
-    /// the key is taken from KITE_API_KEY, if set.
-    #[arg(long, env = "KITE_BASE_URL")]
-    base_url: Option<String>,
-    /// Record the upload and its answer into the cassette folder PATH, or replay them
-    /// (KITE_CASSETTE=replay|record|auto, default auto).
-    #[arg(long, value_name = "PATH")]
-    cassette: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    at: EndpointArgs,
     /// The spoken language (ISO-639-1, e.g. en), when known.
     #[arg(long)]
     language: Option<String>,
@@ -110,8 +105,8 @@ async fn transcribe(args: &TranscribeArgs) -> Result<(), Error> {
 /// The transcriber and its default model: a named provider, a compatible server, or the
 /// first provider with a transcription API whose key is set.
 fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
-    let base_url = args.base_url.as_deref();
-    let endpoint = crate::cassette::endpoint(base_url, args.cassette.as_deref())?;
+    let base_url = args.at.base_url.as_deref();
+    let endpoint = args.at.endpoint()?;
     let provider = match &args.provider {
         Some(name) => Some(Provider::parse(name)?),
         None if base_url.is_some() => None,
@@ -135,15 +130,7 @@ fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
             Ok((p.transcriber(&endpoint)?, model.to_owned()))
         }
         None => {
-            let mut t = Transcriber::new(base_url.unwrap_or_default());
-            if let Ok(key) = std::env::var("KITE_API_KEY")
-                && !key.is_empty()
-            {
-                t = t.api_key(key);
-            }
-            if let Some(transport) = endpoint.transport {
-                t = t.transport(transport);
-            }
+            let t = compatible(Transcriber::new(base_url.unwrap_or_default()), &endpoint);
             Ok((t, "whisper-1".to_owned()))
         }
     }

@@ -1,16 +1,11 @@
 //! `kite ask` run as a user runs it, against a loopback server replaying recorded traffic.
 
-use kite_testkit::{ReplayServer, Reply};
+use kite_testkit::{ReplayServer, Reply, fixture};
 use serde_json::Value;
 use std::time::Duration;
 use tokio::process::Command;
 
 const KEY: &str = "sk-cli-test-key-9876543210SECRET";
-
-fn fixture(path: &str) -> Vec<u8> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire");
-    std::fs::read(root.join(path)).unwrap()
-}
 
 /// The kite binary with no provider configured from the outside.
 fn kite() -> Command {
@@ -51,9 +46,9 @@ async fn run(cmd: &mut Command) -> Run {
     }
 }
 
-#[tokio::test]
-async fn json_mode_prints_one_event_per_line() {
-    let server = ReplayServer::start(vec![
+/// A recorded tool loop: a streamed call of `weather`, then the answer to its result.
+fn weather_loop() -> Vec<Reply> {
+    vec![
         Reply::sse(fixture(
             "openai/chat-completions/stream-tool-call-fragments/response.sse",
         ))
@@ -61,8 +56,12 @@ async fn json_mode_prints_one_event_per_line() {
         Reply::sse(fixture(
             "openai/chat-completions/stream-after-tool-result/response.sse",
         )),
-    ])
-    .await;
+    ]
+}
+
+#[tokio::test]
+async fn json_mode_prints_one_event_per_line() {
+    let server = ReplayServer::start(weather_loop()).await;
     let r = run(kite()
         .env("KITE_API_KEY", KEY)
         .args(["ask", "--json", "--model", "gpt-5-nano", "--base-url"])
@@ -673,16 +672,7 @@ async fn ask_records_a_cassette_replays_it_offline_and_the_cassette_commands_rea
     let root = std::env::temp_dir().join(format!("kite-cli-cassettes-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let dir = root.join("weather");
-    let server = ReplayServer::start(vec![
-        Reply::sse(fixture(
-            "openai/chat-completions/stream-tool-call-fragments/response.sse",
-        ))
-        .chunked(11, Duration::from_millis(1)),
-        Reply::sse(fixture(
-            "openai/chat-completions/stream-after-tool-result/response.sse",
-        )),
-    ])
-    .await;
+    let server = ReplayServer::start(weather_loop()).await;
     let base = format!("{}/v1", server.url());
     let ask = |question: &str| {
         let mut c = kite();

@@ -8,6 +8,8 @@
 //! a failure — a connection reset before or after the first byte, a stream that stalls, bytes
 //! that are not HTTP. Point any kite provider's base URL at it.
 //!
+//! [`fixture`] reads a recorded exchange from the workspace's `testdata/wire/`.
+//!
 //! [`render::sse`] writes a [`Response`](kite_core::Response) as each provider would stream
 //! it, so a scripted scenario can run through the real codecs and transport.
 //!
@@ -28,3 +30,12 @@ mod server;
 
 pub use scripted::ScriptedModel;
 pub use server::{RecordedRequest, ReplayServer, Reply};
+
+/// The bytes of `path` under the workspace's `testdata/wire/` (recorded provider traffic;
+/// its README lists every case and its source), e.g.
+/// `fixture("openai/chat-completions/text-basic/response.json")`. Panics, naming the file,
+/// when it is missing: a test cannot go on without it.
+pub fn fixture(path: &str) -> Vec<u8> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire");
+    std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("testdata/wire/{path}: {e}"))
+}

@@ -5,16 +5,11 @@
 use kite::http::{ReqwestTransport, RetryPolicy, Timeouts};
 use kite::wire::openai_chat::Dialect;
 use kite::{Agent, AgentEvent, Message, OpenAiCompatible, Part, StopReason, StreamExt, tool};
-use kite_testkit::{ReplayServer, Reply};
+use kite_testkit::{ReplayServer, Reply, fixture};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use std::time::Duration;
-
-fn fixture(path: &str) -> Vec<u8> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire");
-    std::fs::read(root.join(path)).unwrap()
-}
 
 const DIR: &str = "openai/chat-completions";
 

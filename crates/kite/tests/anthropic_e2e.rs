@@ -11,9 +11,7 @@ use std::time::Duration;
 const KEY: &str = "sk-ant-test-0123456789SECRET";
 
 fn fixture(case: &str, file: &str) -> Vec<u8> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/wire/anthropic/messages");
-    std::fs::read(root.join(case).join(file)).unwrap()
+    kite_testkit::fixture(&format!("anthropic/messages/{case}/{file}"))
 }
 
 fn model(server: &ReplayServer) -> Anthropic {

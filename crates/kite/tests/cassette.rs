@@ -5,18 +5,13 @@ use kite::http::cassette::{Cassette, Mode, Rules};
 use kite::http::{ReqwestTransport, RetryPolicy, Timeouts};
 use kite::wire::openai_chat::Dialect;
 use kite::{Agent, Event, Message, Model, OpenAiCompatible, Request, StreamExt, tool};
-use kite_testkit::{ReplayServer, Reply};
+use kite_testkit::{ReplayServer, Reply, fixture};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const KEY: &str = "sk-cassette-test-0123456789abcdefSECRET";
-
-fn fixture(path: &str) -> Vec<u8> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire");
-    std::fs::read(root.join(path)).unwrap()
-}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kite-cassette-{}-{name}", std::process::id()));

@@ -18,9 +18,7 @@ use std::time::Duration;
 const KEY: &str = "sk-test-responses-0123456789SECRET";
 
 fn fixture(case: &str, file: &str) -> Vec<u8> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/wire/openai/responses");
-    std::fs::read(root.join(case).join(file)).unwrap()
+    kite_testkit::fixture(&format!("openai/responses/{case}/{file}"))
 }
 
 fn model(server: &ReplayServer) -> OpenAiResponses {

@@ -9,15 +9,10 @@ use kite::{
     ApiErrorKind, Error, Event, FinishReason, Message, Model, OpenAiCompatible, Request,
     TransportErrorKind,
 };
-use kite_testkit::{ReplayServer, Reply};
+use kite_testkit::{ReplayServer, Reply, fixture};
 use std::time::{Duration, Instant};
 
 const KEY: &str = "sk-test-0123456789abcdefSECRET";
-
-fn fixture(path: &str) -> Vec<u8> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire");
-    std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 fn fast_retries() -> RetryPolicy {
     RetryPolicy {
