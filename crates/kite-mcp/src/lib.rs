@@ -1,0 +1,22 @@
+//! MCP servers as a source of kite tools.
+//!
+//! A [`Hub`] connects to many Model Context Protocol servers at once, over stdio (a child
+//! process whose stderr goes to the log) or Streamable HTTP, and offers their tools to the
+//! agent loop under one set of names. It watches each server: a process that exits or a
+//! connection that drops retires the server's tools at once and starts reconnecting with
+//! backoff; a call that finds its server gone reconnects and is retried once; a periodic ping
+//! finds servers that hang. `notifications/tools/list_changed` refreshes the tool list.
+//!
+//! The protocol is spoken by `rmcp`, the official Rust SDK; none of its types appear in
+//! this crate's API, so its changes stay here.
+
+mod config;
+mod error;
+mod hub;
+mod session;
+mod tool;
+
+pub use config::{ServerConfig, TransportConfig};
+pub use error::Error;
+pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
+pub use session::CallResult;

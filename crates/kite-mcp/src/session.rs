@@ -1,0 +1,351 @@
+//! One live session with one server over rmcp: started, handshaken, and watched until it
+//! ends. Everything rmcp-specific that the hub needs passes through here.
+//!
+//! kite speaks protocol 2025-11-25, where roots and logging are current; rmcp marks them
+//! deprecated for the 2026 protocol.
+#![allow(deprecated)]
+
+use crate::config::{ServerConfig, TransportConfig};
+use crate::error::Error;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ListRootsResult, LoggingMessageNotificationParam, PingRequest, ProtocolVersion,
+    Root, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
+};
+use rmcp::transport::{
+    StreamableHttpClientTransport, TokioChildProcess,
+    streamable_http_client::StreamableHttpClientTransportConfig,
+};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The protocol version kite asks for; a server may answer with an older one kite knows.
+pub(crate) const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// What a session tells the hub, tagged with the server and the session's generation.
+#[derive(Debug)]
+pub(crate) enum Notice {
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// The session ended: the process exited, the connection closed.
+    Closed,
+}
+
+pub(crate) type Notices = mpsc::UnboundedSender<(String, u64, Notice)>;
+
+/// A tool as the server lists it.
+#[derive(Clone, Debug)]
+pub(crate) struct RemoteTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// A tool's answer: MCP content blocks and structured content, as JSON, and whether the
+/// tool failed (`isError`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallResult {
+    pub content: Vec<Value>,
+    pub structured: Option<Value>,
+    pub is_error: bool,
+}
+
+/// A live session.
+pub(crate) struct Session {
+    peer: Peer<RoleClient>,
+    /// Ends the session (and the stdio child) when cancelled or dropped.
+    stop: CancellationToken,
+    pub protocol: String,
+    pub server_name: String,
+    /// The process id of a stdio server.
+    pub pid: Option<u32>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+#[derive(Clone)]
+struct Handler {
+    server: String,
+    generation: u64,
+    notices: Notices,
+    roots: Arc<Vec<Root>>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(serde_json::json!({"roots": {"listChanged": false}}))
+                .unwrap_or_default();
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("kite", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(PROTOCOL)
+    }
+
+    fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<ListRootsResult, rmcp::ErrorData>> + Send + '_ {
+        std::future::ready(Ok(ListRootsResult::new(self.roots.as_ref().clone())))
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self
+            .notices
+            .send((self.server.clone(), self.generation, Notice::ToolsChanged));
+        std::future::ready(())
+    }
+
+    fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        tracing::info!(server = %self.server, logger = ?params.logger, "{}", params.data);
+        std::future::ready(())
+    }
+}
+
+impl Session {
+    /// Starts or reaches the server, negotiates the protocol, and watches the session: when
+    /// it ends, `notices` hears `Closed` at once.
+    pub async fn connect(
+        server: &str,
+        config: &ServerConfig,
+        generation: u64,
+        roots: Arc<Vec<Root>>,
+        notices: Notices,
+    ) -> Result<Self, Error> {
+        let connect_error = |message: String| Error::Connect {
+            server: server.to_owned(),
+            message,
+        };
+        let handler = Handler {
+            server: server.to_owned(),
+            generation,
+            notices: notices.clone(),
+            roots,
+        };
+        let mut pid = None;
+        let service = match &config.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env).kill_on_drop(true);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (child, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| connect_error(format!("cannot start {command:?}: {e}")))?;
+                pid = child.id();
+                if let Some(stderr) = stderr {
+                    let server = server.to_owned();
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::info!(server = %server, "stderr: {line}");
+                        }
+                    });
+                }
+                handler.serve(child).await
+            }
+            TransportConfig::Http {
+                url,
+                headers,
+                bearer_token,
+                bearer_token_env,
+            } => {
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    let name = http::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| connect_error(format!("header {k:?}: {e}")))?;
+                    let mut value = http::HeaderValue::from_str(v)
+                        .map_err(|e| connect_error(format!("header {k:?}: {e}")))?;
+                    value.set_sensitive(true);
+                    custom.insert(name, value);
+                }
+                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let token = match bearer_token_env {
+                    Some(var) => Some(std::env::var(var).map_err(|_| {
+                        connect_error(format!("{var} (its bearer token) is not set"))
+                    })?),
+                    None => bearer_token.clone(),
+                };
+                if let Some(token) = token {
+                    cfg = cfg.auth_header(token);
+                }
+                handler
+                    .serve(StreamableHttpClientTransport::from_config(cfg))
+                    .await
+            }
+        };
+        let service = service.map_err(|e| connect_error(e.to_string()))?;
+        let peer = service.peer().clone();
+        let info = peer.peer_info();
+        let protocol = info
+            .as_ref()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default();
+        let server_name = info
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()))
+            .unwrap_or_default();
+        let stop = CancellationToken::new();
+        let watch = stop.clone();
+        let id = server.to_owned();
+        tokio::spawn(async move {
+            let cancel = service.cancellation_token();
+            let reason = tokio::select! {
+                r = service.waiting() => format!("{r:?}"),
+                _ = watch.cancelled() => {
+                    cancel.cancel();
+                    return;
+                }
+            };
+            tracing::warn!(server = %id, reason, "MCP session ended");
+            let _ = notices.send((id, generation, Notice::Closed));
+        });
+        Ok(Self {
+            peer,
+            stop,
+            protocol,
+            server_name,
+            pid,
+        })
+    }
+
+    fn error(&self, server: &str, what: &str, e: ServiceError) -> Error {
+        let server = server.to_owned();
+        match e {
+            ServiceError::McpError(data) => Error::Server {
+                server,
+                code: data.code.0,
+                message: data.message.to_string(),
+            },
+            ServiceError::Timeout { timeout } => Error::Timeout {
+                server,
+                what: what.to_owned(),
+                seconds: timeout.as_secs(),
+            },
+            ServiceError::Cancelled { .. } => Error::Cancelled {
+                server,
+                what: what.to_owned(),
+            },
+            other => Error::Disconnected {
+                server,
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// Every tool the server offers (all pages).
+    pub async fn tools(&self, server: &str) -> Result<Vec<RemoteTool>, Error> {
+        let tools = self
+            .peer
+            .list_all_tools()
+            .await
+            .map_err(|e| self.error(server, "tools/list", e))?;
+        Ok(tools
+            .into_iter()
+            .map(|t| RemoteTool {
+                name: t.name.to_string(),
+                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                input_schema: Value::Object(t.input_schema.as_ref().clone()),
+            })
+            .collect())
+    }
+
+    /// `ping`, with a deadline.
+    pub async fn ping(&self, server: &str, timeout: Duration) -> Result<(), Error> {
+        let request = ClientRequest::PingRequest(PingRequest::default());
+        let handle = self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+            .map_err(|e| self.error(server, "ping", e))?;
+        handle
+            .await_response()
+            .await
+            .map(|_| ())
+            .map_err(|e| self.error(server, "ping", e))
+    }
+
+    /// Calls tool `name`. The deadline `timeout` starts again on each progress
+    /// notification; when `cancel` fires first, the server is sent
+    /// `notifications/cancelled`.
+    pub async fn call(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<CallResult, Error> {
+        let what = format!("tools/call {name}");
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(args) = arguments {
+            params = params.with_arguments(args);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = PeerRequestOptions::with_timeout(timeout).reset_timeout_on_progress();
+        let handle = self
+            .peer
+            .send_cancellable_request(request, options)
+            .await
+            .map_err(|e| self.error(server, &what, e))?;
+        let peer = handle.peer.clone();
+        let id = handle.id.clone();
+        let answer = tokio::select! {
+            r = handle.await_response() => r,
+            _ = cancel.cancelled() => {
+                let note = rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("cancelled by the caller".into()),
+                );
+                let _ = peer.notify_cancelled(note).await;
+                return Err(Error::Cancelled { server: server.to_owned(), what });
+            }
+        };
+        match answer.map_err(|e| self.error(server, &what, e))? {
+            ServerResult::CallToolResult(r) => {
+                let v = serde_json::to_value(&r).unwrap_or(Value::Null);
+                Ok(CallResult {
+                    content: v["content"].as_array().cloned().unwrap_or_default(),
+                    structured: v.get("structuredContent").cloned(),
+                    is_error: v["isError"].as_bool().unwrap_or(false),
+                })
+            }
+            other => Err(Error::Server {
+                server: server.to_owned(),
+                code: -32603,
+                message: format!("tools/call answered with {other:?}"),
+            }),
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The hub against real MCP servers: the npm reference servers over stdio, and a server built
+//! with the official Python SDK. `scripts/setup.sh` installs them (into
+//! `~/.cache/kite/mcp-peers`, or `KITE_MCP_PEERS`).
+
+use kite_agent::{Agent, ToolSet};
+use kite_core::{Part, Role};
+use kite_mcp::{Hub, HubOptions, ServerConfig, ServerStatus};
+use kite_testkit::ScriptedModel;
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn peers() -> PathBuf {
+    let dir = std::env::var_os("KITE_MCP_PEERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+            cache.join("kite/mcp-peers")
+        });
+    assert!(
+        dir.join("node_modules/.bin/mcp-server-everything").exists(),
+        "the MCP test servers are not installed in {}; run scripts/setup.sh",
+        dir.display()
+    );
+    dir
+}
+
+fn everything() -> ServerConfig {
+    let bin = peers().join("node_modules/.bin/mcp-server-everything");
+    ServerConfig::stdio(bin.to_string_lossy(), ["stdio"])
+}
+
+fn python() -> ServerConfig {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_server.py");
+    ServerConfig::stdio(
+        peers().join("venv/bin/python").to_string_lossy(),
+        [script.to_string_lossy().into_owned()],
+    )
+}
+
+fn text(r: &kite_mcp::CallResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn pid(hub: &Hub, id: &str) -> u32 {
+    let report = hub.servers().into_iter().find(|s| s.id == id).unwrap();
+    match report.status {
+        ServerStatus::Up { pid: Some(pid), .. } => pid,
+        other => panic!("{id}: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn everything_over_stdio_negotiates_lists_and_calls() {
+    let hub = Hub::new();
+    hub.add("everything", everything()).await.unwrap();
+    let report = &hub.servers()[0];
+    match &report.status {
+        ServerStatus::Up { protocol, name, .. } => {
+            assert_eq!(protocol, "2025-11-25");
+            assert!(name.contains("everything"), "{name}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let names: Vec<&str> = report.tools.iter().map(|t| t.0.as_str()).collect();
+    for want in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "get-structured-content",
+    ] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+
+    let echo = hub
+        .call("everything", "echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "Echo: hi");
+    assert!(!echo.is_error);
+    let sum = hub
+        .call("everything", "get-sum", json!({"a": 2, "b": 40}))
+        .await
+        .unwrap();
+    assert!(text(&sum).contains("42"), "{sum:?}");
+    let image = hub
+        .call("everything", "get-tiny-image", json!({}))
+        .await
+        .unwrap();
+    assert!(
+        image
+            .content
+            .iter()
+            .any(|b| b["type"] == "image" && b["data"].as_str().is_some_and(|d| !d.is_empty()))
+    );
+    let structured = hub
+        .call(
+            "everything",
+            "get-structured-content",
+            json!({"location": "New York"}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        structured
+            .structured
+            .as_ref()
+            .is_some_and(|v| v.is_object()),
+        "{structured:?}"
+    );
+
+    // As kite tools: images stay images.
+    let tools = hub.tools::<()>();
+    let tiny = tools
+        .iter()
+        .find(|t| t.spec().name == "get-tiny-image")
+        .unwrap();
+    let ctx = kite_agent::ToolContext {
+        context: std::sync::Arc::new(()),
+        call_id: "c1".into(),
+        cancel: Default::default(),
+    };
+    let out = tiny.call(json!({}), ctx).await.unwrap();
+    assert!(
+        out.content.iter().any(|p| matches!(p, Part::Image { .. })),
+        "{out:?}"
+    );
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn a_killed_stdio_server_is_reconnected_and_the_call_succeeds() {
+    let hub = Hub::with_options(HubOptions {
+        reconnect_initial: Duration::from_secs(30),
+        ..HubOptions::default()
+    });
+    hub.add("everything", everything()).await.unwrap();
+    let first = pid(&hub, "everything");
+    assert_eq!(
+        text(
+            &hub.call("everything", "echo", json!({"message": "one"}))
+                .await
+                .unwrap()
+        ),
+        "Echo: one"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let second = hub
+        .call("everything", "echo", json!({"message": "two"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&second), "Echo: two");
+    assert_ne!(pid(&hub, "everything"), first, "a new process serves it");
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn the_exit_of_a_server_is_noticed_at_once_and_its_tools_retired() {
+    let hub = Hub::with_options(HubOptions {
+        reconnect_initial: Duration::from_secs(60),
+        ..HubOptions::default()
+    });
+    let set: ToolSet = ToolSet::new();
+    hub.add("everything", everything()).await.unwrap();
+    hub.bind(&set);
+    assert!(set.specs().iter().any(|s| s.name == "echo"));
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid(&hub, "everything").to_string()])
+        .status()
+        .unwrap();
+    let mut waited = 0;
+    while !set.specs().is_empty() {
+        assert!(waited < 100, "tools still offered: {:?}", set.specs().len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(matches!(hub.servers()[0].status, ServerStatus::Down { .. }));
+    // A call brings it back, and the tools with it.
+    hub.call("everything", "echo", json!({"message": "back"}))
+        .await
+        .unwrap();
+    assert!(set.specs().iter().any(|s| s.name == "echo"));
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn a_path_outside_the_filesystem_root_is_a_tool_error() {
+    let root = std::env::temp_dir().join(format!("kite-mcp-fs-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("note.txt"), "kept here").unwrap();
+    let bin = peers().join("node_modules/.bin/mcp-server-filesystem");
+    let hub = Hub::new();
+    hub.add(
+        "files",
+        ServerConfig::stdio(bin.to_string_lossy(), [root.to_string_lossy().into_owned()]),
+    )
+    .await
+    .unwrap();
+    let inside = hub
+        .call(
+            "files",
+            "read_text_file",
+            json!({"path": root.join("note.txt")}),
+        )
+        .await
+        .unwrap();
+    assert!(!inside.is_error);
+    assert_eq!(text(&inside), "kept here");
+    let outside = hub
+        .call("files", "read_text_file", json!({"path": "/etc/hostname"}))
+        .await
+        .unwrap();
+    assert!(outside.is_error, "{outside:?}");
+    assert!(
+        text(&outside).contains("outside allowed directories"),
+        "{outside:?}"
+    );
+    hub.shutdown();
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn clashing_names_get_prefixes_lists_filter_and_a_failing_tool_is_an_error() {
+    let hub = Hub::new();
+    hub.add("everything", everything().allow(["echo", "get-sum"]))
+        .await
+        .unwrap();
+    hub.add("py", python().prefix("python").reject(["add"]))
+        .await
+        .unwrap();
+    let mut names: Vec<String> = hub
+        .tools::<()>()
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["everything_echo", "fail", "get-sum", "python_echo"]);
+
+    let failed = hub
+        .call("py", "fail", json!({"reason": "on purpose"}))
+        .await
+        .unwrap();
+    assert!(failed.is_error);
+    // The Python SDK names the tool and keeps the exception's message to itself.
+    assert!(
+        text(&failed).contains("Error executing tool fail"),
+        "{failed:?}"
+    );
+    assert_eq!(
+        text(
+            &hub.call("py", "echo", json!({"message": "py"}))
+                .await
+                .unwrap()
+        ),
+        "Echo: py"
+    );
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn a_scripted_model_calls_an_mcp_tool_and_gets_its_real_result() {
+    let hub = Hub::new();
+    hub.add("everything", everything()).await.unwrap();
+    let model = ScriptedModel::new()
+        .tool_calls(&[("call_1", "get-sum", json!({"a": 19, "b": 23}))])
+        .text("The sum is 42.");
+    let agent = Agent::new(model, "scripted");
+    hub.bind(agent.tools());
+    let run = agent.ask("What is 19 + 23?").await.unwrap();
+    let result = run
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .flat_map(|m| m.parts.iter())
+        .find_map(|p| match p {
+            Part::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(!result.is_error);
+    assert!(result.text_content().contains("42"), "{result:?}");
+    hub.shutdown();
+}
