@@ -2,24 +2,17 @@
 //! OpenAI exchange (a streamed tool call, then the streamed answer to its result), and the
 //! request kite sends in between must be the one the recording holds.
 
+mod common;
+use common::weather;
+
 use kite::http::{ReqwestTransport, RetryPolicy, Timeouts};
 use kite::wire::openai_chat::Dialect;
-use kite::{Agent, AgentEvent, Message, OpenAiCompatible, Part, StopReason, StreamExt, tool};
+use kite::{Agent, AgentEvent, Message, OpenAiCompatible, Part, StopReason, StreamExt};
 use kite_testkit::{ReplayServer, Reply, fixture};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::Value;
 use std::time::Duration;
 
 const DIR: &str = "openai/chat-completions";
-
-#[derive(Deserialize, JsonSchema)]
-struct Coordinates {
-    /// Latitude (e.g., 52.5200)
-    latitude: String,
-    /// Longitude (e.g., 13.4050)
-    longitude: String,
-}
 
 async fn agent(server: &ReplayServer) -> Agent {
     let transport = ReqwestTransport::new(Timeouts::default()).unwrap();
@@ -28,21 +21,6 @@ async fn agent(server: &ReplayServer) -> Agent {
         .transport(transport)
         .retry(RetryPolicy::none());
     Agent::new(model, "gpt-5-nano").tool(weather())
-}
-
-/// The tool both recordings were made with; its answer is the one recorded.
-fn weather() -> impl kite::Tool {
-    tool(
-        "weather",
-        "Gets current weather for a location",
-        |c: Coordinates, _| async move {
-            Ok(format!(
-                "Current weather at {}, {}: 15°C, Wind: 10 km/h",
-                c.latitude, c.longitude
-            )
-            .into())
-        },
-    )
 }
 
 fn server_replies() -> Vec<Reply> {

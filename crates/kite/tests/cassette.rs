@@ -1,13 +1,14 @@
 //! Cassettes: traffic recorded from a loopback server replays with the server gone, a changed
 //! prompt fails with a diff, nothing secret reaches disk, and re-recording gives the same bytes.
 
+mod common;
+use common::weather;
+
 use kite::http::cassette::{Cassette, Mode, Rules};
 use kite::http::{ReqwestTransport, RetryPolicy, Timeouts};
 use kite::wire::openai_chat::Dialect;
-use kite::{Agent, Event, Message, Model, OpenAiCompatible, Request, StreamExt, tool};
+use kite::{Agent, Event, Message, Model, OpenAiCompatible, Request, StreamExt};
 use kite_testkit::{ReplayServer, Reply, fixture};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -31,25 +32,8 @@ fn model(base: &str, c: Cassette) -> OpenAiCompatible {
         .retry(RetryPolicy::none())
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct Coordinates {
-    latitude: String,
-    longitude: String,
-}
-
 fn agent(m: OpenAiCompatible, system: &str) -> Agent {
-    let weather = tool(
-        "weather",
-        "Gets current weather for a location",
-        |c: Coordinates, _| async move {
-            Ok(format!(
-                "Current weather at {}, {}: 15°C, Wind: 10 km/h",
-                c.latitude, c.longitude
-            )
-            .into())
-        },
-    );
-    Agent::new(m, "gpt-5-nano").system(system).tool(weather)
+    Agent::new(m, "gpt-5-nano").system(system).tool(weather())
 }
 
 fn replies() -> Vec<Reply> {
