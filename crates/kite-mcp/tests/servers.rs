@@ -40,6 +40,124 @@ fn python() -> ServerConfig {
     )
 }
 
+/// A server over Streamable HTTP on 127.0.0.1, stopped when dropped.
+struct Served {
+    child: std::process::Child,
+    port: u16,
+    args: Vec<String>,
+    program: String,
+    env: Vec<(String, String)>,
+}
+
+impl Served {
+    fn start(program: String, args: Vec<String>, env: Vec<(String, String)>, port: u16) -> Self {
+        let mut cmd = std::process::Command::new(&program);
+        cmd.args(&args)
+            .envs(env.iter().cloned())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let child = cmd.spawn().unwrap();
+        let served = Self {
+            child,
+            port,
+            args,
+            program,
+            env,
+        };
+        served.wait_ready();
+        served
+    }
+
+    /// server-everything's Streamable HTTP mode, kept on loopback by `loopback.cjs`.
+    fn everything() -> Self {
+        let port = free_port();
+        let loopback = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/loopback.cjs");
+        let bin = peers().join("node_modules/.bin/mcp-server-everything");
+        Self::start(
+            "node".into(),
+            vec![
+                "--require".into(),
+                loopback.to_string_lossy().into_owned(),
+                bin.to_string_lossy().into_owned(),
+                "streamableHttp".into(),
+            ],
+            vec![("PORT".into(), port.to_string())],
+            port,
+        )
+    }
+
+    /// The Python SDK server; `mode` is `streamable-http` or `streamable-http-json`.
+    fn python(mode: &str) -> Self {
+        let port = free_port();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_server.py");
+        Self::start(
+            peers()
+                .join("venv/bin/python")
+                .to_string_lossy()
+                .into_owned(),
+            vec![
+                script.to_string_lossy().into_owned(),
+                mode.into(),
+                port.to_string(),
+            ],
+            vec![],
+            port,
+        )
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn wait_ready(&self) {
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{} did not listen on {}", self.program, self.port);
+    }
+
+    /// Stops the server and starts a new one on the same port: every session is forgotten.
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        *self = Self::start(
+            self.program.clone(),
+            self.args.clone(),
+            self.env.clone(),
+            self.port,
+        );
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The hub's log in the test output, filtered by `RUST_LOG`.
+fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 fn text(r: &kite_mcp::CallResult) -> String {
     r.content
         .iter()
@@ -290,4 +408,75 @@ async fn a_scripted_model_calls_an_mcp_tool_and_gets_its_real_result() {
     assert!(!result.is_error);
     assert!(result.text_content().contains("42"), "{result:?}");
     hub.shutdown();
+}
+
+/// A server restarted on its port forgets every session: server-everything then answers
+/// 400 with an id-less error, the Python SDK 404. Either way the next call starts a new
+/// session and succeeds.
+#[tokio::test]
+async fn http_servers_survive_a_restart_that_forgets_the_session() {
+    logs();
+    for (mut server, tool, args) in [
+        (Served::everything(), "get-sum", json!({"a": 2, "b": 40})),
+        (
+            Served::python("streamable-http"),
+            "add",
+            json!({"a": 2, "b": 40}),
+        ),
+    ] {
+        let hub = Hub::with_options(HubOptions {
+            reconnect_initial: Duration::from_secs(60),
+            ..HubOptions::default()
+        });
+        hub.add("s", ServerConfig::http(server.url()))
+            .await
+            .unwrap();
+        match &hub.servers()[0].status {
+            ServerStatus::Up { protocol, pid, .. } => {
+                assert!(
+                    ["2025-11-25", "2025-06-18"].contains(&protocol.as_str()),
+                    "{protocol}"
+                );
+                assert_eq!(*pid, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        let sum = hub.call("s", tool, args.clone()).await.unwrap();
+        assert!(text(&sum).contains("42"), "{sum:?}");
+
+        server.restart();
+        let again = hub.call("s", tool, args).await.unwrap();
+        assert!(text(&again).contains("42"), "{}: {again:?}", server.program);
+        assert!(matches!(hub.servers()[0].status, ServerStatus::Up { .. }));
+        hub.shutdown();
+    }
+}
+
+#[tokio::test]
+async fn python_over_http_gets_headers_and_token_in_sse_and_json_modes() {
+    for mode in ["streamable-http", "streamable-http-json"] {
+        let server = Served::python(mode);
+        let hub = Hub::new();
+        hub.add(
+            "py",
+            ServerConfig::http(server.url())
+                .header("X-Team", "kite")
+                .bearer_token("t0ken"),
+        )
+        .await
+        .unwrap();
+        let seen = hub.call("py", "headers", json!({})).await.unwrap();
+        let seen: serde_json::Value = serde_json::from_str(&text(&seen)).unwrap();
+        assert_eq!(
+            seen,
+            json!({"x-team": "kite", "authorization": "Bearer t0ken"}),
+            "{mode}"
+        );
+        let failed = hub
+            .call("py", "fail", json!({"reason": "no"}))
+            .await
+            .unwrap();
+        assert!(failed.is_error, "{mode}");
+        hub.shutdown();
+    }
 }
