@@ -5,9 +5,11 @@
 //! unanswered) retires the server's tools at once and starts reconnecting with backoff; a
 //! call that finds its server gone reconnects and is retried once.
 
+use crate::catalog::{Prompt, PromptMessages, Resource, ResourceContent};
 use crate::config::ServerConfig;
 use crate::error::Error;
-use crate::session::{CallResult, Notice, RemoteTool, Session};
+use crate::hooks::{Elicitor, Sampler};
+use crate::session::{CallResult, Hooks, Notice, RemoteTool, Session};
 use crate::tool::McpTool;
 use kite_agent::{Tool, ToolSet};
 #[allow(deprecated)] // current in protocol 2025-11-25, which kite speaks
@@ -32,7 +34,7 @@ pub enum Prefixing {
 }
 
 /// How the hub behaves.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HubOptions {
     /// How often each live server is pinged (default 5 minutes).
     pub ping_interval: Duration,
@@ -48,6 +50,28 @@ pub struct HubOptions {
     pub prefixing: Prefixing,
     /// The roots given to servers that ask (`roots/list`): `file://` URIs and names.
     pub roots: Vec<(String, Option<String>)>,
+    /// Answers servers' `sampling/createMessage`; without it servers are told kite does
+    /// not sample.
+    pub sampler: Option<Arc<dyn Sampler>>,
+    /// Asks the user for servers' `elicitation/create`; without it servers are told kite
+    /// does not elicit.
+    pub elicitor: Option<Arc<dyn Elicitor>>,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("ping_interval", &self.ping_interval)
+            .field("ping_timeout", &self.ping_timeout)
+            .field("reconnect_initial", &self.reconnect_initial)
+            .field("reconnect_max", &self.reconnect_max)
+            .field("call_timeout", &self.call_timeout)
+            .field("prefixing", &self.prefixing)
+            .field("roots", &self.roots)
+            .field("sampler", &self.sampler.is_some())
+            .field("elicitor", &self.elicitor.is_some())
+            .finish()
+    }
 }
 
 impl Default for HubOptions {
@@ -60,6 +84,8 @@ impl Default for HubOptions {
             call_timeout: Duration::from_secs(60),
             prefixing: Prefixing::OnClash,
             roots: Vec::new(),
+            sampler: None,
+            elicitor: None,
         }
     }
 }
@@ -111,7 +137,7 @@ pub(crate) struct Exposed {
 #[allow(deprecated)]
 pub(crate) struct Inner {
     options: HubOptions,
-    roots: Arc<Vec<Root>>,
+    hooks: Hooks,
     slots: Mutex<BTreeMap<String, Slot>>,
     listeners: Mutex<Vec<Listener>>,
     notices: mpsc::UnboundedSender<(String, u64, Notice)>,
@@ -168,8 +194,12 @@ impl Hub {
             .collect();
         Self {
             inner: Arc::new(Inner {
+                hooks: Hooks {
+                    roots: Arc::new(roots),
+                    sampler: options.sampler.clone(),
+                    elicitor: options.elicitor.clone(),
+                },
                 options,
-                roots: Arc::new(roots),
                 slots: Mutex::new(BTreeMap::new()),
                 listeners: Mutex::new(Vec::new()),
                 notices: tx,
@@ -289,6 +319,49 @@ impl Hub {
         let timeout = self.inner.timeout_of(server)?;
         self.inner
             .call(server, tool, arguments, timeout, &CancellationToken::new())
+            .await
+    }
+
+    /// The resources server `server` offers.
+    pub async fn resources(&self, server: &str) -> Result<Vec<Resource>, Error> {
+        self.inner
+            .with_session(server, |s| async move { s.resources(server).await })
+            .await
+    }
+
+    /// Reads resource `uri` from server `server`.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<Vec<ResourceContent>, Error> {
+        self.inner
+            .with_session(
+                server,
+                |s| async move { s.read_resource(server, uri).await },
+            )
+            .await
+    }
+
+    /// The prompts server `server` offers.
+    pub async fn prompts(&self, server: &str) -> Result<Vec<Prompt>, Error> {
+        self.inner
+            .with_session(server, |s| async move { s.prompts(server).await })
+            .await
+    }
+
+    /// Prompt `name` of server `server`, filled in with `arguments` (strings by name).
+    pub async fn prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<PromptMessages, Error> {
+        let arguments = &arguments;
+        self.inner
+            .with_session(server, |s| async move {
+                s.prompt(server, name, arguments).await
+            })
             .await
     }
 
@@ -474,7 +547,7 @@ impl Inner {
                 server,
                 &config,
                 generation,
-                self.roots.clone(),
+                self.hooks.clone(),
                 self.notices.clone(),
             )
             .await?;
@@ -506,15 +579,13 @@ impl Inner {
         Ok(session)
     }
 
-    /// Calls a tool; when the server was lost, reconnects and retries once.
-    pub(crate) async fn call(
-        self: &Arc<Self>,
-        server: &str,
-        tool: &str,
-        arguments: serde_json::Value,
-        timeout: Duration,
-        cancel: &CancellationToken,
-    ) -> Result<CallResult, Error> {
+    /// Runs `op` on `server`'s session; when the server was lost, reconnects and runs it
+    /// once more.
+    async fn with_session<T, F, Fut>(self: &Arc<Self>, server: &str, op: F) -> Result<T, Error>
+    where
+        F: Fn(Arc<Session>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
         let (session, generation) = {
             let slots = self.lock();
             let slot = slots
@@ -526,18 +597,30 @@ impl Inner {
             Some(s) => s,
             None => self.reconnect(server, generation).await?,
         };
-        match session
-            .call(server, tool, arguments.clone(), timeout, cancel)
-            .await
-        {
+        match op(session).await {
             Err(e) if e.is_disconnect() => {
-                tracing::warn!(server, error = %e, "call failed on a lost connection; reconnecting");
+                tracing::warn!(server, error = %e, "lost the connection; reconnecting");
                 let generation = self.lock().get(server).map_or(0, |s| s.generation);
-                let session = self.reconnect(server, generation).await?;
-                session.call(server, tool, arguments, timeout, cancel).await
+                op(self.reconnect(server, generation).await?).await
             }
             other => other,
         }
+    }
+
+    /// Calls a tool; when the server was lost, reconnects and retries once.
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        server: &str,
+        tool: &str,
+        arguments: serde_json::Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<CallResult, Error> {
+        self.with_session(server, |s| {
+            let arguments = arguments.clone();
+            async move { s.call(server, tool, arguments, timeout, cancel).await }
+        })
+        .await
     }
 
     /// The tools of live servers under the names the model sees.

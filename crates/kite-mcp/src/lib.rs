@@ -10,13 +10,17 @@
 //! The protocol is spoken by `rmcp`, the official Rust SDK; none of its types appear in
 //! this crate's API, so its changes stay here.
 
+mod catalog;
 mod config;
 mod error;
+mod hooks;
 mod hub;
 mod session;
 mod tool;
 
+pub use catalog::{Prompt, PromptArgument, PromptMessages, Resource, ResourceContent};
 pub use config::{ServerConfig, TransportConfig};
 pub use error::Error;
+pub use hooks::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
 pub use session::CallResult;

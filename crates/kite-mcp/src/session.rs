@@ -5,12 +5,15 @@
 //! deprecated for the 2026 protocol.
 #![allow(deprecated)]
 
+use crate::catalog::{Prompt, PromptMessages, Resource, ResourceContent};
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
+use crate::hooks::{ElicitAnswer, Elicitation, Elicitor, Sampler, with_defaults};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ListRootsResult, LoggingMessageNotificationParam, PingRequest, ProtocolVersion,
-    Root, ServerResult,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation, ListRootsResult, LoggingMessageNotificationParam,
+    PingRequest, ProtocolVersion, ReadResourceRequestParams, Root, ServerResult,
 };
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::{
@@ -86,14 +89,28 @@ struct Handler {
     server: String,
     generation: u64,
     notices: Notices,
-    roots: Arc<Vec<Root>>,
+    hooks: Hooks,
+}
+
+/// What the hub gives each session to answer servers' requests with.
+#[derive(Clone, Default)]
+pub(crate) struct Hooks {
+    pub roots: Arc<Vec<Root>>,
+    pub sampler: Option<Arc<dyn Sampler>>,
+    pub elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = serde_json::json!({"roots": {"listChanged": false}});
+        if self.hooks.sampler.is_some() {
+            capabilities["sampling"] = serde_json::json!({});
+        }
+        if self.hooks.elicitor.is_some() {
+            capabilities["elicitation"] = serde_json::json!({"form": {}});
+        }
         let capabilities: ClientCapabilities =
-            serde_json::from_value(serde_json::json!({"roots": {"listChanged": false}}))
-                .unwrap_or_default();
+            serde_json::from_value(capabilities).unwrap_or_default();
         ClientConfig::new(
             capabilities,
             Implementation::new("kite", env!("CARGO_PKG_VERSION")),
@@ -105,7 +122,58 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<ListRootsResult, rmcp::ErrorData>> + Send + '_ {
-        std::future::ready(Ok(ListRootsResult::new(self.roots.as_ref().clone())))
+        std::future::ready(Ok(ListRootsResult::new(self.hooks.roots.as_ref().clone())))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        let Some(sampler) = &self.hooks.sampler else {
+            return Err(rmcp::ErrorData::method_not_found::<
+                rmcp::model::CreateMessageRequestMethod,
+            >());
+        };
+        let params = serde_json::to_value(&params).unwrap_or_default();
+        let request = crate::hooks::sampling_request(&params);
+        let response = sampler
+            .sample(&self.server, request)
+            .await
+            .map_err(|e| rmcp::ErrorData::internal_error(format!("sampling failed: {e}"), None))?;
+        serde_json::from_value(crate::hooks::sampling_result(&response))
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let decline = || ElicitResult::new(ElicitationAction::Decline);
+        let Some(elicitor) = &self.hooks.elicitor else {
+            return Ok(decline());
+        };
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            // kite does not offer URL mode; a server that asks anyway is declined.
+            return Ok(decline());
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let asked = Elicitation {
+            message,
+            schema: schema.clone(),
+        };
+        Ok(match elicitor.elicit(&self.server, asked).await {
+            ElicitAnswer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(Value::Object(with_defaults(&schema, content))),
+            ElicitAnswer::Decline => decline(),
+            ElicitAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
     }
 
     fn on_tool_list_changed(
@@ -135,7 +203,7 @@ impl Session {
         server: &str,
         config: &ServerConfig,
         generation: u64,
-        roots: Arc<Vec<Root>>,
+        hooks: Hooks,
         notices: Notices,
     ) -> Result<Self, Error> {
         let connect_error = |message: String| Error::Connect {
@@ -146,7 +214,7 @@ impl Session {
             server: server.to_owned(),
             generation,
             notices: notices.clone(),
-            roots,
+            hooks,
         };
         let mut pid = None;
         let service = match &config.transport {
@@ -283,6 +351,78 @@ impl Session {
                 input_schema: Value::Object(t.input_schema.as_ref().clone()),
             })
             .collect())
+    }
+
+    /// Every resource the server offers (all pages).
+    pub async fn resources(&self, server: &str) -> Result<Vec<Resource>, Error> {
+        let all = self
+            .peer
+            .list_all_resources()
+            .await
+            .map_err(|e| self.error(server, "resources/list", e))?;
+        Ok(all
+            .iter()
+            .map(|r| Resource::from_json(&serde_json::to_value(r).unwrap_or_default()))
+            .collect())
+    }
+
+    /// Reads resource `uri`.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<Vec<ResourceContent>, Error> {
+        let what = format!("resources/read {uri}");
+        let result = self
+            .peer
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .map_err(|e| self.error(server, &what, e))?;
+        ResourceContent::all_from_json(&serde_json::to_value(&result).unwrap_or_default()).map_err(
+            |message| Error::Server {
+                server: server.to_owned(),
+                code: -32603,
+                message,
+            },
+        )
+    }
+
+    /// Every prompt the server offers (all pages).
+    pub async fn prompts(&self, server: &str) -> Result<Vec<Prompt>, Error> {
+        let all = self
+            .peer
+            .list_all_prompts()
+            .await
+            .map_err(|e| self.error(server, "prompts/list", e))?;
+        Ok(all
+            .iter()
+            .map(|p| Prompt::from_json(&serde_json::to_value(p).unwrap_or_default()))
+            .collect())
+    }
+
+    /// Prompt `name` filled in with `arguments`.
+    pub async fn prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: &serde_json::Map<String, Value>,
+    ) -> Result<PromptMessages, Error> {
+        let what = format!("prompts/get {name}");
+        let params =
+            serde_json::from_value(serde_json::json!({"name": name, "arguments": arguments}))
+                .map_err(|e| Error::Server {
+                    server: server.to_owned(),
+                    code: -32602,
+                    message: format!("{what}: {e}"),
+                })?;
+        let result = self
+            .peer
+            .get_prompt(params)
+            .await
+            .map_err(|e| self.error(server, &what, e))?;
+        Ok(PromptMessages::from_json(
+            &serde_json::to_value(&result).unwrap_or_default(),
+        ))
     }
 
     /// `ping`, with a deadline.

@@ -77,7 +77,9 @@ pub(crate) fn output<C>(result: CallResult) -> ToolOutput<C> {
     }
 }
 
-fn part(block: &Value) -> Part {
+/// An MCP content block as a kite part: text and images as they are, other blocks as
+/// their JSON.
+pub(crate) fn part(block: &Value) -> Part {
     match block["type"].as_str() {
         Some("text") => Part::text(block["text"].as_str().unwrap_or_default()),
         Some("image") => Part::image_base64(

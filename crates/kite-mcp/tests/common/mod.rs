@@ -1,0 +1,176 @@
+//! Real MCP servers for the tests, as `scripts/setup.sh` installs them (into
+//! `~/.cache/kite/mcp-peers`, or `KITE_MCP_PEERS`).
+#![allow(dead_code)]
+
+use kite_mcp::{Hub, ServerConfig, ServerStatus};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub fn peers() -> PathBuf {
+    let dir = std::env::var_os("KITE_MCP_PEERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+            cache.join("kite/mcp-peers")
+        });
+    assert!(
+        dir.join("node_modules/.bin/mcp-server-everything").exists(),
+        "the MCP test servers are not installed in {}; run scripts/setup.sh",
+        dir.display()
+    );
+    dir
+}
+
+pub fn everything() -> ServerConfig {
+    let bin = peers().join("node_modules/.bin/mcp-server-everything");
+    ServerConfig::stdio(bin.to_string_lossy(), ["stdio"])
+}
+
+pub fn python() -> ServerConfig {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_server.py");
+    ServerConfig::stdio(
+        peers().join("venv/bin/python").to_string_lossy(),
+        [script.to_string_lossy().into_owned()],
+    )
+}
+
+/// A server over Streamable HTTP on 127.0.0.1, stopped when dropped.
+pub struct Served {
+    child: std::process::Child,
+    pub port: u16,
+    args: Vec<String>,
+    pub program: String,
+    env: Vec<(String, String)>,
+}
+
+impl Served {
+    pub fn start(
+        program: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        port: u16,
+    ) -> Self {
+        let mut cmd = std::process::Command::new(&program);
+        cmd.args(&args)
+            .envs(env.iter().cloned())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let child = cmd.spawn().unwrap();
+        let served = Self {
+            child,
+            port,
+            args,
+            program,
+            env,
+        };
+        served.wait_ready();
+        served
+    }
+
+    /// server-everything's Streamable HTTP mode, kept on loopback by `loopback.cjs`.
+    pub fn everything() -> Self {
+        let port = free_port();
+        let loopback = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/loopback.cjs");
+        let bin = peers().join("node_modules/.bin/mcp-server-everything");
+        Self::start(
+            "node".into(),
+            vec![
+                "--require".into(),
+                loopback.to_string_lossy().into_owned(),
+                bin.to_string_lossy().into_owned(),
+                "streamableHttp".into(),
+            ],
+            vec![("PORT".into(), port.to_string())],
+            port,
+        )
+    }
+
+    /// The Python SDK server; `mode` is `streamable-http` or `streamable-http-json`.
+    pub fn python(mode: &str) -> Self {
+        let port = free_port();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_server.py");
+        Self::start(
+            peers()
+                .join("venv/bin/python")
+                .to_string_lossy()
+                .into_owned(),
+            vec![
+                script.to_string_lossy().into_owned(),
+                mode.into(),
+                port.to_string(),
+            ],
+            vec![],
+            port,
+        )
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    pub fn wait_ready(&self) {
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{} did not listen on {}", self.program, self.port);
+    }
+
+    /// Stops the server and starts a new one on the same port: every session is forgotten.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        *self = Self::start(
+            self.program.clone(),
+            self.args.clone(),
+            self.env.clone(),
+            self.port,
+        );
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The hub's log in the test output, filtered by `RUST_LOG`.
+pub fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn text(r: &kite_mcp::CallResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn pid(hub: &Hub, id: &str) -> u32 {
+    let report = hub.servers().into_iter().find(|s| s.id == id).unwrap();
+    match report.status {
+        ServerStatus::Up { pid: Some(pid), .. } => pid,
+        other => panic!("{id}: {other:?}"),
+    }
+}
