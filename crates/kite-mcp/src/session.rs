@@ -277,7 +277,14 @@ impl Session {
                     .await
             }
         };
-        let service = service.map_err(|e| connect_error(e.to_string()))?;
+        let service = service.map_err(|e| {
+            connect_error(match e {
+                rmcp::service::ClientInitializeError::TransportError { error, context } => {
+                    format!("{} ({context})", transport_message(&error))
+                }
+                other => other.to_string(),
+            })
+        })?;
         let peer = service.peer().clone();
         let info = peer.peer_info();
         let protocol = info
@@ -328,6 +335,10 @@ impl Session {
             ServiceError::Cancelled { .. } => Error::Cancelled {
                 server,
                 what: what.to_owned(),
+            },
+            ServiceError::TransportSend(error) => Error::Disconnected {
+                server,
+                message: transport_message(&error),
             },
             other => Error::Disconnected {
                 server,
@@ -491,6 +502,21 @@ impl Session {
                 message: format!("tools/call answered with {other:?}"),
             }),
         }
+    }
+}
+
+/// What went wrong in a transport, without rmcp's type names.
+fn transport_message(error: &rmcp::transport::DynamicTransportError) -> String {
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)) => {
+            "the server asks for authorization; give it a bearer token \
+             (bearer_token or bearer_token_env)"
+                .to_owned()
+        }
+        _ => error.error.to_string(),
     }
 }
 
