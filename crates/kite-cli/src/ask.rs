@@ -11,6 +11,7 @@ use kite::{
     ReasoningConfig, Request, StreamExt, ToolChoice, WireApi,
 };
 use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -57,6 +58,9 @@ pub struct AskArgs {
     /// holds until tools have run once.
     #[arg(long, value_name = "CHOICE")]
     tool_choice: Option<String>,
+    /// Leave out the MCP servers configured in kite.toml.
+    #[arg(long)]
+    no_mcp: bool,
     /// Model calls allowed before giving up.
     #[arg(long, default_value_t = 10)]
     max_turns: u32,
@@ -77,9 +81,9 @@ pub struct AskArgs {
     prompt: Vec<String>,
 }
 
-pub async fn run(args: AskArgs) -> Result<(), ExitCode> {
+pub async fn run(args: AskArgs, config: Option<&Path>) -> Result<(), ExitCode> {
     let mut out = Output::new(args.json);
-    match ask(&args, &mut out).await {
+    match ask(&args, config, &mut out).await {
         Ok(()) => Ok(()),
         Err(e) => {
             out.error(&e);
@@ -89,7 +93,7 @@ pub async fn run(args: AskArgs) -> Result<(), ExitCode> {
     }
 }
 
-async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
+async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<(), AgentError> {
     let mut prompt = args.prompt.join(" ");
     if prompt == "-" {
         prompt.clear();
@@ -107,6 +111,14 @@ async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
         "none" => ToolChoice::None,
         name => ToolChoice::Tool(name.to_owned()),
     });
+    // Configured MCP servers: their tools join the agent's, their sampling requests go to
+    // the same model.
+    let hub = match args.no_mcp {
+        true => None,
+        false => Some(
+            crate::mcp::connect(config, None, Some((model.clone(), model_name.clone()))).await?,
+        ),
+    };
     let mut agent = Agent::shared(model, model_name)
         .max_turns(args.max_turns)
         .configure(|r| {
@@ -130,6 +142,18 @@ async fn ask(args: &AskArgs, out: &mut Output) -> Result<(), AgentError> {
         }
     }
 
+    if let Some(hub) = &hub {
+        hub.bind(agent.tools());
+    }
+    let result = converse(&agent, prompt, out).await;
+    if let Some(hub) = hub {
+        hub.shutdown();
+    }
+    result
+}
+
+/// Runs the loop, printing as it goes, until it ends or Ctrl-C.
+async fn converse(agent: &Agent, prompt: String, out: &mut Output) -> Result<(), AgentError> {
     let mut stream = agent.run_stream((), vec![Message::user(prompt)]);
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);

@@ -2,7 +2,9 @@
 
 mod ask;
 mod cassette;
+mod config;
 mod endpoint;
+mod mcp;
 mod model;
 mod output;
 mod responses;
@@ -18,6 +20,10 @@ use std::process::ExitCode;
     about = "Talk to language models from the command line"
 )]
 struct Cli {
+    /// The configuration file. Default: ./kite.toml, else kite/kite.toml in the XDG
+    /// config directory.
+    #[arg(long, global = true, env = "KITE_CONFIG", value_name = "PATH")]
+    config: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -29,6 +35,9 @@ enum Command {
     /// Inspect recorded traffic (cassettes) and scan it for keys.
     #[command(subcommand)]
     Cassette(cassette::CassetteCommand),
+    /// Check the MCP servers configured in kite.toml.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Manage the embedded local model.
     #[command(subcommand)]
     Model(model::ModelCommand),
@@ -58,9 +67,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let config = cli.config.as_deref();
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Ask(args) => ask::run(*args).await,
+            Command::Ask(args) => ask::run(*args, config).await,
+            Command::Mcp(cmd) => mcp::run(cmd, config).await,
             Command::Cassette(cmd) => cassette::run(cmd),
             Command::Model(cmd) => model::run(cmd),
             Command::Responses(args) => responses::run(args).await,

@@ -1,50 +1,11 @@
 //! `kite ask` run as a user runs it, against a loopback server replaying recorded traffic.
 
+mod common;
+
+use common::{KEY, kite, run};
 use kite_testkit::{ReplayServer, Reply, fixture};
 use serde_json::Value;
 use std::time::Duration;
-use tokio::process::Command;
-
-const KEY: &str = "sk-cli-test-key-9876543210SECRET";
-
-/// The kite binary with no provider configured from the outside.
-fn kite() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kite"));
-    for var in [
-        "OPENAI_API_KEY",
-        "MISTRAL_API_KEY",
-        "OPENROUTER_API_KEY",
-        "GROQ_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "KITE_API_KEY",
-        "KITE_PROVIDER",
-        "KITE_MODEL",
-        "KITE_BASE_URL",
-        "KITE_CASSETTE",
-    ] {
-        c.env_remove(var);
-    }
-    c.env("KITE_LOG", "off");
-    c
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-async fn run(cmd: &mut Command) -> Run {
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("kite finished")
-        .expect("kite ran");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
 
 /// A recorded tool loop: a streamed call of `weather`, then the answer to its result.
 fn weather_loop() -> Vec<Reply> {

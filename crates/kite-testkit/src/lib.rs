@@ -8,6 +8,8 @@
 //! a failure — a connection reset before or after the first byte, a stream that stalls, bytes
 //! that are not HTTP. Point any kite provider's base URL at it.
 //!
+//! [`mcp`] finds the real MCP servers tests talk to.
+//!
 //! [`fixture`] reads a recorded exchange from the workspace's `testdata/wire/`.
 //!
 //! [`render::sse`] writes a [`Response`](kite_core::Response) as each provider would stream
@@ -24,6 +26,7 @@
 //! # }
 //! ```
 
+pub mod mcp;
 pub mod render;
 mod scripted;
 mod server;

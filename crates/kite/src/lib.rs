@@ -38,6 +38,10 @@ pub use kite_agent as agent;
 #[cfg(feature = "local")]
 pub use kite_local as local;
 
+/// MCP servers as tool sources (feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use kite_mcp as mcp;
+
 /// Codecs, for callers that bring their own HTTP client.
 pub use kite_wire as wire;
 

@@ -3,35 +3,17 @@
 #![allow(dead_code)]
 
 use kite_mcp::{Hub, ServerConfig, ServerStatus};
-use std::path::PathBuf;
 use std::time::Duration;
 
-pub fn peers() -> PathBuf {
-    let dir = std::env::var_os("KITE_MCP_PEERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-            cache.join("kite/mcp-peers")
-        });
-    assert!(
-        dir.join("node_modules/.bin/mcp-server-everything").exists(),
-        "the MCP test servers are not installed in {}; run scripts/setup.sh",
-        dir.display()
-    );
-    dir
-}
-
 pub fn everything() -> ServerConfig {
-    let bin = peers().join("node_modules/.bin/mcp-server-everything");
+    let bin = kite_testkit::mcp::npm_bin("mcp-server-everything");
     ServerConfig::stdio(bin.to_string_lossy(), ["stdio"])
 }
 
 pub fn python() -> ServerConfig {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_server.py");
+    let script = kite_testkit::mcp::own("py_server.py");
     ServerConfig::stdio(
-        peers().join("venv/bin/python").to_string_lossy(),
+        kite_testkit::mcp::python().to_string_lossy(),
         [script.to_string_lossy().into_owned()],
     )
 }
@@ -72,8 +54,8 @@ impl Served {
     /// server-everything's Streamable HTTP mode, kept on loopback by `loopback.cjs`.
     pub fn everything() -> Self {
         let port = free_port();
-        let loopback = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/loopback.cjs");
-        let bin = peers().join("node_modules/.bin/mcp-server-everything");
+        let loopback = kite_testkit::mcp::own("loopback.cjs");
+        let bin = kite_testkit::mcp::npm_bin("mcp-server-everything");
         Self::start(
             "node".into(),
             vec![
@@ -90,12 +72,9 @@ impl Served {
     /// The Python SDK server; `mode` is `streamable-http` or `streamable-http-json`.
     pub fn python(mode: &str) -> Self {
         let port = free_port();
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_server.py");
+        let script = kite_testkit::mcp::own("py_server.py");
         Self::start(
-            peers()
-                .join("venv/bin/python")
-                .to_string_lossy()
-                .into_owned(),
+            kite_testkit::mcp::python().to_string_lossy().into_owned(),
             vec![
                 script.to_string_lossy().into_owned(),
                 mode.into(),

@@ -1,0 +1,49 @@
+//! Running the kite binary as a user runs it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+use tokio::process::Command;
+
+pub const KEY: &str = "sk-cli-test-key-9876543210SECRET";
+
+/// The kite binary with no provider or configuration from the outside.
+pub fn kite() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kite"));
+    for var in [
+        "OPENAI_API_KEY",
+        "MISTRAL_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GROQ_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "KITE_API_KEY",
+        "KITE_PROVIDER",
+        "KITE_MODEL",
+        "KITE_BASE_URL",
+        "KITE_CASSETTE",
+        "KITE_CONFIG",
+    ] {
+        c.env_remove(var);
+    }
+    // No configuration from the machine: tests bring their own kite.toml.
+    c.env("XDG_CONFIG_HOME", "/nonexistent/kite-tests");
+    c.env("KITE_LOG", "off");
+    c
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub async fn run(cmd: &mut Command) -> Run {
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("kite finished")
+        .expect("kite ran");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
