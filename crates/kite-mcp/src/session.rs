@@ -39,6 +39,14 @@ use tokio_util::sync::CancellationToken;
 /// The protocol version kite asks for; a server may answer with an older one kite knows.
 pub(crate) const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
+/// The versions kite accepts in a server's answer, newest first.
+const SPOKEN: [ProtocolVersion; 4] = [
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2024_11_05,
+];
+
 /// What a session tells the hub, tagged with the server and the session's generation.
 #[derive(Debug)]
 pub(crate) enum Notice {
@@ -291,6 +299,13 @@ impl Session {
             .as_ref()
             .map(|i| i.protocol_version.to_string())
             .unwrap_or_default();
+        if !SPOKEN.iter().any(|v| v.to_string() == protocol) {
+            let _ = service.cancel().await;
+            return Err(connect_error(format!(
+                "the server answered with protocol {protocol:?}; kite speaks {}",
+                SPOKEN.map(|v| v.to_string()).join(", ")
+            )));
+        }
         let server_name = info
             .as_ref()
             .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()))

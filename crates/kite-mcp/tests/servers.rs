@@ -192,9 +192,14 @@ async fn clashing_names_get_prefixes_lists_filter_and_a_failing_tool_is_an_error
     hub.add("everything", everything().allow(["echo", "get-sum"]))
         .await
         .unwrap();
-    hub.add("py", python().prefix("python").reject(["add", "headers"]))
-        .await
-        .unwrap();
+    hub.add(
+        "py",
+        python()
+            .prefix("python")
+            .reject(["add", "headers", "grow", "slow", "wait_for_cancel"]),
+    )
+    .await
+    .unwrap();
     let mut names: Vec<String> = hub
         .tools::<()>()
         .iter()
@@ -318,4 +323,150 @@ async fn python_over_http_gets_headers_and_token_in_sse_and_json_modes() {
         assert!(failed.is_error, "{mode}");
         hub.shutdown();
     }
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_reaches_a_bound_tool_set() {
+    let hub = Hub::new();
+    hub.add("py", python()).await.unwrap();
+    let set: ToolSet = ToolSet::new();
+    hub.bind(&set);
+    assert!(!set.specs().iter().any(|s| s.name == "sprout"));
+    let grew = hub
+        .call("py", "grow", json!({"name": "sprout"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&grew), "added sprout");
+    let mut waited = 0;
+    while !set.specs().iter().any(|s| s.name == "sprout") {
+        assert!(waited < 100, "the new tool never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let sprout = hub.call("py", "sprout", json!({})).await.unwrap();
+    assert_eq!(text(&sprout), "I am sprout");
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn a_server_that_stops_answering_is_found_by_ping() {
+    let hub = Hub::with_options(HubOptions {
+        ping_interval: Duration::from_millis(200),
+        ping_timeout: Duration::from_millis(300),
+        reconnect_initial: Duration::from_secs(60),
+        ..HubOptions::default()
+    });
+    hub.add("everything", everything()).await.unwrap();
+    let set: ToolSet = ToolSet::new();
+    hub.bind(&set);
+    let stopped = pid(&hub, "everything");
+    let signal = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &stopped.to_string()])
+            .status()
+            .unwrap()
+    };
+    assert!(signal("-STOP").success());
+    let mut waited = 0;
+    while !set.specs().is_empty() {
+        assert!(waited < 100, "the hung server's tools are still offered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    signal("-CONT");
+    match &hub.servers()[0].status {
+        ServerStatus::Down { error } => assert!(error.contains("ping"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn progress_renews_a_call_deadline_and_silence_ends_it() {
+    let hub = Hub::new();
+    hub.add("py", python().timeout(Duration::from_millis(1500)))
+        .await
+        .unwrap();
+    // Three seconds in all, with progress every half second: within the deadline.
+    let done = hub
+        .call("py", "slow", json!({"seconds": 3, "steps": 6}))
+        .await
+        .unwrap();
+    assert_eq!(text(&done), "done");
+    // Three seconds of silence: past it.
+    let silent = hub
+        .call("py", "slow", json!({"seconds": 3, "steps": 1}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(silent, kite_mcp::Error::Timeout { .. }),
+        "{silent:?}"
+    );
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn cancelling_a_call_tells_the_server() {
+    let hub = Hub::new();
+    hub.add("py", python()).await.unwrap();
+    let marker = std::env::temp_dir().join(format!("kite-mcp-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let tool = hub
+        .tools::<()>()
+        .into_iter()
+        .find(|t| t.spec().name == "wait_for_cancel")
+        .unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let ctx = kite_agent::ToolContext {
+        context: std::sync::Arc::new(()),
+        call_id: "c1".into(),
+        cancel: cancel.clone(),
+    };
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.cancel();
+    });
+    let outcome = tool.call(json!({"marker": marker}), ctx).await;
+    assert!(outcome.is_err(), "a cancelled call is not a result");
+    let mut waited = 0;
+    while std::fs::read_to_string(&marker).ok().as_deref() != Some("cancelled") {
+        assert!(waited < 100, "the server never heard of the cancellation");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let _ = std::fs::remove_file(&marker);
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn a_server_answering_a_protocol_kite_does_not_speak_is_refused() {
+    let answer = |version: &str| {
+        kite_testkit::Reply::json(
+            200,
+            json!({"jsonrpc": "2.0", "id": 0, "result": {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "odd", "version": "1"}
+            }})
+            .to_string(),
+        )
+    };
+    // The answer to `initialize`, then 202 for `notifications/initialized`.
+    let server = kite_testkit::ReplayServer::start(vec![
+        answer("1999-01-01"),
+        kite_testkit::Reply::status(202),
+        kite_testkit::Reply::status(200),
+    ])
+    .await;
+    let hub = Hub::new();
+    let refused = hub
+        .add("odd", ServerConfig::http(format!("{}/mcp", server.url())))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, kite_mcp::Error::Connect { message, .. } if message.contains("1999-01-01")),
+        "{refused}"
+    );
+    hub.shutdown();
 }

@@ -1,6 +1,8 @@
 # An MCP server built with the official Python SDK (PyPI `mcp` 2.x), for kite's tests.
 # usage: python py_server.py [stdio|streamable-http|streamable-http-json] [port]
 import sys
+
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 mcp = MCPServer("kite-py-test")
@@ -30,6 +32,40 @@ def headers(ctx: Context) -> dict:
     request = ctx.request_context.request
     seen = request.headers if request is not None else {}
     return {k: seen.get(k) for k in ("x-team", "authorization")}
+
+
+@mcp.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool called `name`, then tells the client the tool list changed."""
+
+    def grown() -> str:
+        return f"I am {name}"
+
+    mcp.add_tool(grown, name=name, description="A tool added at run time.")
+    await ctx.request_context.session.send_tool_list_changed()
+    return f"added {name}"
+
+
+@mcp.tool()
+async def slow(seconds: float, steps: int, ctx: Context) -> str:
+    """Takes `seconds`, in `steps` steps; reports progress after each when steps > 1."""
+    for i in range(steps):
+        await anyio.sleep(seconds / steps)
+        if steps > 1:
+            await ctx.report_progress(i + 1, steps)
+    return "done"
+
+
+@mcp.tool()
+async def wait_for_cancel(marker: str) -> str:
+    """Waits to be cancelled, then writes `cancelled` to the file `marker`."""
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        with open(marker, "w") as f:
+            f.write("cancelled")
+        raise
+    return "never cancelled"
 
 
 @mcp.resource("test://greeting")
