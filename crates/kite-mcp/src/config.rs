@@ -205,6 +205,18 @@ impl ServerConfig {
         self
     }
 
+    /// Sends `Authorization: Bearer` with the token in environment variable `var`, read
+    /// at each connection (ignored over stdio).
+    pub fn bearer_token_env(mut self, var: impl Into<String>) -> Self {
+        if let TransportConfig::Http {
+            bearer_token_env, ..
+        } = &mut self.transport
+        {
+            *bearer_token_env = Some(var.into());
+        }
+        self
+    }
+
     /// Prefixes this server's tool names with `prefix` and `_` when they are prefixed.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = Some(prefix.into());

@@ -149,13 +149,21 @@ pub(crate) struct Inner {
 /// MCP servers as one source of tools.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), kite_mcp::Error> {
-/// use kite_mcp::{Hub, ServerConfig};
-/// let hub = Hub::new();
+/// # async fn demo(model: std::sync::Arc<dyn kite_core::Model>) -> Result<(), kite_mcp::Error> {
+/// use kite_mcp::{Hub, HubOptions, ModelSampler, ServerConfig};
+/// use std::sync::Arc;
+/// let hub = Hub::with_options(HubOptions {
+///     // Servers' sampling requests go to the agent's own model.
+///     sampler: Some(Arc::new(ModelSampler::new(model.clone(), "gpt-5-nano"))),
+///     ..HubOptions::default()
+/// });
 /// hub.add("files", ServerConfig::stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])).await?;
-/// let agent = kite_agent::Agent::new(kite_testkit::ScriptedModel::new(), "m");
-/// hub.bind(agent.tools()); // the agent's tools follow the servers'
-/// # Ok(()) }
+/// hub.add("search", ServerConfig::http("https://mcp.example.com/mcp").bearer_token_env("SEARCH_TOKEN")).await?;
+/// let agent: kite_agent::Agent = kite_agent::Agent::shared(model, "gpt-5-nano");
+/// hub.bind(agent.tools()); // the agent's tools follow the servers' from now on
+/// let docs = hub.read_resource("files", "file:///srv/docs/README.md").await?;
+/// let prompt = hub.prompt("search", "summarize", Default::default()).await?;
+/// # let _ = (docs, prompt); Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct Hub {
@@ -285,6 +293,9 @@ impl Hub {
 
     /// Keeps `set` in step with the servers: their tools are added now, replaced when a
     /// server's list changes, and retired while a server is down.
+    ///
+    /// The tools do not keep the hub alive: when its last handle is dropped, every session
+    /// ends and the tools answer the model that their server is gone.
     pub fn bind<C: Send + Sync + 'static>(&self, set: &ToolSet<C>) {
         let set = set.clone();
         let weak = Arc::downgrade(&self.inner);
