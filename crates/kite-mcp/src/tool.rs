@@ -58,17 +58,17 @@ impl<C: Send + Sync + 'static> Tool<C> for McpTool {
 }
 
 /// A call's answer for the model: text and images as they are, other blocks (resources,
-/// links, audio) and structured content as JSON text; `isError` makes it a tool error.
+/// links, audio) as JSON text; structured content as JSON text only when no text came with
+/// it (servers are asked to repeat it as text, and the model needs it once). `isError`
+/// makes it a tool error.
 pub(crate) fn output<C>(result: CallResult) -> ToolOutput<C> {
     let mut parts: Vec<Part> = result.content.iter().map(part).collect();
-    if let Some(structured) = &result.structured {
-        let json = structured.to_string();
-        let already = parts
-            .iter()
-            .any(|p| matches!(p, Part::Text { text } if text.trim() == json));
-        if !already && !structured.is_null() {
-            parts.push(Part::text(structured.to_string()));
-        }
+    let has_text = parts.iter().any(|p| matches!(p, Part::Text { .. }));
+    if let Some(structured) = &result.structured
+        && !has_text
+        && !structured.is_null()
+    {
+        parts.push(Part::text(structured.to_string()));
     }
     ToolOutput {
         content: parts,
@@ -87,5 +87,46 @@ pub(crate) fn part(block: &Value) -> Part {
             block["data"].as_str().unwrap_or_default(),
         ),
         _ => Part::text(block.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn texts(result: CallResult) -> Vec<String> {
+        output::<()>(result)
+            .content
+            .into_iter()
+            .map(|p| match p {
+                Part::Text { text } => text,
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn structured_content_is_given_once() {
+        let with_text = CallResult {
+            content: vec![json!({"type": "text", "text": "42"})],
+            structured: Some(json!({"result": 42})),
+            is_error: false,
+        };
+        assert_eq!(texts(with_text), ["42"]);
+        let alone = CallResult {
+            content: vec![],
+            structured: Some(json!({"result": 42})),
+            is_error: false,
+        };
+        assert_eq!(texts(alone), [r#"{"result":42}"#]);
+        let link = CallResult {
+            content: vec![json!({"type": "resource_link", "uri": "a://b", "name": "b"})],
+            structured: None,
+            is_error: true,
+        };
+        let out = output::<()>(link);
+        assert!(out.is_error);
+        assert!(matches!(&out.content[0], Part::Text { text } if text.contains("a://b")));
     }
 }
