@@ -238,6 +238,25 @@ async fn the_configuration_is_found_by_flag_variable_working_directory_and_xdg()
     assert!(r.stderr.contains("line 1"), "{}", r.stderr);
 }
 
+/// `kite ask` in `dir`, with OpenAI's API served by `server`.
+fn ask(dir: &Path, server: &ReplayServer, extra: &[&str]) -> tokio::process::Command {
+    let mut c = kite();
+    c.current_dir(dir)
+        .env("OPENAI_API_KEY", KEY)
+        .arg("ask")
+        .args(extra)
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-nano",
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", server.url()))
+        .arg("What is 19 + 23?");
+    c
+}
+
 #[tokio::test]
 async fn kite_ask_offers_configured_mcp_tools_and_sends_back_their_real_results() {
     let dir = tempfile::tempdir().unwrap();
@@ -266,20 +285,7 @@ async fn kite_ask_offers_configured_mcp_tools_and_sends_back_their_real_results(
         Reply::sse(sse(Shape::Chat, &answer, 2)),
     ])
     .await;
-    let r = run(kite()
-        .current_dir(dir.path())
-        .env("OPENAI_API_KEY", KEY)
-        .args([
-            "ask",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-5-nano",
-            "--base-url",
-        ])
-        .arg(format!("{}/v1", server.url()))
-        .arg("What is 19 + 23?"))
-    .await;
+    let r = run(&mut ask(dir.path(), &server, &[])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("19 + 23 = 42."), "{}", r.stdout);
     assert!(
@@ -312,21 +318,7 @@ async fn kite_ask_offers_configured_mcp_tools_and_sends_back_their_real_results(
 
     // --no-mcp leaves them out.
     let server = ReplayServer::start(vec![Reply::sse(sse(Shape::Chat, &answer, 1))]).await;
-    let r = run(kite()
-        .current_dir(dir.path())
-        .env("OPENAI_API_KEY", KEY)
-        .args([
-            "ask",
-            "--no-mcp",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-5-nano",
-            "--base-url",
-        ])
-        .arg(format!("{}/v1", server.url()))
-        .arg("What is 19 + 23?"))
-    .await;
+    let r = run(&mut ask(dir.path(), &server, &["--no-mcp"])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let first: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
     assert!(first.get("tools").is_none(), "{first}");

@@ -27,6 +27,9 @@ pub enum Error {
         code: i32,
         message: String,
     },
+    /// The server answered with something kite cannot read.
+    #[error("MCP server {server:?}: unreadable answer: {message}")]
+    Malformed { server: String, message: String },
     /// The call was cancelled.
     #[error("MCP server {server:?}: {what} cancelled")]
     Cancelled { server: String, what: String },

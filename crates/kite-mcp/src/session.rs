@@ -405,9 +405,8 @@ impl Session {
             .await
             .map_err(|e| self.error(server, &what, e))?;
         ResourceContent::all_from_json(&serde_json::to_value(&result).unwrap_or_default()).map_err(
-            |message| Error::Server {
+            |message| Error::Malformed {
                 server: server.to_owned(),
-                code: -32603,
                 message,
             },
         )
@@ -511,9 +510,8 @@ impl Session {
                     is_error: v["isError"].as_bool().unwrap_or(false),
                 })
             }
-            other => Err(Error::Server {
+            other => Err(Error::Malformed {
                 server: server.to_owned(),
-                code: -32603,
                 message: format!("tools/call answered with {other:?}"),
             }),
         }
