@@ -470,3 +470,32 @@ async fn a_server_answering_a_protocol_kite_does_not_speak_is_refused() {
     );
     hub.shutdown();
 }
+
+#[tokio::test]
+async fn a_server_that_comes_up_later_is_picked_up_in_the_background() {
+    let port = common::free_port();
+    let hub = Hub::with_options(HubOptions {
+        reconnect_initial: Duration::from_millis(100),
+        reconnect_max: Duration::from_millis(400),
+        ..HubOptions::default()
+    });
+    let set: ToolSet = ToolSet::new();
+    hub.bind(&set);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let refused = hub.add("late", ServerConfig::http(url)).await.unwrap_err();
+    assert!(
+        matches!(refused, kite_mcp::Error::Connect { .. }),
+        "{refused}"
+    );
+    assert!(matches!(hub.servers()[0].status, ServerStatus::Down { .. }));
+
+    let _server = Served::python_on("streamable-http", port);
+    let mut waited = 0;
+    while !set.specs().iter().any(|s| s.name == "add") {
+        assert!(waited < 200, "the server's tools never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(matches!(hub.servers()[0].status, ServerStatus::Up { .. }));
+    hub.shutdown();
+}

@@ -71,7 +71,11 @@ impl Served {
 
     /// The Python SDK server; `mode` is `streamable-http` or `streamable-http-json`.
     pub fn python(mode: &str) -> Self {
-        let port = free_port();
+        Self::python_on(mode, free_port())
+    }
+
+    /// The Python SDK server on `port`.
+    pub fn python_on(mode: &str, port: u16) -> Self {
         let script = kite_testkit::mcp::own("py_server.py");
         Self::start(
             kite_testkit::mcp::python().to_string_lossy().into_owned(),
