@@ -50,6 +50,9 @@ pub enum CassetteErrorKind {
     Secret,
     /// The cassette cannot be read or written.
     Io,
+    /// The cassette is not one this kite can use: an unknown format version, or a body
+    /// that is not a plain file inside the cassette's folder.
+    Invalid,
 }
 
 impl Error {

@@ -23,6 +23,7 @@
 //! ```
 
 mod accumulate;
+mod duration;
 mod error;
 mod event;
 mod message;
@@ -34,6 +35,7 @@ mod transcript;
 mod usage;
 
 pub use accumulate::ResponseBuilder;
+pub use duration::duration_from_secs;
 pub use error::{
     ApiError, ApiErrorKind, CassetteErrorKind, DecodeError, Error, TransportError,
     TransportErrorKind,

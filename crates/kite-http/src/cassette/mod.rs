@@ -19,7 +19,7 @@ pub use normalize::{Normalized, Rules};
 pub use recording::{
     Chunk, Exchange, INDEX, Recording, StoredRequest, StoredResponse, find, read_body, scan_path,
 };
-pub use secrets::{Finding, scan};
+pub use secrets::{Finding, scan, scan_body};
 
 use crate::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};
 use bytes::Bytes;
@@ -112,6 +112,8 @@ struct State {
     next: usize,
     /// Record chunk timing, and replay at the recorded pace.
     timing: bool,
+    /// The folder was found writable (checked before the first request is paid for).
+    writable: bool,
 }
 
 impl std::fmt::Debug for Cassette {
@@ -324,6 +326,7 @@ impl Shared {
             body: format!("{n:03}-request.{ext}"),
         };
         let request_text = normalized.pretty();
+        self.check_writable()?;
         let sent = Instant::now();
         let resp = self.transport.send(request).await?;
         let headers = keep(&resp.headers, RESPONSE_HEADERS);
@@ -379,6 +382,20 @@ impl Shared {
         })
     }
 
+    /// Fails before a request is paid for when its recording could not be written.
+    fn check_writable(&self) -> Result<(), Error> {
+        if self.lock().writable {
+            return Ok(());
+        }
+        let dir = &self.dir;
+        std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+        let probe = dir.join(format!(".{INDEX}.probe"));
+        std::fs::write(&probe, b"").map_err(|e| io_error("write into", dir, e))?;
+        let _ = std::fs::remove_file(&probe);
+        self.lock().writable = true;
+        Ok(())
+    }
+
     /// Writes exchange `n` and the index, after checking that nothing looks like a key.
     fn write(
         &self,
@@ -388,17 +405,16 @@ impl Shared {
         response: &[u8],
         chunks: Option<Vec<Chunk>>,
     ) -> Result<(), Error> {
-        let response_text = String::from_utf8_lossy(response);
         let headers = format!(
             "{:?}{:?}{}",
             ex.request.headers, ex.response.headers, ex.request.url
         );
         for (what, text) in [
-            ("request body", request),
-            ("response body", &response_text),
-            ("headers or URL", &headers),
+            ("request body", request.as_bytes()),
+            ("response body", response),
+            ("headers or URL", headers.as_bytes()),
         ] {
-            if let Some(f) = scan(text).first() {
+            if let Some(f) = scan_body(text).first() {
                 return Err(Error::cassette(
                     CassetteErrorKind::Secret,
                     format!(
@@ -432,7 +448,7 @@ impl Shared {
         }
         let recording = {
             let mut st = self.lock();
-            st.recording.kite_cassette = 1;
+            st.recording.kite_cassette = recording::FORMAT;
             st.recording.exchanges.truncate(n - 1);
             st.recording.exchanges.push(ex);
             st.recording.clone()

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 /// The index file of a cassette folder.
 pub const INDEX: &str = "cassette.json";
 
+/// The format version this kite reads and writes.
+pub const FORMAT: u32 = 1;
+
 /// The recorded exchanges of one cassette, in the order they happened.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Recording {
@@ -63,17 +66,60 @@ pub(crate) fn io_error(what: &str, path: &Path, e: impl std::fmt::Display) -> Er
     )
 }
 
+fn invalid(dir: &Path, why: impl std::fmt::Display) -> Error {
+    Error::cassette(
+        CassetteErrorKind::Invalid,
+        format!("cassette {}: {why}", dir.display()),
+    )
+}
+
+/// Checks that `name` is a plain file name: no separators, no `..`, nothing absolute. A
+/// cassette comes from a repository, and its index must not name files elsewhere.
+fn check_name(dir: &Path, name: &str) -> Result<(), Error> {
+    let plain = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\', '\0'])
+        && name.len() <= 255;
+    if plain {
+        Ok(())
+    } else {
+        Err(invalid(
+            dir,
+            format!("{name:?} is not a plain file name inside the cassette folder"),
+        ))
+    }
+}
+
 impl Recording {
-    /// The cassette in `dir`; `None` when the folder holds none.
+    /// The cassette in `dir`; `None` when the folder holds none. An index of another
+    /// format version, or one that names a body outside the folder, is refused.
     pub fn read(dir: &Path) -> Result<Option<Self>, Error> {
         let path = dir.join(INDEX);
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| io_error("read the cassette", &path, e)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error("read", &path, e)),
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("read", &path, e)),
+        };
+        let recording: Self = serde_json::from_slice(&bytes)
+            .map_err(|e| invalid(dir, format!("{INDEX} is not a cassette index: {e}")))?;
+        if recording.kite_cassette != FORMAT {
+            return Err(invalid(
+                dir,
+                format!(
+                    "format version {} (this kite reads version {FORMAT}); record it again",
+                    recording.kite_cassette
+                ),
+            ));
         }
+        for ex in &recording.exchanges {
+            check_name(dir, &ex.request.body)?;
+            check_name(dir, &ex.response.body)?;
+            if let Some(t) = &ex.response.timing {
+                check_name(dir, t)?;
+            }
+        }
+        Ok(Some(recording))
     }
 
     /// Writes the index into `dir`, whole or not at all.
@@ -86,9 +132,22 @@ impl Recording {
     }
 }
 
-/// The bytes of `file` in cassette folder `dir`.
+/// The bytes of `file` in cassette folder `dir`. `file` must be a plain name, and a link
+/// must not lead out of the folder.
 pub fn read_body(dir: &Path, file: &str) -> Result<Vec<u8>, Error> {
+    check_name(dir, file)?;
     let path = dir.join(file);
+    let inside = match (std::fs::canonicalize(dir), std::fs::canonicalize(&path)) {
+        (Ok(d), Ok(p)) => p.parent() == Some(d.as_path()),
+        (_, Err(e)) => return Err(io_error("read", &path, e)),
+        (Err(e), _) => return Err(io_error("read", dir, e)),
+    };
+    if !inside {
+        return Err(invalid(
+            dir,
+            format!("{file:?} is a link that leads out of the cassette folder"),
+        ));
+    }
     std::fs::read(&path).map_err(|e| io_error("read", &path, e))
 }
 
@@ -143,7 +202,7 @@ pub fn scan_path(path: &Path) -> Result<Vec<(PathBuf, Vec<Finding>)>, Error> {
     let mut failed = None;
     walk(path, &mut |file| match std::fs::read(file) {
         Ok(bytes) => {
-            let found = super::scan(&String::from_utf8_lossy(&bytes));
+            let found = super::scan_body(&bytes);
             if !found.is_empty() {
                 out.push((file.to_path_buf(), found));
             }
@@ -175,4 +234,84 @@ fn walk(path: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(name: &str, index: &serde_json::Value) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("kite-rec-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(INDEX), index.to_string()).unwrap();
+        dir
+    }
+
+    fn index(version: u32, request_body: &str) -> serde_json::Value {
+        serde_json::json!({"kite_cassette": version, "exchanges": [{
+            "request": {"method": "POST", "url": "http://h/v1", "headers": {}, "body": request_body},
+            "response": {"status": 200, "headers": {}, "body": "001-response.json"}
+        }]})
+    }
+
+    fn invalid_message(e: Error) -> String {
+        match e {
+            Error::Cassette {
+                kind: CassetteErrorKind::Invalid,
+                message,
+            } => message,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_body_named_outside_the_folder_is_refused_and_nothing_of_it_is_read() {
+        for name in [
+            "/proc/self/environ",
+            "../../etc/passwd",
+            "a/b.json",
+            "..",
+            "",
+            "x\\y",
+        ] {
+            let dir = folder("outside", &index(1, name));
+            let e = invalid_message(Recording::read(&dir).unwrap_err());
+            assert!(e.contains("not a plain file name"), "{name}: {e}");
+            let e = invalid_message(read_body(&dir, name).unwrap_err());
+            assert!(!e.contains("PATH="), "{e}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_out_of_the_folder_is_refused_and_one_inside_is_read() {
+        let dir = folder("link", &index(1, "001-request.json"));
+        std::os::unix::fs::symlink("/proc/self/environ", dir.join("001-request.json")).unwrap();
+        assert!(
+            Recording::read(&dir).unwrap().is_some(),
+            "the index itself is fine"
+        );
+        let e = invalid_message(read_body(&dir, "001-request.json").unwrap_err());
+        assert!(e.contains("leads out of the cassette folder"), "{e}");
+        std::fs::write(dir.join("real.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("real.json", dir.join("001-response.json")).unwrap();
+        assert_eq!(read_body(&dir, "001-response.json").unwrap(), b"{}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unknown_format_version_is_refused() {
+        let dir = folder("version", &index(2, "001-request.json"));
+        let e = invalid_message(Recording::read(&dir).unwrap_err());
+        assert!(
+            e.contains("format version 2 (this kite reads version 1)"),
+            "{e}"
+        );
+        std::fs::write(dir.join(INDEX), "{not json").unwrap();
+        let e = invalid_message(Recording::read(&dir).unwrap_err());
+        assert!(e.contains("is not a cassette index"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
