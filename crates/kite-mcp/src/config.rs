@@ -33,12 +33,17 @@ pub struct ServerConfig {
     pub reject: Vec<String>,
     /// How long a tool call may run without news (progress resets it); default 60 s.
     pub timeout: Option<Duration>,
+    /// How long starting the server may take: the process starting (or the connection),
+    /// the handshake and the first tool list. Default: the hub's, 10 s.
+    pub startup_timeout: Option<Duration>,
 }
 
 /// How to reach a server: a child process over stdio, or a URL over Streamable HTTP.
 #[derive(Clone, PartialEq)]
 pub enum TransportConfig {
-    /// A command kite starts; its stderr goes to kite's log.
+    /// A command kite starts; its stderr goes to kite's log. It inherits only a short
+    /// allow-list of kite's environment ([`INHERITED`](crate::INHERITED) and `LC_*`)
+    /// plus `env`, where `${NAME}` forwards kite's variable `NAME`.
     Stdio {
         command: String,
         args: Vec<String>,
@@ -84,6 +89,7 @@ struct RawServer {
     #[serde(default)]
     reject: Vec<String>,
     timeout_secs: Option<f64>,
+    startup_timeout_secs: Option<f64>,
 }
 
 impl TryFrom<RawServer> for ServerConfig {
@@ -123,17 +129,17 @@ impl TryFrom<RawServer> for ServerConfig {
                 bearer_token_env: raw.bearer_token_env,
             },
         };
-        let timeout = match raw.timeout_secs {
-            None => None,
-            Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-            Some(s) => return Err(format!("`timeout_secs` must be above 0, not {s}")),
+        let secs = |what: &str, s: Option<f64>| {
+            s.map(|s| kite_core::duration_from_secs(what, s))
+                .transpose()
         };
         Ok(Self {
             transport,
             prefix: raw.prefix,
             allow: raw.allow,
             reject: raw.reject,
-            timeout,
+            timeout: secs("`timeout_secs`", raw.timeout_secs)?,
+            startup_timeout: secs("`startup_timeout_secs`", raw.startup_timeout_secs)?,
         })
     }
 }
@@ -170,6 +176,7 @@ impl ServerConfig {
             allow: None,
             reject: Vec::new(),
             timeout: None,
+            startup_timeout: None,
         }
     }
 
@@ -249,6 +256,12 @@ impl ServerConfig {
         self
     }
 
+    /// How long starting the server may take (process, handshake, first tool list).
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = Some(timeout);
+        self
+    }
+
     /// Whether the model is offered the server's tool `name`.
     pub(crate) fn offers(&self, name: &str) -> bool {
         !self.reject.iter().any(|r| r == name)
@@ -289,6 +302,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("allow", &self.allow)
             .field("reject", &self.reject)
             .field("timeout", &self.timeout)
+            .field("startup_timeout", &self.startup_timeout)
             .finish()
     }
 }
@@ -318,6 +332,12 @@ mod tests {
                 .reject(["write_file"])
                 .timeout(Duration::from_millis(2500))
         );
+        let quick = parse(json!({"servers": {"q": {"command": "a", "startup_timeout_secs": 0.5}}}))
+            .unwrap();
+        assert_eq!(
+            quick.servers["q"].startup_timeout,
+            Some(Duration::from_millis(500))
+        );
         let search = &config.servers["search"];
         assert!(matches!(
             &search.transport,
@@ -346,6 +366,14 @@ mod tests {
                 "unknown field `comand`",
             ),
             (json!({"command": "a", "timeout_secs": 0}), "above 0"),
+            (
+                json!({"command": "a", "timeout_secs": 1e300}),
+                "`timeout_secs` must be a number of seconds above 0 and at most",
+            ),
+            (
+                json!({"command": "a", "startup_timeout_secs": -2}),
+                "`startup_timeout_secs` must be",
+            ),
         ] {
             let e = parse(json!({"servers": {"x": table}})).unwrap_err();
             assert!(e.contains(says), "{e}");

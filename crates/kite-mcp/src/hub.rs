@@ -47,6 +47,10 @@ pub struct HubOptions {
     /// Tool call deadline when the server's config names none (default 60 s), renewed by
     /// each progress notification.
     pub call_timeout: Duration,
+    /// How long starting a server may take when its config names no deadline: the process
+    /// (or connection), the handshake and the first tool list (default 10 s, room for a
+    /// package runner's first start).
+    pub startup_timeout: Duration,
     pub prefixing: Prefixing,
     /// The roots given to servers that ask (`roots/list`): `file://` URIs and names.
     pub roots: Vec<(String, Option<String>)>,
@@ -66,6 +70,7 @@ impl std::fmt::Debug for HubOptions {
             .field("reconnect_initial", &self.reconnect_initial)
             .field("reconnect_max", &self.reconnect_max)
             .field("call_timeout", &self.call_timeout)
+            .field("startup_timeout", &self.startup_timeout)
             .field("prefixing", &self.prefixing)
             .field("roots", &self.roots)
             .field("sampler", &self.sampler.is_some())
@@ -82,6 +87,7 @@ impl Default for HubOptions {
             reconnect_initial: Duration::from_millis(500),
             reconnect_max: Duration::from_secs(30),
             call_timeout: Duration::from_secs(60),
+            startup_timeout: Duration::from_secs(10),
             prefixing: Prefixing::OnClash,
             roots: Vec::new(),
             sampler: None,
@@ -453,7 +459,15 @@ impl Inner {
         match notice {
             Notice::ToolsChanged => {
                 let Some(session) = current else { return };
-                match session.tools(&server).await {
+                let listed =
+                    tokio::time::timeout(self.options.call_timeout, session.tools(&server));
+                match listed.await.unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        server: server.clone(),
+                        what: "tools/list".into(),
+                        seconds: self.options.call_timeout.as_secs(),
+                    })
+                }) {
                     Ok(tools) => {
                         if let Some(slot) = self.lock().get_mut(&server)
                             && slot.generation == generation
@@ -465,7 +479,9 @@ impl Inner {
                     Err(e) => tracing::warn!(server, error = %e, "cannot list tools again"),
                 }
             }
-            Notice::Closed => self.lost(&server, generation, "the session ended".into()),
+            Notice::Closed(why) => {
+                self.lost(&server, generation, format!("the session ended: {why}"))
+            }
         }
     }
 
@@ -554,19 +570,17 @@ impl Inner {
             slot.generation += 1;
             (slot.config.clone(), slot.generation)
         };
-        let attempt = async {
-            let session = Session::connect(
-                server,
-                &config,
-                generation,
-                self.hooks.clone(),
-                self.notices.clone(),
-            )
-            .await?;
-            let tools = session.tools(server).await?;
-            Ok::<_, Error>((session, tools))
-        };
-        let result = attempt.await;
+        let result = Session::connect(
+            server,
+            &config,
+            generation,
+            self.hooks.clone(),
+            self.notices.clone(),
+            config
+                .startup_timeout
+                .unwrap_or(self.options.startup_timeout),
+        )
+        .await;
         let session = {
             let mut slots = self.lock();
             let slot = slots

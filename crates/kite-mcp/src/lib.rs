@@ -11,6 +11,7 @@
 //! this crate's API, so its changes stay here.
 
 mod catalog;
+mod child;
 mod config;
 mod error;
 mod hooks;
@@ -19,6 +20,7 @@ mod session;
 mod tool;
 
 pub use catalog::{Prompt, PromptArgument, PromptMessages, Resource, ResourceContent};
+pub use child::INHERITED;
 pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hooks::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};

@@ -6,6 +6,7 @@
 #![allow(deprecated)]
 
 use crate::catalog::{Prompt, PromptMessages, Resource, ResourceContent};
+use crate::child;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
 use crate::hooks::{ElicitAnswer, Elicitation, Elicitor, Sampler, with_defaults};
@@ -19,20 +20,18 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
 };
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse,
 };
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -52,8 +51,8 @@ const SPOKEN: [ProtocolVersion; 4] = [
 pub(crate) enum Notice {
     /// `notifications/tools/list_changed`.
     ToolsChanged,
-    /// The session ended: the process exited, the connection closed.
-    Closed,
+    /// The session ended (the process exited, the connection closed), and why.
+    Closed(String),
 }
 
 pub(crate) type Notices = mpsc::UnboundedSender<(String, u64, Notice)>;
@@ -84,6 +83,8 @@ pub(crate) struct Session {
     pub server_name: String,
     /// The process id of a stdio server.
     pub pid: Option<u32>,
+    /// Header values and tokens this session sends, kept out of every error.
+    secrets: Vec<String>,
 }
 
 impl Drop for Session {
@@ -205,18 +206,21 @@ impl ClientHandler for Handler {
 }
 
 impl Session {
-    /// Starts or reaches the server, negotiates the protocol, and watches the session: when
-    /// it ends, `notices` hears `Closed` at once.
+    /// Starts or reaches the server, negotiates the protocol and lists its tools, all
+    /// within `startup`; then watches the session: when it ends, `notices` hears `Closed`
+    /// at once. A stdio server that fails to start is reported with the end of its stderr.
     pub async fn connect(
         server: &str,
         config: &ServerConfig,
         generation: u64,
         hooks: Hooks,
         notices: Notices,
-    ) -> Result<Self, Error> {
+        startup: Duration,
+    ) -> Result<(Self, Vec<RemoteTool>), Error> {
+        let secrets = secrets_of(config);
         let connect_error = |message: String| Error::Connect {
             server: server.to_owned(),
-            message,
+            message: redact(&message, &secrets),
         };
         let handler = Handler {
             server: server.to_owned(),
@@ -224,75 +228,77 @@ impl Session {
             notices: notices.clone(),
             hooks,
         };
-        let mut pid = None;
-        let service = match &config.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).kill_on_drop(true);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
+        let mut child = None;
+        let started = tokio::time::Instant::now();
+        let mut stage = "initialize";
+        let handshake = async {
+            let service = match &config.transport {
+                TransportConfig::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => {
+                    let env = child::environment(env).map_err(&connect_error)?;
+                    let spawned = child::spawn(server, command, args, env, cwd.as_ref())
+                        .map_err(|e| connect_error(format!("cannot start {command:?}: {e}")))?;
+                    let process = spawned.process;
+                    child = Some((spawned.pid, spawned.guard, spawned.stderr));
+                    handler.serve(process).await
                 }
-                let (child, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| connect_error(format!("cannot start {command:?}: {e}")))?;
-                pid = child.id();
-                if let Some(stderr) = stderr {
-                    let server = server.to_owned();
-                    tokio::spawn(async move {
-                        let mut lines = tokio::io::BufReader::new(stderr).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            tracing::info!(server = %server, "stderr: {line}");
-                        }
-                    });
+                TransportConfig::Http { url, headers, .. } => {
+                    let mut custom = HashMap::new();
+                    for (k, v) in headers {
+                        let name = http::HeaderName::from_bytes(k.as_bytes())
+                            .map_err(|e| connect_error(format!("header {k:?}: {e}")))?;
+                        let mut value = http::HeaderValue::from_str(v).map_err(|_| {
+                            connect_error(format!("header {k:?}: not a valid value"))
+                        })?;
+                        value.set_sensitive(true);
+                        custom.insert(name, value);
+                    }
+                    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(custom);
+                    if let Some(token) = bearer_token(config).map_err(&connect_error)? {
+                        cfg = cfg.auth_header(token);
+                    }
+                    let client = SessionAware(reqwest::Client::new());
+                    handler
+                        .serve(StreamableHttpClientTransport::with_client(client, cfg))
+                        .await
                 }
-                handler.serve(child).await
+            };
+            let service = service.map_err(|e| {
+                connect_error(match e {
+                    rmcp::service::ClientInitializeError::TransportError { error, context } => {
+                        format!("{} ({context})", transport_message(&error))
+                    }
+                    other => other.to_string(),
+                })
+            })?;
+            stage = "tools/list";
+            Ok::<_, Error>(service)
+        };
+        let outcome = tokio::time::timeout(startup, handshake).await;
+        let stderr = child.as_ref().map(|(_, _, tail)| tail.clone());
+        let tail = || stderr_end(stderr.clone(), secrets.clone());
+        let service = match outcome {
+            Ok(Ok(service)) => service,
+            Ok(Err(Error::Connect { server, message })) => {
+                return Err(Error::Connect {
+                    server,
+                    message: format!("{message}{}", tail().await),
+                });
             }
-            TransportConfig::Http {
-                url,
-                headers,
-                bearer_token,
-                bearer_token_env,
-            } => {
-                let mut custom = HashMap::new();
-                for (k, v) in headers {
-                    let name = http::HeaderName::from_bytes(k.as_bytes())
-                        .map_err(|e| connect_error(format!("header {k:?}: {e}")))?;
-                    let mut value = http::HeaderValue::from_str(v)
-                        .map_err(|e| connect_error(format!("header {k:?}: {e}")))?;
-                    value.set_sensitive(true);
-                    custom.insert(name, value);
-                }
-                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom);
-                let token = match bearer_token_env {
-                    Some(var) => Some(std::env::var(var).map_err(|_| {
-                        connect_error(format!("{var} (its bearer token) is not set"))
-                    })?),
-                    None => bearer_token.clone(),
-                };
-                if let Some(token) = token {
-                    cfg = cfg.auth_header(token);
-                }
-                let client = SessionAware(reqwest::Client::new());
-                handler
-                    .serve(StreamableHttpClientTransport::with_client(client, cfg))
-                    .await
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(connect_error(format!(
+                    "no answer to {stage} within {:.1} s (raise startup_timeout_secs){}",
+                    startup.as_secs_f64(),
+                    tail().await
+                )));
             }
         };
-        let service = service.map_err(|e| {
-            connect_error(match e {
-                rmcp::service::ClientInitializeError::TransportError { error, context } => {
-                    format!("{} ({context})", transport_message(&error))
-                }
-                other => other.to_string(),
-            })
-        })?;
         let peer = service.peer().clone();
         let info = peer.peer_info();
         let protocol = info
@@ -310,37 +316,59 @@ impl Session {
             .as_ref()
             .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()))
             .unwrap_or_default();
+        let (pid, guard) = match child {
+            Some((pid, guard, _)) => (pid, Some(guard)),
+            None => (None, None),
+        };
         let stop = CancellationToken::new();
-        let watch = stop.clone();
+        let session = Self {
+            peer,
+            stop: stop.clone(),
+            protocol,
+            server_name,
+            pid,
+            secrets: secrets.clone(),
+        };
+        let left = startup.saturating_sub(started.elapsed());
+        let tools = match tokio::time::timeout(left, session.tools(server)).await {
+            Ok(tools) => tools?,
+            Err(_) => {
+                return Err(connect_error(format!(
+                    "no answer to tools/list within {:.1} s (raise startup_timeout_secs){}",
+                    startup.as_secs_f64(),
+                    tail().await
+                )));
+            }
+        };
         let id = server.to_owned();
+        let ending = stderr_end(stderr, secrets.clone());
         tokio::spawn(async move {
+            // The guard lives as long as this task: when the session ends, or the runtime
+            // drops the task on its way out, the server's process group goes with it.
+            let _guard = guard;
             let cancel = service.cancellation_token();
             let reason = tokio::select! {
                 r = service.waiting() => format!("{r:?}"),
-                _ = watch.cancelled() => {
+                _ = stop.cancelled() => {
                     cancel.cancel();
                     return;
                 }
             };
+            let reason = format!("{}{}", redact(&reason, &secrets), ending.await);
             tracing::warn!(server = %id, reason, "MCP session ended");
-            let _ = notices.send((id, generation, Notice::Closed));
+            let _ = notices.send((id, generation, Notice::Closed(reason)));
         });
-        Ok(Self {
-            peer,
-            stop,
-            protocol,
-            server_name,
-            pid,
-        })
+        Ok((session, tools))
     }
 
     fn error(&self, server: &str, what: &str, e: ServiceError) -> Error {
         let server = server.to_owned();
+        let redact = |m: String| redact(&m, &self.secrets);
         match e {
             ServiceError::McpError(data) => Error::Server {
                 server,
                 code: data.code.0,
-                message: data.message.to_string(),
+                message: redact(data.message.to_string()),
             },
             ServiceError::Timeout { timeout } => Error::Timeout {
                 server,
@@ -353,11 +381,11 @@ impl Session {
             },
             ServiceError::TransportSend(error) => Error::Disconnected {
                 server,
-                message: transport_message(&error),
+                message: redact(transport_message(&error)),
             },
             other => Error::Disconnected {
                 server,
-                message: other.to_string(),
+                message: redact(other.to_string()),
             },
         }
     }
@@ -516,6 +544,52 @@ impl Session {
             }),
         }
     }
+}
+
+/// `; its stderr ended with: …` for a stdio server, with no secret in it.
+async fn stderr_end(stderr: Option<child::StderrTail>, secrets: Vec<String>) -> String {
+    match stderr {
+        Some(t) => redact(&t.describe(Duration::from_millis(500)).await, &secrets),
+        None => String::new(),
+    }
+}
+
+/// The bearer token an HTTP server is sent, if any: given, or read from its variable.
+fn bearer_token(config: &ServerConfig) -> Result<Option<String>, String> {
+    match &config.transport {
+        TransportConfig::Http {
+            bearer_token_env: Some(var),
+            ..
+        } => std::env::var(var)
+            .map(Some)
+            .map_err(|_| format!("{var} (its bearer token) is not set")),
+        TransportConfig::Http { bearer_token, .. } => Ok(bearer_token.clone()),
+        TransportConfig::Stdio { .. } => Ok(None),
+    }
+}
+
+/// What a session sends that must never be shown: header values and the bearer token.
+fn secrets_of(config: &ServerConfig) -> Vec<String> {
+    let TransportConfig::Http { headers, .. } = &config.transport else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = headers.values().cloned().collect();
+    out.extend(bearer_token(config).ok().flatten());
+    // The longest first, so that a secret holding another is hidden whole.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.retain(|s| s.len() >= 4);
+    out
+}
+
+/// `text` with every secret replaced by `[redacted]`.
+pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "[redacted]");
+        }
+    }
+    out
 }
 
 /// What went wrong in a transport, without rmcp's type names.
