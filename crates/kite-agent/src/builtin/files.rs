@@ -33,18 +33,41 @@ impl Root {
         Ok(Self(Arc::new(root.canonicalize()?)))
     }
 
-    /// `rel` resolved (following links) and checked to lie under the root.
+    /// `rel` resolved (following links) and checked to lie under the root. A path outside
+    /// is refused with one message whether or not it exists, so that the answer tells
+    /// nothing about what lies outside.
     fn resolve(&self, rel: &str) -> Result<PathBuf, ToolError> {
-        let joined = self.0.join(rel);
-        let real = joined
-            .canonicalize()
-            .map_err(|e| ToolError::model(format!("`{rel}`: {e}")))?;
-        if !real.starts_with(&*self.0) {
-            return Err(ToolError::model(format!(
+        let outside = || {
+            ToolError::model(format!(
                 "`{rel}` is outside the working folder; only paths under it can be read"
-            )));
+            ))
+        };
+        let joined = self.0.join(rel);
+        if !lexically_under(&joined, &self.0) {
+            return Err(outside());
         }
-        Ok(real)
+        match joined.canonicalize() {
+            Ok(real) if real.starts_with(&*self.0) => Ok(real),
+            Ok(_) => Err(outside()),
+            Err(e) => {
+                // Missing: say so only when what does exist of the path is inside (a link
+                // may lead out to a place that is missing).
+                let known = joined
+                    .ancestors()
+                    .skip(1)
+                    .find_map(|a| a.canonicalize().ok());
+                let dangling_out = std::fs::read_link(&joined).is_ok_and(|target| {
+                    let parent = known.clone().unwrap_or_default();
+                    !lexically_under(&parent.join(target), &self.0)
+                });
+                match known {
+                    Some(a) if a.starts_with(&*self.0) && !dangling_out => {
+                        Err(ToolError::model(format!("`{rel}`: {e}")))
+                    }
+                    _ => Err(outside()),
+                }
+            }
+        }
     }
 }
 
@@ -76,6 +99,26 @@ pub fn read_file<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<impl 
             }
         },
     ))
+}
+
+/// Whether `path`, with `.` and `..` applied as written, stays under `root`.
+fn lexically_under(path: &Path, root: &Path) -> bool {
+    use std::path::Component;
+    let mut parts: Vec<Component<'_>> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(parts.last(), Some(Component::Normal(_))) {
+                    parts.pop();
+                } else {
+                    return false;
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.iter().collect::<PathBuf>().starts_with(root)
 }
 
 fn read_prefix(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
