@@ -15,11 +15,12 @@ use tokio::time::Sleep;
 pub struct Timeouts {
     /// Establishing the connection (TCP and TLS). Default 10 s.
     pub connect: Duration,
-    /// From sending the request to the response headers. Default 10 min: a non-streamed
-    /// answer from a reasoning model arrives all at once, late.
+    /// From sending the request until the answer starts: its headers and the first piece
+    /// of its body. Default 10 min: a reasoning model may think that long before it says
+    /// anything, and a non-streamed answer arrives all at once, late.
     pub response: Duration,
-    /// Between two pieces of a response body. Default 5 min: some models think silently
-    /// mid-stream.
+    /// Between two pieces of a response body once it has started. Default 2 min: a stream
+    /// that has begun and then goes quiet for that long has stalled.
     pub idle: Duration,
 }
 
@@ -28,7 +29,7 @@ impl Default for Timeouts {
         Self {
             connect: Duration::from_secs(10),
             response: Duration::from_secs(600),
-            idle: Duration::from_secs(300),
+            idle: Duration::from_secs(120),
         }
     }
 }
@@ -79,6 +80,7 @@ impl ReqwestTransport {
 impl Transport for ReqwestTransport {
     fn send(&self, request: HttpRequest) -> TransportFuture<'_> {
         Box::pin(async move {
+            let started = tokio::time::Instant::now();
             let req = self
                 .client
                 .request(request.method, &request.url)
@@ -89,16 +91,20 @@ impl Transport for ReqwestTransport {
                 Err(_) => {
                     return Err(Error::transport(
                         TransportErrorKind::RequestTimeout,
-                        format!("no response headers within {:?}", self.timeouts.response),
+                        format!("no answer within {:?}", self.timeouts.response),
                     ));
                 }
             };
             let status = resp.status().as_u16();
             let headers = resp.headers().clone();
+            // Until the first piece, the answer still has what is left of `response`.
+            let first = started + self.timeouts.response;
             let body: ByteStream = Box::pin(IdleTimeout {
                 inner: Box::pin(resp.bytes_stream()),
-                sleep: Box::pin(tokio::time::sleep(self.timeouts.idle)),
+                sleep: Box::pin(tokio::time::sleep_until(first)),
                 idle: self.timeouts.idle,
+                response: self.timeouts.response,
+                started: false,
                 done: false,
             });
             Ok(HttpResponse {
@@ -112,11 +118,15 @@ impl Transport for ReqwestTransport {
 
 type ReqwestBody = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
-/// Ends a body that goes quiet for longer than `idle` with a typed error.
+/// Ends a body whose first piece does not come within `response` of the request, or that
+/// then goes quiet for longer than `idle`, with a typed error.
 struct IdleTimeout {
     inner: ReqwestBody,
     sleep: Pin<Box<Sleep>>,
     idle: Duration,
+    response: Duration,
+    /// A piece of the body has arrived.
+    started: bool,
     done: bool,
 }
 
@@ -131,6 +141,7 @@ impl Stream for IdleTimeout {
             Poll::Ready(Some(Ok(bytes))) => {
                 let deadline = tokio::time::Instant::now() + self.idle;
                 self.sleep.as_mut().reset(deadline);
+                self.started |= !bytes.is_empty();
                 Poll::Ready(Some(Ok(bytes)))
             }
             Poll::Ready(Some(Err(e))) => {
@@ -150,10 +161,14 @@ impl Stream for IdleTimeout {
             Poll::Pending => {
                 if self.sleep.as_mut().poll(cx).is_ready() {
                     self.done = true;
-                    let idle = self.idle;
+                    let message = if self.started {
+                        format!("the answer stalled: no data for {:?}", self.idle)
+                    } else {
+                        format!("the answer did not start within {:?}", self.response)
+                    };
                     return Poll::Ready(Some(Err(Error::transport(
                         TransportErrorKind::IdleTimeout,
-                        format!("no data for {idle:?}"),
+                        message,
                     ))));
                 }
                 Poll::Pending

@@ -77,13 +77,14 @@ impl<T: Transport> Retry<T> {
         let p = &self.policy;
         let resp = match result {
             Ok(resp) => resp,
+            // A server that took the whole deadline without answering is not asked again:
+            // the wait would only double.
             Err(Error::Transport(t))
                 if matches!(
                     t.kind,
                     TransportErrorKind::Connect
                         | TransportErrorKind::ConnectTimeout
                         | TransportErrorKind::ConnectionClosed
-                        | TransportErrorKind::RequestTimeout
                 ) =>
             {
                 let delay = p.backoff(p.transport_base, attempt);

@@ -3,17 +3,20 @@
 
 use super::{Anthropic, HttpModel, OpenAiCompatible, OpenAiResponses, Service, Transcriber};
 use kite_core::{Error, Model};
-use kite_http::Transport;
+use kite_http::{ReqwestTransport, Timeouts, Transport};
 use kite_wire::openai_chat::Dialect;
 use std::sync::Arc;
 
 /// Where a provider's requests go and how they travel: the provider's own URL or
-/// `base_url` (a proxy, a compatible server), over the network or through `transport` (a
-/// cassette, say).
+/// `base_url` (a proxy, a compatible server), over the network with `timeouts` (default
+/// [`Timeouts::default`]) or through `transport` (a cassette, say).
 #[derive(Clone, Default)]
 pub struct Endpoint {
     pub base_url: Option<String>,
     pub transport: Option<Arc<dyn Transport>>,
+    /// How long connecting, the answer's start and silences mid-answer may take, when
+    /// requests go over the network (a `transport` brings its own).
+    pub timeouts: Option<Timeouts>,
 }
 
 impl Endpoint {
@@ -26,7 +29,7 @@ impl Endpoint {
     pub fn at(url: impl Into<String>) -> Self {
         Self {
             base_url: Some(url.into()),
-            transport: None,
+            ..Self::default()
         }
     }
 
@@ -42,6 +45,7 @@ impl std::fmt::Debug for Endpoint {
         f.debug_struct("Endpoint")
             .field("base_url", &self.base_url)
             .field("transport", &self.transport.as_ref().map(|_| "custom"))
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
@@ -241,6 +245,8 @@ impl Provider {
         }
         if let Some(t) = &endpoint.transport {
             m = m.transport(t.clone());
+        } else if let Some(t) = endpoint.timeouts {
+            m = m.transport(ReqwestTransport::shared()?.with_timeouts(t));
         }
         Ok(m)
     }
