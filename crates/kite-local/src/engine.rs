@@ -15,7 +15,9 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::{Arc, OnceLock, mpsc as std_mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc as std_mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// How the local model runs. The defaults suit a small model on a small machine.
@@ -49,6 +51,32 @@ impl Default for LocalConfig {
             repeat_penalty: 1.1,
         }
     }
+}
+
+/// Every model's worker thread, so that a process can wait for them before it exits.
+static WORKERS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Waits up to `timeout` for every local model's worker thread to end, and says whether
+/// they all did.
+///
+/// A worker stops generating at the next token once its caller drops the answer's stream,
+/// and ends, dropping its llama.cpp context and then the model, once every handle to the
+/// model is gone. A program that exits while a worker is inside llama.cpp races the
+/// library's own teardown and can crash, so call this after dropping the models and before
+/// exiting (the `kite` command does, on Ctrl-C too).
+pub fn wait_for_workers(timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner());
+    while workers.iter().any(|w| !w.is_finished()) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for w in workers.drain(..) {
+        let _ = w.join();
+    }
+    true
 }
 
 /// llama.cpp allows one backend per process.
@@ -150,10 +178,13 @@ impl LocalModel {
         });
         let (jobs, queue) = std_mpsc::channel::<Job>();
         let worker = shared.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("kite-local".into())
             .spawn(move || worker.serve(queue))
             .map_err(|e| Error::Engine(format!("cannot start the model's thread: {e}")))?;
+        let mut workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner());
+        workers.retain(|w| !w.is_finished());
+        workers.push(handle);
         Ok(Self { shared, jobs })
     }
 
@@ -225,14 +256,19 @@ fn engine<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Error + '_ {
 type Slot<'m> = Option<(LlamaContext<'m>, u32)>;
 
 impl Shared {
-    /// The worker thread: serves calls in order until every handle to the model is gone.
-    fn serve(&self, queue: std_mpsc::Receiver<Job>) {
+    /// The worker thread: serves calls in order until every handle to the model is gone,
+    /// then drops its context (before the model, which the context borrows).
+    fn serve(self: Arc<Self>, queue: std_mpsc::Receiver<Job>) {
         let mut slot: Slot<'_> = None;
         for job in queue {
+            if job.events.is_closed() {
+                continue;
+            }
             if let Err(e) = self.generate(&job.request, &job.events, &mut slot) {
                 let _ = job.events.blocking_send(Err(e));
             }
         }
+        drop(slot);
     }
 
     /// A context for `needed` tokens: the kept one, emptied, or a larger new one.
@@ -298,6 +334,10 @@ impl Shared {
         let mut batch = LlamaBatch::new(512, 1);
         let last = tokens.len().saturating_sub(1);
         for (c, chunk) in tokens.chunks(512).enumerate() {
+            if tx.is_closed() {
+                // The caller is gone: stop between chunks of a long prompt too.
+                return Ok(());
+            }
             batch.clear();
             for (j, t) in chunk.iter().enumerate() {
                 let i = c * 512 + j;

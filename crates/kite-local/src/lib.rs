@@ -19,7 +19,7 @@ mod install;
 mod prompt;
 mod split;
 
-pub use engine::{LocalConfig, LocalModel};
+pub use engine::{LocalConfig, LocalModel, wait_for_workers};
 pub use install::{
     FETCH_HINT, MODEL_FILE, MODEL_SHA256, WHEEL, fetch, find_model, models_dir, sha256_file,
 };
