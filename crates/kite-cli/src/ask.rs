@@ -2,6 +2,7 @@
 
 use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::{Output, error_line};
+use crate::output::{err, errln, outln};
 use clap::Args;
 use kite::agent::builtin;
 use kite::local::{LocalConfig, LocalModel};
@@ -36,8 +37,8 @@ pub struct AskArgs {
     /// Limit each answer's length in tokens.
     #[arg(long)]
     max_tokens: Option<u32>,
-    /// Sampling temperature.
-    #[arg(long)]
+    /// Sampling temperature (a finite number, 0 or more).
+    #[arg(long, value_parser = temperature)]
     temperature: Option<f64>,
     /// How hard a reasoning model thinks: minimal, low, medium or high (a thinking budget
     /// on Anthropic).
@@ -61,17 +62,18 @@ pub struct AskArgs {
     /// Leave out the MCP servers configured in kite.toml.
     #[arg(long)]
     no_mcp: bool,
-    /// Model calls allowed before giving up.
-    #[arg(long, default_value_t = 10)]
+    /// Model calls allowed before giving up (at least 1).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     max_turns: u32,
     /// Use the embedded local model even when a provider key is set.
     #[arg(long)]
     local: bool,
-    /// Local model: threads for generating (default 1).
-    #[arg(long, env = "KITE_LOCAL_THREADS")]
+    /// Local model: threads for generating (default 1; at most the machine's cores).
+    #[arg(long, env = "KITE_LOCAL_THREADS", value_parser = clap::value_parser!(i32).range(1..=1024))]
     threads: Option<i32>,
-    /// Local model: most tokens a call may hold, prompt and answer (default 4096).
-    #[arg(long, env = "KITE_LOCAL_CONTEXT")]
+    /// Local model: most tokens a call may hold, prompt and answer (default 4096; at
+    /// least 256).
+    #[arg(long, env = "KITE_LOCAL_CONTEXT", value_parser = clap::value_parser!(u32).range(256..=1_048_576))]
     context_size: Option<u32>,
     /// Print one JSON object per event, one per line, for scripts.
     #[arg(long)]
@@ -81,19 +83,34 @@ pub struct AskArgs {
     prompt: Vec<String>,
 }
 
+/// `--temperature`: a finite number, 0 or more (`nan` would be sent as `null`).
+fn temperature(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!(
+            "{s:?} is not a temperature (a finite number, 0 or more)"
+        )),
+    }
+}
+
 pub async fn run(args: AskArgs, config: Option<&Path>) -> Result<(), ExitCode> {
     let mut out = Output::new(args.json);
     match ask(&args, config, &mut out).await {
-        Ok(()) => Ok(()),
+        Ok(true) => Ok(()),
+        // Stopped without an answer (the turn limit, a hook): said on stderr already.
+        Ok(false) => Err(ExitCode::from(crate::EXIT_NO_ANSWER)),
+        // The reader of stdout went away: end quietly, as `cat` does.
+        Err(_) if crate::output::stdout_closed() => Err(ExitCode::from(crate::EXIT_PIPE)),
         Err(e) => {
             out.error(&e);
-            eprintln!("kite: {}", error_line(&e));
+            errln!("kite: {}", error_line(&e));
             Err(ExitCode::FAILURE)
         }
     }
 }
 
-async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<(), AgentError> {
+/// Asks; true when the model answered, false when the run stopped short of an answer.
+async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<bool, AgentError> {
     let mut prompt = args.prompt.join(" ");
     if prompt == "-" {
         prompt.clear();
@@ -101,10 +118,12 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
             .read_to_string(&mut prompt)
             .map_err(|e| Error::Config(format!("cannot read the question from stdin: {e}")))?;
     }
+    let loaded = crate::config::load(config)?;
     if args.background {
-        return Ok(background(args, prompt).await?);
+        background(args, prompt, &loaded.config.http).await?;
+        return Ok(true);
     }
-    let (model, model_name) = choose_model(args)?;
+    let (model, model_name) = choose_model(args, &loaded.config.http)?;
     let tool_choice = args.tool_choice.as_deref().map(|c| match c {
         "auto" => ToolChoice::Auto,
         "required" => ToolChoice::Required,
@@ -116,7 +135,7 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
     let hub = match args.no_mcp {
         true => None,
         false => Some(
-            crate::mcp::connect(config, None, Some((model.clone(), model_name.clone()))).await?,
+            crate::mcp::connect(&loaded, None, Some((model.clone(), model_name.clone()))).await?,
         ),
     };
     let mut agent = Agent::shared(model, model_name)
@@ -124,7 +143,7 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
         .configure(|r| {
             r.max_tokens = args.max_tokens;
             r.temperature = args.temperature;
-            r.tool_choice = tool_choice;
+            r.tool_choice = tool_choice.clone();
             r.reasoning = args.reasoning.clone().map(ReasoningConfig::effort);
         });
     if let Some(system) = &args.system {
@@ -145,6 +164,22 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
     if let Some(hub) = &hub {
         hub.bind(agent.tools());
     }
+    if let Some(ToolChoice::Tool(name)) = &tool_choice {
+        let offered = agent.tools().specs();
+        if !offered.iter().any(|t| &t.name == name) {
+            let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+            return Err(Error::Config(format!(
+                "--tool-choice {name:?} names no tool on offer ({}); offer it with --tool or \
+                 kite.toml, or choose auto, required or none",
+                if names.is_empty() {
+                    "none are".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ))
+            .into());
+        }
+    }
     let result = converse(&agent, prompt, out).await;
     if let Some(hub) = hub {
         hub.shutdown();
@@ -152,29 +187,86 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
     result
 }
 
-/// Runs the loop, printing as it goes, until it ends or Ctrl-C.
-async fn converse(agent: &Agent, prompt: String, out: &mut Output) -> Result<(), AgentError> {
+/// Runs the loop, printing as it goes, until it ends or stdout's reader goes away; true
+/// when the model answered. On a terminal, a wait for the model of more than a moment is
+/// shown with its length.
+async fn converse(agent: &Agent, prompt: String, out: &mut Output) -> Result<bool, AgentError> {
     let mut stream = agent.run_stream((), vec![Message::user(prompt)]);
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut waiting = Waiting::new(std::io::stderr().is_terminal());
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(250));
     loop {
         tokio::select! {
-            event = stream.next() => match event {
-                Some(Ok(AgentEvent::Done(run))) => {
-                    out.done(&run);
-                    return Ok(());
+            event = stream.next() => {
+                waiting.event(event.as_ref().and_then(|e| e.as_ref().ok()));
+                match event {
+                    Some(Ok(AgentEvent::Done(run))) => return Ok(out.done(&run)),
+                    Some(Ok(e)) => out.event(&e),
+                    Some(Err(e)) => return Err(e),
+                    None => return Ok(false),
                 }
-                Some(Ok(e)) => out.event(&e),
-                Some(Err(e)) => return Err(e),
-                None => return Ok(()),
-            },
-            _ = &mut interrupted => return Err(Error::Cancelled.into()),
+                if crate::output::stdout_closed() {
+                    // Dropping the stream cancels the model call.
+                    return Err(Error::Cancelled.into());
+                }
+            }
+            _ = ticks.tick() => waiting.tick(),
         }
     }
 }
 
+/// The line `kite: waiting for the model… 12s` on a terminal's stderr while the model is
+/// silent (no tool running), cleared as soon as anything arrives.
+struct Waiting {
+    on: bool,
+    since: tokio::time::Instant,
+    tools_running: usize,
+    shown: bool,
+}
+
+impl Waiting {
+    /// After this long without news, the wait is shown.
+    const AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+    fn new(on: bool) -> Self {
+        Self {
+            on,
+            since: tokio::time::Instant::now(),
+            tools_running: 0,
+            shown: false,
+        }
+    }
+
+    fn event(&mut self, e: Option<&AgentEvent>) {
+        match e {
+            Some(AgentEvent::ToolStarted { .. }) => self.tools_running += 1,
+            Some(AgentEvent::ToolFinished { .. }) => {
+                self.tools_running = self.tools_running.saturating_sub(1)
+            }
+            _ => {}
+        }
+        self.since = tokio::time::Instant::now();
+        if self.shown {
+            err!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+
+    fn tick(&mut self) {
+        let silent = self.since.elapsed();
+        if !self.on || self.tools_running > 0 || silent < Self::AFTER {
+            return;
+        }
+        err!("\r\x1b[Kkite: waiting for the model… {}s", silent.as_secs());
+        self.shown = true;
+    }
+}
+
 /// Starts a background run and prints its id.
-async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
+async fn background(
+    args: &AskArgs,
+    prompt: String,
+    http: &crate::config::HttpConfig,
+) -> Result<(), Error> {
     let provider = match &args.provider {
         Some(name) => Provider::parse(name)?,
         None => Provider::OpenAi,
@@ -183,7 +275,7 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
         .model
         .clone()
         .unwrap_or_else(|| provider.default_model().to_owned());
-    let model = provider.responses_for(&name, &args.at.endpoint()?)?;
+    let model = provider.responses_for(&name, &args.at.endpoint(http)?)?;
     let mut req = Request::new(name).message(Message::user(prompt));
     req.system = args.system.clone();
     req.max_tokens = args.max_tokens;
@@ -191,13 +283,13 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
     req.reasoning = args.reasoning.clone().map(ReasoningConfig::effort);
     let run = model.start(&req).await?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"id": run.id, "status": run.status.as_str()})
         );
     } else {
-        println!("{}", run.id);
-        eprintln!(
+        outln!("{}", run.id);
+        errln!(
             "kite: {} ({}); follow it with `kite responses wait {}`",
             run.id,
             run.status.as_str(),
@@ -209,9 +301,12 @@ async fn background(args: &AskArgs, prompt: String) -> Result<(), Error> {
 
 /// The model to ask and the model's name: a named provider, a compatible server, the first
 /// provider whose key is set, or else the embedded local model.
-fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
+fn choose_model(
+    args: &AskArgs,
+    http: &crate::config::HttpConfig,
+) -> Result<(Arc<dyn Model>, String), Error> {
     let api = args.api.as_deref().map(WireApi::parse).transpose()?;
-    let endpoint = args.at.endpoint()?;
+    let endpoint = args.at.endpoint(http)?;
     let open = |p: Provider| -> Result<(Arc<dyn Model>, String), Error> {
         let name = args
             .model
@@ -240,7 +335,7 @@ fn choose_model(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         return open(Provider::OpenAi);
     }
     if let Some(url) = &args.at.base_url {
-        let m = compatible(OpenAiCompatible::new(url, Dialect::Compatible), &endpoint);
+        let m = compatible(OpenAiCompatible::new(url, Dialect::Compatible), &endpoint)?;
         let name = args.model.clone().unwrap_or_else(|| "default".to_owned());
         return Ok((Arc::new(m), name));
     }
@@ -256,10 +351,14 @@ fn local(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
     let path = kite::local::find_model()?;
     let mut config = LocalConfig::default();
     if let Some(t) = args.threads {
-        config.threads = t.max(1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as i32;
+        if t > cores {
+            errln!("kite: --threads {t} is more than this machine's {cores} cores; using {cores}");
+        }
+        config.threads = t.min(cores);
     }
     if let Some(c) = args.context_size {
-        config.context_size = c.max(256);
+        config.context_size = c;
     }
     let show = std::io::stderr().is_terminal();
     let mut shown = None;
@@ -267,19 +366,19 @@ fn local(args: &AskArgs) -> Result<(Arc<dyn Model>, String), Error> {
         let percent = (p * 100.0) as u32;
         if show && shown != Some(percent) {
             shown = Some(percent);
-            eprint!("\rkite: loading the local model {percent:>3}%");
+            err!("\rkite: loading the local model {percent:>3}%");
             let _ = std::io::stderr().flush();
         }
     })?;
     if show {
-        eprint!("\r\x1b[K");
+        err!("\r\x1b[K");
     }
     let why = if args.local {
         ""
     } else {
         "no provider key is set; "
     };
-    eprintln!(
+    errln!(
         "kite: {why}using the local model {} ({})",
         model.name(),
         path.display()

@@ -1,6 +1,7 @@
 //! `kite cassette`: look inside recorded traffic, and check it holds no keys.
 
 use crate::output::error_line;
+use crate::output::{errln, out, outln};
 use clap::Subcommand;
 use kite::Error;
 use kite::http::cassette::{self, Exchange, Recording};
@@ -42,7 +43,7 @@ pub fn run(cmd: CassetteCommand) -> Result<(), ExitCode> {
         Ok(true) => Ok(()),
         Ok(false) => Err(ExitCode::FAILURE),
         Err(e) => {
-            eprintln!("kite: {}", error_line(&e.into()));
+            errln!("kite: {}", error_line(&e.into()));
             Err(ExitCode::FAILURE)
         }
     }
@@ -58,18 +59,35 @@ fn list(dir: Option<PathBuf>, as_json: bool) -> Result<bool, Error> {
         }
     });
     let found = cassette::find(&dir)?;
+    let mut all_read = true;
     for path in &found {
-        let Some(rec) = Recording::read(path)? else {
-            continue;
+        let rec = match Recording::read(path) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => continue,
+            Err(e) => {
+                // One broken cassette does not hide the others; it is marked, and the
+                // exit status says something was wrong.
+                all_read = false;
+                if as_json {
+                    outln!("{}", json!({"path": path, "error": e.to_string()}));
+                } else {
+                    outln!(
+                        "{}  unreadable: {}",
+                        path.display(),
+                        e.to_string().replace('\n', " ")
+                    );
+                }
+                continue;
+            }
         };
         if as_json {
             let targets: Vec<String> = rec.exchanges.iter().map(target).collect();
-            println!(
+            outln!(
                 "{}",
                 json!({"path": path, "exchanges": rec.exchanges.len(), "requests": targets})
             );
         } else {
-            println!(
+            outln!(
                 "{}  {} exchange{}  {}",
                 path.display(),
                 rec.exchanges.len(),
@@ -79,9 +97,9 @@ fn list(dir: Option<PathBuf>, as_json: bool) -> Result<bool, Error> {
         }
     }
     if found.is_empty() && !as_json {
-        eprintln!("kite: no cassettes under {}", dir.display());
+        errln!("kite: no cassettes under {}", dir.display());
     }
-    Ok(true)
+    Ok(all_read)
 }
 
 /// `POST /v1/chat/completions ×3, POST /v1/audio/transcriptions`
@@ -121,8 +139,8 @@ fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
             let body = cassette::read_body(dir, &ex.request.body)?;
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let response = cassette::read_body(dir, &ex.response.body)?;
-            println!("{:>3}  {}  {}", i + 1, target(ex), about(&request));
-            println!(
+            outln!("{:>3}  {}  {}", i + 1, target(ex), about(&request));
+            outln!(
                 "     → {} {}, {} bytes ({}{})",
                 ex.response.status,
                 ex.response
@@ -147,21 +165,21 @@ fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
             rec.exchanges.len()
         ))
     })?;
-    println!("{}", target(ex));
+    outln!("{}", target(ex));
     for (k, v) in &ex.request.headers {
-        println!("{k}: {v}");
+        outln!("{k}: {v}");
     }
-    println!();
-    print!(
+    outln!();
+    out!(
         "{}",
         String::from_utf8_lossy(&cassette::read_body(dir, &ex.request.body)?)
     );
-    println!("\n{}", ex.response.status);
+    outln!("\n{}", ex.response.status);
     for (k, v) in &ex.response.headers {
-        println!("{k}: {v}");
+        outln!("{k}: {v}");
     }
-    println!();
-    print!(
+    outln!();
+    out!(
         "{}",
         String::from_utf8_lossy(&cassette::read_body(dir, &ex.response.body)?)
     );
@@ -210,7 +228,7 @@ fn scan(paths: &[PathBuf]) -> Result<bool, Error> {
                         .rposition(|b| *b == b'\n')
                         .map_or(0, |i| i + 1)
                     + 1;
-                println!(
+                outln!(
                     "{}:{line}:{column}: looks like a key ({}…, {} characters)",
                     file.display(),
                     f.kind,
@@ -226,9 +244,9 @@ fn scan(paths: &[PathBuf]) -> Result<bool, Error> {
         } else {
             format!("{count} places look like keys")
         };
-        eprintln!("kite: {what}");
+        errln!("kite: {what}");
     } else {
-        eprintln!("kite: nothing looks like a key");
+        errln!("kite: nothing looks like a key");
     }
     Ok(count == 0)
 }

@@ -1,11 +1,13 @@
-//! Where a command's requests go: `--base-url` and `--cassette`, shared by the commands that
-//! call a provider.
+//! Where a command's requests go and how long they may take: `--base-url`, `--cassette`,
+//! `--timeout` and `--idle-timeout`, shared by the commands that call a provider.
 
+use crate::config::{HttpConfig, seconds};
 use clap::Args;
 use kite::http::ReqwestTransport;
 use kite::http::cassette::{Cassette, Mode, Rules};
 use kite::{Endpoint, Error, HttpModel, Service};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct EndpointArgs {
@@ -18,35 +20,50 @@ pub struct EndpointArgs {
     /// what is missing).
     #[arg(long, value_name = "PATH")]
     pub cassette: Option<PathBuf>,
+    /// Seconds to wait for an answer to start (default 600, or `timeout_secs` in
+    /// kite.toml's [http]): reasoning models may think that long first.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub timeout: Option<Duration>,
+    /// Seconds of silence allowed once an answer has started (default 120, or
+    /// `idle_timeout_secs` in kite.toml's [http]).
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub idle_timeout: Option<Duration>,
 }
 
 impl EndpointArgs {
-    /// Where requests go: the base URL if given, through the cassette if given.
-    pub fn endpoint(&self) -> Result<Endpoint, Error> {
+    /// Where requests go and their deadlines: the base URL if given, through the cassette
+    /// if given, with the flags' deadlines over those of `http`.
+    pub fn endpoint(&self, http: &HttpConfig) -> Result<Endpoint, Error> {
+        let timeouts = http.timeouts(self.timeout, self.idle_timeout);
         let endpoint = Endpoint {
             base_url: self.base_url.clone(),
             transport: None,
+            timeouts: Some(timeouts),
         };
         let Some(path) = &self.cassette else {
             return Ok(endpoint);
         };
         let mode = Mode::from_env_or(Mode::Auto)?;
-        let recorder =
-            Cassette::with_mode(path, mode, Rules::default(), ReqwestTransport::shared()?)?;
+        let real = ReqwestTransport::shared()?.with_timeouts(timeouts);
+        let recorder = Cassette::with_mode(path, mode, Rules::default(), real)?;
         Ok(endpoint.transport(recorder))
     }
 }
 
 /// `m`, a model of a server named only by `--base-url`, set up for `endpoint`: its key comes
 /// from `KITE_API_KEY` only, so no provider's key is sent to a server it was not meant for.
-pub fn compatible<A: Service + Clone>(mut m: HttpModel<A>, endpoint: &Endpoint) -> HttpModel<A> {
+pub fn compatible<A: Service + Clone>(
+    mut m: HttpModel<A>,
+    endpoint: &Endpoint,
+) -> Result<HttpModel<A>, Error> {
     if let Ok(key) = std::env::var("KITE_API_KEY")
         && !key.is_empty()
     {
         m = m.api_key(key);
     }
-    match &endpoint.transport {
-        Some(t) => m.transport(t.clone()),
-        None => m,
-    }
+    Ok(match (&endpoint.transport, endpoint.timeouts) {
+        (Some(t), _) => m.transport(t.clone()),
+        (None, Some(t)) => m.transport(ReqwestTransport::shared()?.with_timeouts(t)),
+        (None, None) => m,
+    })
 }

@@ -4,12 +4,15 @@ mod ask;
 mod cassette;
 mod config;
 mod endpoint;
+mod logging;
 mod mcp;
 mod model;
 mod output;
 mod responses;
+mod signals;
 mod transcribe;
 
+use crate::output::errln;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -47,38 +50,53 @@ enum Command {
     Transcribe(Box<transcribe::TranscribeArgs>),
 }
 
+/// Exit status when a run stopped without an answer (the turn limit, a hook).
+pub const EXIT_NO_ANSWER: u8 = 3;
+/// Exit status when stdout's reader went away (as a shell reports `cat` killed by SIGPIPE).
+pub const EXIT_PIPE: u8 = 141;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KITE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    logging::init();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("kite: cannot start: {e}");
+            errln!("kite: cannot start: {e}");
             return ExitCode::FAILURE;
         }
     };
     let config = cli.config.as_deref();
     let result = runtime.block_on(async {
-        match cli.command {
-            Command::Ask(args) => ask::run(*args, config).await,
-            Command::Mcp(cmd) => mcp::run(cmd, config).await,
-            Command::Cassette(cmd) => cassette::run(cmd),
-            Command::Model(cmd) => model::run(cmd),
-            Command::Responses(args) => responses::run(args).await,
-            Command::Transcribe(args) => transcribe::run(*args).await,
+        let command = async {
+            match cli.command {
+                Command::Ask(args) => ask::run(*args, config).await,
+                Command::Mcp(cmd) => mcp::run(cmd, config).await,
+                Command::Cassette(cmd) => cassette::run(cmd),
+                Command::Model(cmd) => model::run(cmd),
+                Command::Responses(args) => responses::run(args).await,
+                Command::Transcribe(args) => transcribe::run(*args, config).await,
+            }
+        };
+        // A signal drops the command where it stands: its model call, its MCP servers
+        // (their process groups are killed) and its local generation (stopped at the next
+        // token) go with it.
+        tokio::select! {
+            r = command => r,
+            signal = signals::interrupted() => {
+                errln!("kite: {}", signal.what());
+                Err(ExitCode::from(signal.status()))
+            }
         }
     });
+    // Tasks still holding servers or models are dropped with the runtime; then the local
+    // model's worker is waited for, so that nothing is inside llama.cpp as the process ends.
+    drop(runtime);
+    kite::local::wait_for_workers(std::time::Duration::from_secs(10));
     match result {
+        Ok(()) if output::stdout_closed() => ExitCode::from(EXIT_PIPE),
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,
     }

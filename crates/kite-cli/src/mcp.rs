@@ -2,6 +2,7 @@
 //! quick checks.
 
 use crate::config;
+use crate::output::{err, errln, outln};
 use clap::Subcommand;
 use kite::mcp::{
     ElicitAnswer, Elicitation, Elicitor, Hub, HubOptions, ModelSampler, ServerReport, ServerStatus,
@@ -42,12 +43,11 @@ pub enum McpCommand {
 /// on stderr and retried in the background). Servers' sampling requests go to `sampler`,
 /// their questions to the terminal.
 pub async fn connect(
-    config: Option<&Path>,
+    loaded: &config::Loaded,
     only: Option<&str>,
     sampler: Option<(Arc<dyn Model>, String)>,
 ) -> Result<Hub, Error> {
-    let loaded = config::load(config)?;
-    let mut servers = loaded.config.mcp.servers;
+    let mut servers = loaded.config.mcp.servers.clone();
     if let Some(name) = only {
         let Some(server) = servers.remove(name) else {
             let known: Vec<&String> = servers.keys().collect();
@@ -78,7 +78,7 @@ pub async fn connect(
     });
     for result in futures_util::future::join_all(adds).await {
         if let Err(e) = result {
-            eprintln!("kite: {e}; its tools are not offered until it is back");
+            errln!("kite: {e}; its tools are not offered until it is back");
         }
     }
     Ok(hub)
@@ -86,21 +86,22 @@ pub async fn connect(
 
 pub async fn run(command: McpCommand, config: Option<&Path>) -> Result<(), ExitCode> {
     let fail = |e: Error| {
-        eprintln!("kite: {e}");
+        errln!("kite: {e}");
         ExitCode::FAILURE
     };
     match command {
         McpCommand::List { json } => {
-            let hub = connect(config, None, None).await.map_err(fail)?;
+            let loaded = config::load(config).map_err(fail)?;
+            let hub = connect(&loaded, None, None).await.map_err(fail)?;
             let servers = hub.servers();
             if servers.is_empty() {
-                eprintln!(
+                errln!(
                     "kite: no MCP servers are configured (see `[mcp.servers.NAME]` in kite.toml)"
                 );
             }
             for s in &servers {
                 if json {
-                    println!("{}", report_json(s));
+                    outln!("{}", report_json(s));
                 } else {
                     print_report(s);
                 }
@@ -124,39 +125,40 @@ pub async fn run(command: McpCommand, config: Option<&Path>) -> Result<(), ExitC
                     "the arguments must be a JSON object".into(),
                 )));
             }
-            let hub = connect(config, Some(&server), None).await.map_err(fail)?;
+            let loaded = config::load(config).map_err(fail)?;
+            let hub = connect(&loaded, Some(&server), None).await.map_err(fail)?;
             let result = hub.call(&server, &tool, args).await;
             hub.shutdown();
             let result = result.map_err(|e| {
-                eprintln!("kite: {e}");
+                errln!("kite: {e}");
                 ExitCode::FAILURE
             })?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({"content": result.content, "structuredContent": result.structured, "isError": result.is_error})
                 );
             } else {
                 for block in &result.content {
                     match block["type"].as_str() {
-                        Some("text") => println!("{}", block["text"].as_str().unwrap_or_default()),
-                        Some("image" | "audio") => println!(
+                        Some("text") => outln!("{}", block["text"].as_str().unwrap_or_default()),
+                        Some("image" | "audio") => outln!(
                             "[{} {}, {} base64 characters]",
                             block["type"].as_str().unwrap_or_default(),
                             block["mimeType"].as_str().unwrap_or("?"),
                             block["data"].as_str().map_or(0, str::len)
                         ),
-                        _ => println!("{block}"),
+                        _ => outln!("{block}"),
                     }
                 }
                 if let Some(s) = &result.structured
                     && result.content.is_empty()
                 {
-                    println!("{s}");
+                    outln!("{s}");
                 }
             }
             if result.is_error {
-                eprintln!("kite: the tool {tool:?} reported an error");
+                errln!("kite: the tool {tool:?} reported an error");
                 return Err(ExitCode::FAILURE);
             }
             Ok(())
@@ -172,19 +174,19 @@ fn print_report(s: &ServerReport) {
             pid,
         } => {
             let pid = pid.map(|p| format!(", pid {p}")).unwrap_or_default();
-            println!(
+            outln!(
                 "{}: up ({name:?}, protocol {protocol}{pid}), {} tools",
                 s.id,
                 s.tools.len()
             );
         }
-        ServerStatus::Down { error } => println!("{}: down: {error}", s.id),
+        ServerStatus::Down { error } => outln!("{}: down: {error}", s.id),
     }
     for (exposed, remote) in &s.tools {
         if exposed == remote {
-            println!("  {exposed}");
+            outln!("  {exposed}");
         } else {
-            println!("  {exposed} (on the server: {remote})");
+            outln!("  {exposed} (on the server: {remote})");
         }
     }
 }
@@ -222,7 +224,7 @@ impl Elicitor for Terminal {
         let server = server.to_owned();
         Box::pin(async move {
             if !std::io::stdin().is_terminal() {
-                eprintln!(
+                errln!(
                     "kite: MCP server {server:?} asks: {} (declined: no terminal to ask on)",
                     request.message
                 );
@@ -244,8 +246,8 @@ fn ask(server: &str, request: &Elicitation) -> ElicitAnswer {
             Ok(_) => Some(line.trim().to_owned()),
         }
     };
-    eprintln!("\nkite: MCP server {server:?} asks: {}", request.message);
-    eprint!("answer? [y]es, [n]o, [c]ancel: ");
+    errln!("\nkite: MCP server {server:?} asks: {}", request.message);
+    err!("answer? [y]es, [n]o, [c]ancel: ");
     let _ = std::io::stderr().flush();
     match read().as_deref() {
         Some("y" | "yes" | "") => {}
@@ -268,7 +270,7 @@ fn ask(server: &str, request: &Elicitation) -> ElicitAnswer {
             .map(|d| format!(" [{d}]"))
             .unwrap_or_default();
         loop {
-            eprint!("  {label}{hint}{default}: ");
+            err!("  {label}{hint}{default}: ");
             let _ = std::io::stderr().flush();
             let Some(line) = read() else {
                 return ElicitAnswer::Cancel;
@@ -281,7 +283,7 @@ fn ask(server: &str, request: &Elicitation) -> ElicitAnswer {
                     answer.insert(name.clone(), v);
                     break;
                 }
-                Err(why) => eprintln!("  {why}"),
+                Err(why) => errln!("  {why}"),
             }
         }
     }

@@ -1,5 +1,6 @@
 //! `kite model`: the embedded local model's file.
 
+use crate::output::{errln, outln};
 use clap::Subcommand;
 use kite::local;
 use std::process::ExitCode;
@@ -15,16 +16,16 @@ pub enum ModelCommand {
 
 pub fn run(cmd: ModelCommand) -> Result<(), ExitCode> {
     let result = match cmd {
-        ModelCommand::Fetch => local::fetch(&local::models_dir(), |m| eprintln!("kite: {m}")),
+        ModelCommand::Fetch => local::fetch(&local::models_dir(), |m| errln!("kite: {m}")),
         ModelCommand::Path => local::find_model(),
     };
     match result {
         Ok(path) => {
-            println!("{}", path.display());
+            outln!("{}", path.display());
             Ok(())
         }
         Err(e) => {
-            eprintln!("kite: {e}");
+            errln!("kite: {e}");
             Err(ExitCode::FAILURE)
         }
     }

@@ -5,6 +5,61 @@ use kite::agent::{CallStatus, ToolRecord};
 use kite::{AgentError, AgentEvent, Error, Event, Run, StopReason};
 use serde_json::{Value, json};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once a write to stdout failed: its reader went away (`kite … | head`).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes to stdout and flushes. A failed write is not an error of the command: it marks
+/// stdout closed, later writes are skipped, and the command ends quietly as soon as it
+/// looks (see [`stdout_closed`]).
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    if stdout_closed() {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether stdout's reader has gone away.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// `print!` that never panics on a closed stdout.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::output::write_out(format_args!($($t)*)) };
+}
+
+/// `println!` that never panics on a closed stdout.
+macro_rules! outln {
+    () => { $crate::output::write_out(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::output::write_out(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `eprint!` that never panics on a closed stderr.
+macro_rules! err {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// `eprintln!` that never panics on a closed stderr.
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+pub(crate) use {err, errln, out, outln};
 
 pub struct Output {
     json: bool,
@@ -30,15 +85,13 @@ impl Output {
         }
         match e {
             AgentEvent::Model(Event::TextDelta { text } | Event::RefusalDelta { text }) => {
-                let mut stdout = std::io::stdout().lock();
-                let _ = stdout.write_all(text.as_bytes());
-                let _ = stdout.flush();
+                out!("{text}");
                 self.wrote_text = true;
                 self.at_line_start = text.ends_with('\n');
             }
             AgentEvent::ToolStarted { call } => {
                 self.end_line();
-                eprintln!("[tool] {}({})", call.name, call.arguments);
+                errln!("[tool] {}({})", call.name, call.arguments);
             }
             AgentEvent::ToolFinished { record } => {
                 let mark = if record.result.is_error {
@@ -46,7 +99,7 @@ impl Output {
                 } else {
                     "->"
                 };
-                eprintln!(
+                errln!(
                     "[tool] {} {mark} {}",
                     record.call.name,
                     short(&record.result.text_content())
@@ -56,9 +109,10 @@ impl Output {
         }
     }
 
-    /// The run stopped: usage and the reason.
-    pub fn done(&mut self, run: &Run) {
+    /// The run stopped: usage and the reason. True when the model answered.
+    pub fn done(&mut self, run: &Run) -> bool {
         let stop = run.stop_reason();
+        let answered = matches!(stop, Some(StopReason::Finished { .. }));
         if self.json {
             let mut usage = serde_json::to_value(run.usage()).unwrap_or_default();
             usage["type"] = json!("usage");
@@ -71,21 +125,22 @@ impl Output {
             line(
                 &json!({"type": "done", "finish_reason": finish, "stop": stop_name(&stop), "turns": run.turns()}),
             );
-            return;
+            return answered;
         }
         self.end_line();
         match stop {
-            Some(StopReason::TurnLimit { max_turns }) => eprintln!(
-                "kite: stopped after {max_turns} model calls; allow more with --max-turns"
-            ),
-            Some(StopReason::Hook { message }) => eprintln!("kite: stopped: {message}"),
+            Some(StopReason::TurnLimit { max_turns }) => {
+                errln!("kite: stopped after {max_turns} model calls; allow more with --max-turns")
+            }
+            Some(StopReason::Hook { message }) => errln!("kite: stopped: {message}"),
             _ => {}
         }
+        answered
     }
 
     fn end_line(&mut self) {
         if self.wrote_text && !self.at_line_start {
-            println!();
+            outln!();
             self.at_line_start = true;
         }
     }
@@ -119,9 +174,7 @@ fn short(text: &str) -> String {
 }
 
 fn line(v: &Value) {
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{v}");
-    let _ = stdout.flush();
+    outln!("{v}");
 }
 
 /// The JSON line for an event; fragments that a later event carries whole, and per-call

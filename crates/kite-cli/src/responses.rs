@@ -1,6 +1,7 @@
 //! `kite responses`: reattach to responses OpenAI stores (background runs above all).
 
 use crate::output::error_line;
+use crate::output::{errln, outln};
 use clap::{Args, Subcommand};
 use kite::wire::openai_responses::Stored;
 use kite::{Endpoint, Error, OpenAiResponses, PollPolicy, Provider, Response};
@@ -27,8 +28,8 @@ enum ResponsesCommand {
     Wait {
         id: String,
         /// Give up after this many seconds.
-        #[arg(long)]
-        timeout: Option<u64>,
+        #[arg(long, value_name = "SECS", value_parser = crate::config::seconds)]
+        timeout: Option<std::time::Duration>,
     },
     /// Cancel a background run.
     Cancel { id: String },
@@ -42,9 +43,9 @@ pub async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
         Err(e) => {
             let e = kite::AgentError::from(e);
             if args.json {
-                println!("{}", json!({"type": "error", "message": error_line(&e)}));
+                outln!("{}", json!({"type": "error", "message": error_line(&e)}));
             }
-            eprintln!("kite: {}", error_line(&e));
+            errln!("kite: {}", error_line(&e));
             Err(ExitCode::FAILURE)
         }
     }
@@ -53,14 +54,14 @@ pub async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
 async fn command(args: &ResponsesArgs) -> Result<(), Error> {
     let model: OpenAiResponses = Provider::OpenAi.responses(&Endpoint {
         base_url: args.base_url.clone(),
-        transport: None,
+        ..Endpoint::default()
     })?;
     match &args.command {
         ResponsesCommand::Get { id } => show(args.json, model.get(id).await?),
         ResponsesCommand::Cancel { id } => show(args.json, model.cancel(id).await?),
         ResponsesCommand::Wait { id, timeout } => {
             let poll = PollPolicy {
-                timeout: timeout.map(std::time::Duration::from_secs),
+                timeout: *timeout,
                 ..PollPolicy::default()
             };
             let answer = model.wait(id, poll).await?;
@@ -70,9 +71,9 @@ async fn command(args: &ResponsesArgs) -> Result<(), Error> {
         ResponsesCommand::Delete { id } => {
             model.delete(id).await?;
             if args.json {
-                println!("{}", json!({"id": id, "deleted": true}));
+                outln!("{}", json!({"id": id, "deleted": true}));
             } else {
-                println!("deleted {id}");
+                outln!("deleted {id}");
             }
             Ok(())
         }
@@ -84,28 +85,30 @@ fn show(as_json: bool, stored: Stored) -> Result<(), Error> {
         Some(Ok(answer)) => answer_out(as_json, &stored.id, stored.status.as_str(), &answer),
         Some(Err(e)) => return Err(e),
         None if as_json => {
-            println!(
+            outln!(
                 "{}",
                 json!({"id": stored.id, "status": stored.status.as_str()})
             )
         }
-        None => println!("{} {}", stored.id, stored.status.as_str()),
+        None => outln!("{} {}", stored.id, stored.status.as_str()),
     }
     Ok(())
 }
 
 fn answer_out(as_json: bool, id: &str, status: &str, answer: &Response) {
     if as_json {
-        println!(
+        outln!(
             "{}",
             json!({"id": id, "status": status, "text": answer.text(),
                    "finish_reason": answer.finish_reason, "usage": answer.usage})
         );
     } else {
-        println!("{}", answer.text());
-        eprintln!(
+        outln!("{}", answer.text());
+        errln!(
             "kite: {id} {status} ({}, {} tokens in, {} out)",
-            answer.finish_reason, answer.usage.input_tokens, answer.usage.output_tokens
+            answer.finish_reason,
+            answer.usage.input_tokens,
+            answer.usage.output_tokens
         );
     }
 }

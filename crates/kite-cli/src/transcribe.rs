@@ -1,14 +1,15 @@
 //! `kite transcribe`: speech to text.
 
+use crate::config;
 use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::error_line;
+use crate::output::{errln, out, outln};
 use clap::Args;
 use kite::{
     Audio, Error, Provider, StreamExt, Transcriber, TranscriptEvent, TranscriptFormat,
     TranscriptionRequest,
 };
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Args)]
@@ -40,17 +41,19 @@ pub struct TranscribeArgs {
     json: bool,
 }
 
-pub async fn run(args: TranscribeArgs) -> Result<(), ExitCode> {
-    transcribe(&args).await.map_err(|e| {
-        eprintln!("kite: {}", error_line(&kite::AgentError::from(e)));
+pub async fn run(args: TranscribeArgs, config: Option<&Path>) -> Result<(), ExitCode> {
+    transcribe(&args, config).await.map_err(|e| {
+        errln!("kite: {}", error_line(&kite::AgentError::from(e)));
         ExitCode::FAILURE
     })
 }
 
-async fn transcribe(args: &TranscribeArgs) -> Result<(), Error> {
-    let (transcriber, default_model) = choose(args)?;
+async fn transcribe(args: &TranscribeArgs, config: Option<&Path>) -> Result<(), Error> {
+    // The file first: a missing one is the mistake to report, before any provider question.
     let bytes = std::fs::read(&args.file)
         .map_err(|e| Error::Config(format!("cannot read {}: {e}", args.file.display())))?;
+    let http = config::load(config)?.config.http;
+    let (transcriber, default_model) = choose(args, &http)?;
     let name = args
         .file
         .file_name()
@@ -66,25 +69,24 @@ async fn transcribe(args: &TranscribeArgs) -> Result<(), Error> {
 
     let transcript = if args.stream {
         let mut events = transcriber.transcribe_stream(&req);
-        let mut out = std::io::stdout();
         let mut last = None;
         while let Some(event) = events.next().await {
             match event? {
-                TranscriptEvent::TextDelta { text } if !args.json => {
-                    let _ = out.write_all(text.as_bytes());
-                    let _ = out.flush();
-                }
+                TranscriptEvent::TextDelta { text } if !args.json => out!("{text}"),
                 TranscriptEvent::Segment(s) if !args.json => {
                     let who = s.speaker.map(|w| format!("{w}: ")).unwrap_or_default();
-                    let _ = writeln!(out, "{who}{}", s.text.trim());
+                    outln!("{who}{}", s.text.trim());
                 }
                 TranscriptEvent::Done(t) => last = Some(t),
                 _ => {}
             }
+            if crate::output::stdout_closed() {
+                return Ok(());
+            }
         }
         let t = last.ok_or_else(|| Error::decode("the stream held no transcript", b""))?;
         if !args.json {
-            let _ = writeln!(out);
+            outln!();
             return Ok(());
         }
         t
@@ -92,21 +94,24 @@ async fn transcribe(args: &TranscribeArgs) -> Result<(), Error> {
         transcriber.transcribe(&req).await?
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string(&transcript).map_err(|e| Error::Config(e.to_string()))?
         );
     } else {
-        println!("{}", transcript.text);
+        outln!("{}", transcript.text);
     }
     Ok(())
 }
 
 /// The transcriber and its default model: a named provider, a compatible server, or the
 /// first provider with a transcription API whose key is set.
-fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
+fn choose(
+    args: &TranscribeArgs,
+    http: &config::HttpConfig,
+) -> Result<(Transcriber, String), Error> {
     let base_url = args.at.base_url.as_deref();
-    let endpoint = args.at.endpoint()?;
+    let endpoint = args.at.endpoint(http)?;
     let provider = match &args.provider {
         Some(name) => Some(Provider::parse(name)?),
         None if base_url.is_some() => None,
@@ -130,7 +135,7 @@ fn choose(args: &TranscribeArgs) -> Result<(Transcriber, String), Error> {
             Ok((p.transcriber(&endpoint)?, model.to_owned()))
         }
         None => {
-            let t = compatible(Transcriber::new(base_url.unwrap_or_default()), &endpoint);
+            let t = compatible(Transcriber::new(base_url.unwrap_or_default()), &endpoint)?;
             Ok((t, "whisper-1".to_owned()))
         }
     }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{KEY, kite, run};
+use common::{KEY, kite, local_model_installed, run};
 use kite_testkit::{ReplayServer, Reply, fixture};
 use serde_json::Value;
 use std::time::Duration;
@@ -163,7 +163,7 @@ async fn the_turn_limit_is_reported() {
         .arg(format!("{}/v1", server.url()))
         .arg("time?"))
     .await;
-    assert_eq!(r.code, 0, "a turn limit is an outcome, not a failure");
+    assert_eq!(r.code, 3, "no answer came: {}", r.stderr);
     assert!(
         r.stderr.contains("stopped after 1 model calls"),
         "{}",
@@ -175,6 +175,23 @@ async fn the_turn_limit_is_reported() {
         1,
         "only the named tool"
     );
+    // The same in JSON mode: the done line says why, and the status is not 0.
+    let server = ReplayServer::start(vec![Reply::sse(tool_call_stream("now", "{}"))]).await;
+    let r = run(kite()
+        .args([
+            "ask",
+            "--json",
+            "--tool",
+            "now",
+            "--max-turns",
+            "1",
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", server.url()))
+        .arg("time?"))
+    .await;
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stdout.contains("\"stop\":\"turn_limit\""), "{}", r.stdout);
 }
 
 #[tokio::test]
@@ -283,27 +300,6 @@ async fn without_any_provider_and_no_local_model_it_says_what_to_run() {
     let r = run(kite().args(["ask", "--provider", "nope", "hello"])).await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("unknown provider"), "{}", r.stderr);
-}
-
-/// The installed local model, or `None` after saying loudly why the test is skipped. CI sets
-/// KITE_REQUIRE_LOCAL_MODEL, and then a missing model fails the test instead.
-fn local_model_installed() -> bool {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .args(["model", "path"])
-        .output()
-        .unwrap();
-    if out.status.success() {
-        return true;
-    }
-    let why = String::from_utf8_lossy(&out.stderr).into_owned();
-    if std::env::var_os("KITE_REQUIRE_LOCAL_MODEL").is_some() {
-        panic!("KITE_REQUIRE_LOCAL_MODEL is set but: {why}");
-    }
-    eprintln!(
-        "\n*** SKIPPED: no local model ({}). Run `kite model fetch`. ***\n",
-        why.trim()
-    );
-    false
 }
 
 #[tokio::test]

@@ -47,3 +47,24 @@ pub async fn run(cmd: &mut Command) -> Run {
         stderr: String::from_utf8(out.stderr).unwrap(),
     }
 }
+
+/// The installed local model, or `None` after saying loudly why the test is skipped. CI sets
+/// KITE_REQUIRE_LOCAL_MODEL, and then a missing model fails the test instead.
+pub fn local_model_installed() -> bool {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .args(["model", "path"])
+        .output()
+        .unwrap();
+    if out.status.success() {
+        return true;
+    }
+    let why = String::from_utf8_lossy(&out.stderr).into_owned();
+    if std::env::var_os("KITE_REQUIRE_LOCAL_MODEL").is_some() {
+        panic!("KITE_REQUIRE_LOCAL_MODEL is set but: {why}");
+    }
+    eprintln!(
+        "\n*** SKIPPED: no local model ({}). Run `kite model fetch`. ***\n",
+        why.trim()
+    );
+    false
+}

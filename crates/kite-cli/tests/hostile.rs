@@ -1,0 +1,634 @@
+//! kite run as an attacker or a careless user runs it: hostile cassettes, stalled providers,
+//! signals in the middle, a closed pipe, out-of-range numbers and flags that make no sense.
+
+mod common;
+
+use common::{KEY, kite, local_model_installed, run};
+use kite_testkit::{ReplayServer, Reply, fixture, mcp};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncReadExt;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kite-hostile-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A cassette folder whose index names `request_body` for its one request.
+fn cassette_naming(dir: &Path, request_body: &str, version: u32) {
+    std::fs::create_dir_all(dir).unwrap();
+    let index = serde_json::json!({"kite_cassette": version, "exchanges": [{
+        "request": {"method": "POST", "url": "http://127.0.0.1:1/v1/chat/completions",
+                    "headers": {}, "body": request_body},
+        "response": {"status": 200, "headers": {"content-type": "application/json"},
+                     "body": "001-response.json"}
+    }]});
+    std::fs::write(dir.join("cassette.json"), index.to_string()).unwrap();
+    std::fs::write(dir.join("001-response.json"), "{}").unwrap();
+}
+
+#[tokio::test]
+async fn a_cassette_that_names_a_file_outside_its_folder_shows_nothing_of_it() {
+    let root = scratch("traversal");
+    let secret = root.join("environ-copy");
+    std::fs::write(&secret, format!("OPENAI_API_KEY={KEY}\n")).unwrap();
+    for (name, body) in [
+        ("absolute", "/proc/self/environ".to_owned()),
+        ("parent", "../environ-copy".to_owned()),
+        ("absolute-copy", secret.display().to_string()),
+    ] {
+        let dir = root.join(name);
+        cassette_naming(&dir, &body, 1);
+        for args in [vec!["cassette", "show"], vec!["cassette", "list"]] {
+            let r = run(kite().env("KITE_API_KEY", KEY).args(&args).arg(&dir)).await;
+            assert_eq!(r.code, 1, "{args:?} {name}: {}", r.stderr);
+            assert!(
+                r.stdout.contains("not a plain file name")
+                    || r.stderr.contains("not a plain file name"),
+                "{name}: {}{}",
+                r.stdout,
+                r.stderr
+            );
+            let all = format!("{}{}", r.stdout, r.stderr);
+            assert!(!all.contains(KEY) && !all.contains("PATH="), "{all}");
+        }
+        // Replaying it is refused the same way, before anything is sent.
+        let r = run(kite()
+            .env("KITE_CASSETTE", "replay")
+            .args(["ask", "--provider", "openai", "--cassette"])
+            .arg(&dir)
+            .arg("hi"))
+        .await;
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stderr.contains("not a plain file name"), "{}", r.stderr);
+        assert!(!r.stderr.contains(KEY) && !r.stderr.contains("PATH="));
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn cassette_list_goes_past_a_broken_cassette_and_marks_it() {
+    let root = scratch("list");
+    cassette_naming(&root.join("a-good"), "001-request.json", 1);
+    cassette_naming(&root.join("b-future"), "001-request.json", 7);
+    std::fs::create_dir_all(root.join("c-corrupt")).unwrap();
+    std::fs::write(root.join("c-corrupt/cassette.json"), "{ not json").unwrap();
+    cassette_naming(&root.join("d-good"), "001-request.json", 1);
+    let r = run(kite().args(["cassette", "list"]).arg(&root)).await;
+    assert_eq!(r.code, 1, "a broken cassette is reported: {}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", r.stdout);
+    assert!(lines[0].contains("a-good  1 exchange"), "{}", lines[0]);
+    assert!(
+        lines[1].contains("b-future  unreadable:")
+            && lines[1].contains("format version 7 (this kite reads version 1)"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].contains("c-corrupt  unreadable:") && lines[2].contains("not a cassette index"),
+        "{}",
+        lines[2]
+    );
+    assert!(lines[3].contains("d-good  1 exchange"), "{}", lines[3]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A stream that spells out a key in two pieces, neither of which looks like one.
+fn split_key_stream() -> Vec<u8> {
+    let chunk = |text: &str| {
+        let c = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+        format!("data: {c}\n\n")
+    };
+    let mut body = chunk("Your key is sk-proj-AbCdEf");
+    body += &chunk("GhIjKlMnOpQrStUvWxYz0123. Keep it safe.");
+    body += "data: [DONE]\n\n";
+    body.into_bytes()
+}
+
+#[tokio::test]
+async fn a_key_split_across_stream_events_is_neither_recorded_nor_missed_by_scan() {
+    let root = scratch("split");
+    let server = ReplayServer::start(vec![Reply::sse(split_key_stream())]).await;
+    let dir = root.join("leak");
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["ask", "--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("--cassette")
+        .arg(&dir)
+        .arg("what is my key?"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("looks like a key"), "{}", r.stderr);
+    assert!(!dir.join("cassette.json").exists(), "nothing was recorded");
+
+    // The same stream on disk (written by hand, say) is found by scan.
+    std::fs::write(root.join("stream.sse"), split_key_stream()).unwrap();
+    let r = run(kite()
+        .args(["cassette", "scan"])
+        .arg(root.join("stream.sse")))
+    .await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("stream.sse:1:1: looks like a key (sk-…"),
+        "{}",
+        r.stdout
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn a_cassette_that_cannot_be_written_fails_before_the_paid_request() {
+    let root = scratch("unwritable");
+    // Root may write anywhere; a folder where the write check's file would go cannot be
+    // written over, by anyone.
+    std::fs::create_dir_all(root.join("cassette/.cassette.json.probe")).unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(split_key_stream())]).await;
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["ask", "--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("--cassette")
+        .arg(root.join("cassette"))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot write into"), "{}", r.stderr);
+    assert!(server.requests().is_empty(), "nothing was paid for");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+fn chat_stream() -> Vec<u8> {
+    fixture("openai/chat-completions/stream-after-tool-result/response.sse")
+}
+
+#[tokio::test]
+async fn a_provider_that_stalls_or_never_answers_is_given_up_on_by_the_deadlines() {
+    // Headers and the first event, then silence.
+    let body = chat_stream();
+    let first = body.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    let server = ReplayServer::start(vec![Reply::sse(body.clone()).stall_after(first)]).await;
+    let started = Instant::now();
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--idle-timeout", "1", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the answer stalled: no data for 1s"),
+        "{}",
+        r.stderr
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+
+    // The same from kite.toml.
+    let dir = scratch("stall");
+    std::fs::write(dir.join("kite.toml"), "[http]\nidle_timeout_secs = 0.5\n").unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(body).stall_after(first)]).await;
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .current_dir(&dir)
+        .args(["ask", "--no-mcp", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi"))
+    .await;
+    assert!(r.stderr.contains("no data for 500ms"), "{}", r.stderr);
+
+    // Accepts, reads the request, never answers: `--timeout` bounds the wait, retries
+    // included.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    let started = Instant::now();
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--timeout", "0.5", "--base-url"])
+        .arg(format!("http://{addr}/v1"))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("no answer within 500ms"), "{}", r.stderr);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    silent.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn out_of_range_durations_and_numbers_are_refused_with_a_message() {
+    let dir = scratch("ranges");
+    for (toml, says) in [
+        (
+            "[mcp.servers.x]\ncommand = \"x\"\ntimeout_secs = 1e300\n",
+            "`timeout_secs` must be a number of seconds above 0",
+        ),
+        (
+            "[mcp.servers.x]\ncommand = \"x\"\nstartup_timeout_secs = inf\n",
+            "`startup_timeout_secs` must be",
+        ),
+        ("[http]\ntimeout_secs = -1\n", "`timeout_secs` must be"),
+        (
+            "[http]\nidle_timeout_secs = nan\n",
+            "`idle_timeout_secs` must be",
+        ),
+        ("[http]\ntimeout = 5\n", "unknown field `timeout`"),
+    ] {
+        std::fs::write(dir.join("kite.toml"), toml).unwrap();
+        let r = run(kite().current_dir(&dir).args(["mcp", "list"])).await;
+        assert_eq!(r.code, 1, "{toml}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{toml}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    for (args, says) in [
+        (vec!["ask", "--timeout", "1e300", "hi"], "at most"),
+        (vec!["ask", "--idle-timeout", "0", "hi"], "above 0"),
+        (
+            vec!["responses", "wait", "r", "--timeout", "1e30"],
+            "at most",
+        ),
+        (
+            vec!["ask", "--temperature", "nan", "hi"],
+            "not a temperature",
+        ),
+        (
+            vec!["ask", "--temperature", "inf", "hi"],
+            "not a temperature",
+        ),
+        (vec!["ask", "--max-turns", "0", "hi"], "--max-turns"),
+        (vec!["ask", "--context-size", "1", "hi"], "--context-size"),
+        (vec!["ask", "--threads", "0", "hi"], "--threads"),
+    ] {
+        let r = run(kite().args(&args)).await;
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+}
+
+#[tokio::test]
+async fn a_forced_tool_that_is_not_offered_is_refused_before_any_request() {
+    let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .args([
+            "ask",
+            "--no-mcp",
+            "--tool",
+            "now",
+            "--tool-choice",
+            "weather",
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--tool-choice \"weather\" names no tool on offer (now)"),
+        "{}",
+        r.stderr
+    );
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn transcribing_a_missing_file_says_so_first() {
+    let r = run(kite().args(["transcribe", "/nonexistent/talk.wav"])).await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("cannot read /nonexistent/talk.wav"),
+        "not a question about providers: {}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_closed_stdout_ends_the_run_quietly_and_cancels_the_call() {
+    // A slow stream: the whole answer would take seconds.
+    let server = ReplayServer::start(vec![
+        Reply::sse(chat_stream()).chunked(8, Duration::from_millis(40)),
+    ])
+    .await;
+    let mut child = kite()
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `| head -c 5`: read a little, then close the pipe.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 5];
+    stdout.read_exact(&mut first).await.unwrap();
+    drop(stdout);
+    let started = Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("kite ended")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "it stopped soon after"
+    );
+}
+
+/// `kite` started with its output piped, and a way to signal it.
+struct Running {
+    child: tokio::process::Child,
+}
+
+impl Running {
+    fn signal(&self, sig: &str) {
+        let pid = self.child.id().unwrap().to_string();
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    async fn finish(self) -> (Option<i32>, Option<i32>, String) {
+        use std::os::unix::process::ExitStatusExt;
+        let out = tokio::time::timeout(Duration::from_secs(30), self.child.wait_with_output())
+            .await
+            .expect("kite ended after the signal")
+            .unwrap();
+        (
+            out.status.code(),
+            out.status.signal(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_while_the_local_model_generates_exits_130_without_a_crash() {
+    if !local_model_installed() {
+        return;
+    }
+    for (sig, status) in [("-INT", 130), ("-TERM", 143)] {
+        let mut child = kite()
+            .args(["ask", "--local", "--max-tokens", "400"])
+            .arg("Write a long story about a kite that flies over the sea, with many details.")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the first words: the model is generating now.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        tokio::time::timeout(Duration::from_secs(60), stdout.read_exact(&mut first))
+            .await
+            .expect("the model started answering")
+            .unwrap();
+        let running = Running { child };
+        running.signal(sig);
+        let (code, signal, stderr) = running.finish().await;
+        assert_eq!(signal, None, "kite died of a signal: {stderr}");
+        assert_eq!(code, Some(status), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie nobody has reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_while_an_mcp_server_starts_leaves_no_process_behind() {
+    let dir = scratch("mcp-start");
+    let pids = dir.join("pids");
+    // A server that starts a helper process of its own, then never answers.
+    let script = format!(
+        "import os, subprocess, sys, time\n\
+         helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)'])\n\
+         open({pids:?} + '.tmp', 'w').write(f'{{os.getpid()}} {{helper.pid}}')\n\
+         os.rename({pids:?} + '.tmp', {pids:?})\n\
+         time.sleep(3600)\n",
+        pids = pids.display().to_string()
+    );
+    std::fs::write(dir.join("slow.py"), script).unwrap();
+    std::fs::write(
+        dir.join("kite.toml"),
+        format!(
+            "[mcp.servers.slow]\ncommand = {:?}\nargs = [{:?}]\nstartup_timeout_secs = 120\n",
+            mcp::python().to_string_lossy(),
+            dir.join("slow.py").to_string_lossy()
+        ),
+    )
+    .unwrap();
+    for (args, sig, status) in [
+        (vec!["mcp", "list"], "-INT", 130),
+        (
+            vec!["ask", "--base-url", "http://127.0.0.1:9/v1", "hi"],
+            "-TERM",
+            143,
+        ),
+    ] {
+        let _ = std::fs::remove_file(&pids);
+        let child = kite()
+            .current_dir(&dir)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let running = Running { child };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !pids.exists() {
+            assert!(Instant::now() < deadline, "the server started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let started: Vec<u32> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        running.signal(sig);
+        let (code, signal, stderr) = running.finish().await;
+        assert_eq!((code, signal), (Some(status), None), "{args:?}: {stderr}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !started.iter().all(|p| gone(*p)) {
+            assert!(
+                Instant::now() < deadline,
+                "{args:?}: processes {started:?} outlived kite"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_crashed_mcp_server_is_reported_with_the_end_of_its_stderr() {
+    let dir = scratch("mcp-crash");
+    std::fs::write(
+        dir.join("kite.toml"),
+        format!(
+            "[mcp.servers.crash]\ncommand = {:?}\nargs = [\"-c\", \"import sys; sys.stderr.write('config error: API_URL is empty\\\\n'); sys.exit(2)\"]\n",
+            mcp::python().to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let r = run(kite()
+        .current_dir(&dir)
+        .env("KITE_LOG", "warn")
+        .args(["mcp", "list"]))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("its stderr ended with: config error: API_URL is empty"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("\x1b["),
+        "plain text when not a terminal: {:?}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn mcp_credentials_stay_out_of_errors_and_logs_even_when_the_server_echoes_them() {
+    const TOKEN: &str = "tok-cli-0123456789-secret";
+    const HEADER: &str = "hdr-cli-9876543210-secret";
+    let body = format!("{{\"error\":\"bad\",\"got\":\"Bearer {TOKEN}\",\"key\":\"{HEADER}\"}}");
+    let server = ReplayServer::start(vec![Reply::json(401, body); 16]).await;
+    let dir = scratch("mcp-echo");
+    std::fs::write(
+        dir.join("kite.toml"),
+        format!(
+            "[mcp.servers.echo]\nurl = \"{}/mcp\"\nbearer_token_env = \"ECHO_TOKEN\"\nheaders = {{ \"X-Key\" = \"{HEADER}\" }}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    for log in ["warn", "trace"] {
+        let r = run(kite()
+            .current_dir(&dir)
+            .env("ECHO_TOKEN", TOKEN)
+            .env("KITE_LOG", log)
+            .args(["mcp", "list", "--json"]))
+        .await;
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(all.contains("[redacted]"), "{all}");
+        assert!(
+            !all.contains(TOKEN) && !all.contains(HEADER),
+            "KITE_LOG={log}: {all}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn on_a_terminal_a_silent_model_is_shown_waiting_with_the_time() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    // `script` gives kite a terminal.
+    let command = format!(
+        "{} ask --timeout 3.6 --base-url http://{addr}/v1 hi",
+        env!("CARGO_BIN_EXE_kite")
+    );
+    let out = tokio::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("KITE_API_KEY", KEY)
+        .env("KITE_LOG", "off")
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("kite: waiting for the model… 2s"),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("kite: waiting for the model… 3s"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("no answer within 3.6s"), "{screen:?}");
+    silent.abort();
+
+    // Without a terminal, nothing of the kind.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--timeout", "2.5", "--base-url"])
+        .arg(format!("http://{addr}/v1"))
+        .arg("hi"))
+    .await;
+    assert!(!r.stderr.contains("waiting"), "{}", r.stderr);
+    silent.abort();
+}
+
+#[tokio::test]
+async fn more_threads_than_cores_are_clamped_with_a_message() {
+    if !local_model_installed() {
+        return;
+    }
+    let r = run(kite().args([
+        "ask",
+        "--local",
+        "--threads",
+        "1000",
+        "--max-tokens",
+        "2",
+        "hi",
+    ]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert!(
+        r.stderr.contains(&format!(
+            "--threads 1000 is more than this machine's {cores} cores; using {cores}"
+        )),
+        "{}",
+        r.stderr
+    );
+}
