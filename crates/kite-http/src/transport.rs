@@ -126,7 +126,8 @@ impl HttpResponse {
         .map(str::to_owned)
     }
 
-    /// How long the server asked us to wait (`retry-after-ms`, then `Retry-After`).
+    /// How long the server asked us to wait (`retry-after-ms`, then `Retry-After`); a wait
+    /// too long to represent is `Duration::MAX`.
     pub fn retry_after(&self) -> Option<Duration> {
         if let Some(ms) = self
             .header("retry-after-ms")
@@ -134,7 +135,7 @@ impl HttpResponse {
             && ms.is_finite()
             && ms >= 0.0
         {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+            return Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX));
         }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -154,5 +155,27 @@ impl HttpResponse {
 impl<T: Transport + ?Sized> Transport for &T {
     fn send(&self, request: HttpRequest) -> TransportFuture<'_> {
         (**self).send(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(name: &'static str, value: &str) -> Option<Duration> {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, http::HeaderValue::from_str(value).unwrap());
+        HttpResponse::from_bytes(429, headers, Bytes::new()).retry_after()
+    }
+
+    #[test]
+    fn a_wait_too_long_for_a_duration_saturates_instead_of_panicking() {
+        assert_eq!(
+            waiting("retry-after-ms", "1500"),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(waiting("retry-after-ms", "1e300"), Some(Duration::MAX));
+        assert_eq!(waiting("retry-after", &"5".repeat(40)), Some(Duration::MAX));
+        assert_eq!(waiting("retry-after-ms", "-3"), None);
     }
 }

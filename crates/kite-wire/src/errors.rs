@@ -110,11 +110,12 @@ fn fallback_message(status: u16, text: &str) -> String {
 }
 
 /// Parses a `Retry-After` header value: delay seconds (fractions allowed) or an HTTP date
-/// relative to `now_unix` seconds.
+/// relative to `now_unix` seconds. A delay too long for a `Duration` is `Duration::MAX`.
 pub fn parse_retry_after(value: &str, now_unix: u64) -> Option<Duration> {
     let v = value.trim();
     if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let at = parse_http_date(v)?;
     Some(Duration::from_secs(at.saturating_sub(now_unix)))
@@ -178,6 +179,14 @@ mod tests {
             Some(Duration::from_secs(7))
         );
         assert_eq!(parse_retry_after("soon", 0), None);
+    }
+
+    #[test]
+    fn a_retry_after_too_long_for_a_duration_saturates() {
+        // Found by the `bodies` fuzz target: this once panicked in Duration::from_secs_f64.
+        let huge = "5".repeat(40);
+        assert_eq!(parse_retry_after(&huge, 0), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("1e300", 0), Some(Duration::MAX));
     }
 
     #[test]
