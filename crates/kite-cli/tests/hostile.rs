@@ -4,7 +4,7 @@
 mod common;
 
 use common::{KEY, kite, local_model_installed, run};
-use kite_testkit::{ReplayServer, Reply, fixture, mcp};
+use kite_testkit::{ReplayServer, Reply, SilentServer, fixture, mcp};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -203,25 +203,18 @@ async fn a_provider_that_stalls_or_never_answers_is_given_up_on_by_the_deadlines
 
     // Accepts, reads the request, never answers: `--timeout` bounds the wait, retries
     // included.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((sock, _)) = listener.accept().await {
-            held.push(sock);
-        }
-    });
+    let silent = SilentServer::start().await;
     let started = Instant::now();
     let r = run(kite()
         .env("KITE_API_KEY", KEY)
         .args(["ask", "--timeout", "0.5", "--base-url"])
-        .arg(format!("http://{addr}/v1"))
+        .arg(format!("{}/v1", silent.url()))
         .arg("hi"))
     .await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("no answer within 500ms"), "{}", r.stderr);
     assert!(started.elapsed() < Duration::from_secs(30));
-    silent.abort();
+    drop(silent);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -554,18 +547,12 @@ async fn mcp_credentials_stay_out_of_errors_and_logs_even_when_the_server_echoes
 
 #[tokio::test]
 async fn on_a_terminal_a_silent_model_is_shown_waiting_with_the_time() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((sock, _)) = listener.accept().await {
-            held.push(sock);
-        }
-    });
+    let silent = SilentServer::start().await;
     // `script` gives kite a terminal.
     let command = format!(
-        "{} ask --timeout 3.6 --base-url http://{addr}/v1 hi",
-        env!("CARGO_BIN_EXE_kite")
+        "{} ask --timeout 3.6 --base-url {}/v1 hi",
+        env!("CARGO_BIN_EXE_kite"),
+        silent.url()
     );
     let out = tokio::process::Command::new("script")
         .args(["-qefc", &command, "/dev/null"])
@@ -586,25 +573,18 @@ async fn on_a_terminal_a_silent_model_is_shown_waiting_with_the_time() {
         "{screen:?}"
     );
     assert!(screen.contains("no answer within 3.6s"), "{screen:?}");
-    silent.abort();
+    drop(silent);
 
     // Without a terminal, nothing of the kind.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((sock, _)) = listener.accept().await {
-            held.push(sock);
-        }
-    });
+    let silent = SilentServer::start().await;
     let r = run(kite()
         .env("KITE_API_KEY", KEY)
         .args(["ask", "--timeout", "2.5", "--base-url"])
-        .arg(format!("http://{addr}/v1"))
+        .arg(format!("{}/v1", silent.url()))
         .arg("hi"))
     .await;
     assert!(!r.stderr.contains("waiting"), "{}", r.stderr);
-    silent.abort();
+    drop(silent);
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ mod common;
 
 use common::{everything, text};
 use kite_mcp::{Error, Hub, HubOptions, ServerConfig, ServerStatus};
-use kite_testkit::{ReplayServer, Reply};
+use kite_testkit::{ReplayServer, Reply, SilentServer};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -87,15 +87,8 @@ async fn a_server_that_crashes_while_starting_shows_the_end_of_its_stderr() {
 
 #[tokio::test]
 async fn an_http_server_that_accepts_and_never_answers_is_down_after_its_deadline() {
-    // Accepts connections and reads, but never writes a byte.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((sock, _)) = listener.accept().await {
-            held.push(sock);
-        }
-    });
+    let silent = SilentServer::start().await;
+    let url = format!("{}/mcp", silent.url());
     let hub = quick_hub();
     let e = refused(
         &hub,
@@ -106,7 +99,7 @@ async fn an_http_server_that_accepts_and_never_answers_is_down_after_its_deadlin
         e.contains("no answer to initialize within 0.8 s"),
         "the server's own deadline wins: {e}"
     );
-    silent.abort();
+    drop(silent);
 }
 
 const TOKEN: &str = "tok-0123456789-very-secret";

@@ -32,7 +32,7 @@ mod scripted;
 mod server;
 
 pub use scripted::ScriptedModel;
-pub use server::{RecordedRequest, ReplayServer, Reply};
+pub use server::{RecordedRequest, ReplayServer, Reply, SilentServer};
 
 /// The bytes of `path` under the workspace's `testdata/wire/` (recorded provider traffic;
 /// its README lists every case and its source), e.g.

@@ -309,3 +309,38 @@ fn reason(status: u16) -> &'static str {
         _ => "Status",
     }
 }
+
+/// A server on 127.0.0.1 that accepts connections and reads, but never writes a byte: a
+/// provider or MCP server that hangs. Stops when dropped.
+pub struct SilentServer {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SilentServer {
+    /// Starts it on a free port.
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((sock, _)) = listener.accept().await {
+                held.push(sock);
+            }
+        });
+        Self { addr, task }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
