@@ -9,6 +9,7 @@ mod mcp;
 mod model;
 mod output;
 mod responses;
+mod settings;
 mod signals;
 mod transcribe;
 

@@ -101,7 +101,13 @@ impl Recording {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error("read", &path, e)),
         };
-        let recording: Self = serde_json::from_slice(&bytes)
+        Self::from_json(dir, &bytes).map(Some)
+    }
+
+    /// The index `bytes` of the cassette in `dir`, checked: its format version, and that
+    /// every body it names is a plain file name.
+    pub fn from_json(dir: &Path, bytes: &[u8]) -> Result<Self, Error> {
+        let recording: Self = serde_json::from_slice(bytes)
             .map_err(|e| invalid(dir, format!("{INDEX} is not a cassette index: {e}")))?;
         if recording.kite_cassette != FORMAT {
             return Err(invalid(
@@ -119,7 +125,7 @@ impl Recording {
                 check_name(dir, t)?;
             }
         }
-        Ok(Some(recording))
+        Ok(recording)
     }
 
     /// Writes the index into `dir`, whole or not at all.
