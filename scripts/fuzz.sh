@@ -6,7 +6,9 @@
 # Runs each target (default: all of them) for SECONDS (default 20) on its corpus in
 # target/fuzz-corpus/TARGET, seeded from the recorded traffic in testdata/wire, and prints
 # one line per target with its execution count. Exits non-zero when a target finds a crash;
-# libFuzzer saves the input under fuzz/artifacts/TARGET/.
+# libFuzzer saves the input under fuzz/artifacts/TARGET/. The instrumented build is kept
+# outside the checkout (KITE_FUZZ_TARGET, default ~/.cache/kite/fuzz-target) so that a
+# fresh clone reuses it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install --locked -q cargo-fuzz --version 0.13.2
 fi
 
+build="${KITE_FUZZ_TARGET:-${XDG_CACHE_HOME:-$HOME/.cache}/kite/fuzz-target}"
 corpus=target/fuzz-corpus
 seed() { # seed TARGET FILE...: copy the files into the target's corpus, once
   local dir="$corpus/$1"
@@ -65,7 +68,7 @@ failed=0
 for t in "${targets[@]}"; do
   log="target/fuzz-$t.log"
   mkdir -p target
-  if cargo fuzz run -s none "$t" "$corpus/$t" -- \
+  if cargo fuzz run -s none --target-dir "$build" "$t" "$corpus/$t" -- \
       -max_total_time="$secs" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
       >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
