@@ -103,7 +103,7 @@ impl<T: Transport> Retry<T> {
         let headers = resp.headers.clone();
         // Read the (small) error body to tell a spent quota from a rate limit; hand it on
         // unchanged either way.
-        let body = match resp.bytes().await {
+        let body = match resp.bytes_up_to(HttpResponse::MAX_ERROR_BODY).await {
             Ok(b) => b,
             Err(e) => return Verdict::RetryAfter(p.backoff(base, attempt), Err(e)),
         };

@@ -97,12 +97,29 @@ impl HttpResponse {
         (200..300).contains(&self.status)
     }
 
-    /// Reads the whole body.
-    pub async fn bytes(mut self) -> Result<Bytes, Error> {
+    /// The most [`bytes`](Self::bytes) reads of a body: far above any answer, and a
+    /// bound on what a server that never stops can make kite hold.
+    pub const MAX_BODY: usize = 64 * 1024 * 1024;
+    /// The most of an error body that is read: enough for any error message.
+    pub const MAX_ERROR_BODY: usize = 1024 * 1024;
+
+    /// Reads the whole body, or its first [`MAX_BODY`](Self::MAX_BODY) bytes.
+    pub async fn bytes(self) -> Result<Bytes, Error> {
+        self.bytes_up_to(Self::MAX_BODY).await
+    }
+
+    /// Reads the body up to `max` bytes; the rest is not read (the connection closes).
+    pub async fn bytes_up_to(mut self, max: usize) -> Result<Bytes, Error> {
         use futures_util::StreamExt;
         let mut out = Vec::new();
         while let Some(chunk) = self.body.next().await {
-            out.extend_from_slice(&chunk?);
+            let chunk = chunk?;
+            let room = max - out.len();
+            if chunk.len() >= room {
+                out.extend_from_slice(&chunk[..room]);
+                break;
+            }
+            out.extend_from_slice(&chunk);
         }
         Ok(out.into())
     }
@@ -177,5 +194,16 @@ mod tests {
         assert_eq!(waiting("retry-after-ms", "1e300"), Some(Duration::MAX));
         assert_eq!(waiting("retry-after", &"5".repeat(40)), Some(Duration::MAX));
         assert_eq!(waiting("retry-after-ms", "-3"), None);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_never_ends_is_read_only_up_to_its_bound() {
+        let endless = futures_util::stream::repeat_with(|| Ok(Bytes::from(vec![b'x'; 1000])));
+        let resp = HttpResponse {
+            status: 400,
+            headers: HeaderMap::new(),
+            body: Box::pin(endless),
+        };
+        assert_eq!(resp.bytes_up_to(2500).await.unwrap().len(), 2500);
     }
 }

@@ -17,7 +17,8 @@ mod secrets;
 
 pub use normalize::{Normalized, Rules};
 pub use recording::{
-    Chunk, Exchange, INDEX, Recording, StoredRequest, StoredResponse, find, read_body, scan_path,
+    Chunk, Exchange, INDEX, MAX_FILE, Recording, Scanned, StoredRequest, StoredResponse, find,
+    read_body, scan_path,
 };
 pub use secrets::{Finding, scan, scan_body};
 
@@ -389,8 +390,7 @@ impl Shared {
         }
         let dir = &self.dir;
         std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
-        let probe = dir.join(format!(".{INDEX}.probe"));
-        std::fs::write(&probe, b"").map_err(|e| io_error("write into", dir, e))?;
+        let probe = recording::fresh(dir, INDEX, |_| Ok(()))?;
         let _ = std::fs::remove_file(&probe);
         self.lock().writable = true;
         Ok(())
@@ -429,9 +429,7 @@ impl Shared {
             }
         }
         let dir = &self.dir;
-        let put = |file: &str, bytes: &[u8]| {
-            std::fs::write(dir.join(file), bytes).map_err(|e| io_error("write", &dir.join(file), e))
-        };
+        let put = |file: &str, bytes: &[u8]| recording::write_file(dir, file, bytes);
         std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
         if n == 1 {
             remove_exchange_files(dir)?;

@@ -13,6 +13,10 @@ pub const INDEX: &str = "cassette.json";
 /// The format version this kite reads and writes.
 pub const FORMAT: u32 = 1;
 
+/// The largest file a cassette reads (index, body or timing): far above any recorded
+/// answer, and a bound on what a hostile one can make kite hold.
+pub const MAX_FILE: u64 = 256 * 1024 * 1024;
+
 /// The recorded exchanges of one cassette, in the order they happened.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Recording {
@@ -95,12 +99,11 @@ impl Recording {
     /// The cassette in `dir`; `None` when the folder holds none. An index of another
     /// format version, or one that names a body outside the folder, is refused.
     pub fn read(dir: &Path) -> Result<Option<Self>, Error> {
-        let path = dir.join(INDEX);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
+        match std::fs::symlink_metadata(dir.join(INDEX)) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error("read", &path, e)),
-        };
+            _ => {}
+        }
+        let bytes = read_body(dir, INDEX)?;
         Self::from_json(dir, &bytes).map(Some)
     }
 
@@ -132,29 +135,85 @@ impl Recording {
     pub(crate) fn write(&self, dir: &Path) -> Result<(), Error> {
         let json = serde_json::to_string_pretty(self)
             .map_err(|e| io_error("write", &dir.join(INDEX), e))?;
-        let tmp = dir.join(format!("{INDEX}.tmp"));
-        std::fs::write(&tmp, format!("{json}\n")).map_err(|e| io_error("write", &tmp, e))?;
-        std::fs::rename(&tmp, dir.join(INDEX)).map_err(|e| io_error("write", &tmp, e))
+        write_file(dir, INDEX, format!("{json}\n").as_bytes())
     }
 }
 
-/// The bytes of `file` in cassette folder `dir`. `file` must be a plain name, and a link
-/// must not lead out of the folder.
+/// The bytes of `file` in cassette folder `dir`. `file` must be a plain name; a link must
+/// not lead out of the folder; and what it names must be a regular file of at most
+/// [`MAX_FILE`] bytes (a pipe would hang the reader, a device fill its memory).
 pub fn read_body(dir: &Path, file: &str) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
     check_name(dir, file)?;
     let path = dir.join(file);
-    let inside = match (std::fs::canonicalize(dir), std::fs::canonicalize(&path)) {
-        (Ok(d), Ok(p)) => p.parent() == Some(d.as_path()),
+    let real = match (std::fs::canonicalize(dir), std::fs::canonicalize(&path)) {
+        (Ok(d), Ok(p)) if p.parent() == Some(d.as_path()) => p,
+        (Ok(_), Ok(_)) => {
+            return Err(invalid(
+                dir,
+                format!("{file:?} is a link that leads out of the cassette folder"),
+            ));
+        }
         (_, Err(e)) => return Err(io_error("read", &path, e)),
         (Err(e), _) => return Err(io_error("read", dir, e)),
     };
-    if !inside {
+    let meta = std::fs::metadata(&real).map_err(|e| io_error("read", &path, e))?;
+    if !meta.is_file() {
+        return Err(invalid(dir, format!("{file:?} is not a regular file")));
+    }
+    if meta.len() > MAX_FILE {
         return Err(invalid(
             dir,
-            format!("{file:?} is a link that leads out of the cassette folder"),
+            format!(
+                "{file:?} has {} bytes; a cassette file may have {MAX_FILE}",
+                meta.len()
+            ),
         ));
     }
-    std::fs::read(&path).map_err(|e| io_error("read", &path, e))
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(&real)
+        .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut out))
+        .map_err(|e| io_error("read", &path, e))?;
+    if out.len() as u64 > MAX_FILE {
+        return Err(invalid(dir, format!("{file:?} grew past {MAX_FILE} bytes")));
+    }
+    Ok(out)
+}
+
+/// Writes `bytes` as `file` in `dir` without following links: into a new file of its own
+/// (that cannot already exist), then renamed over `file`, which replaces a link rather
+/// than writing where it points. A reader never sees a half-written file.
+pub(crate) fn write_file(dir: &Path, file: &str, bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write;
+    check_name(dir, file)?;
+    let target = dir.join(file);
+    let tmp = fresh(dir, file, |f| f.write_all(bytes))?;
+    std::fs::rename(&tmp, &target).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_error("write", &target, e)
+    })
+}
+
+/// A new file in `dir`, created exclusively (never an existing file or link) and filled by
+/// `fill`; its path.
+pub(crate) fn fresh(
+    dir: &Path,
+    file: &str,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<PathBuf, Error> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{file}.{}.{n}.tmp", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| io_error("write into", dir, e))?;
+    fill(&mut f).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_error("write", &dir.join(file), e)
+    })?;
+    Ok(tmp)
 }
 
 /// The chunk timing file written for a response: one `[end, at_ms]` pair per line, so a
@@ -190,8 +249,9 @@ pub(crate) fn read_timing(dir: &Path, file: &str, len: usize) -> Result<Vec<Chun
 /// Every cassette folder under `root` (itself included), sorted by path.
 pub fn find(root: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut found = Vec::new();
-    walk(root, &mut |path| {
-        if path.file_name().is_some_and(|n| n == INDEX)
+    walk(root, &mut |entry| {
+        if let Entry::File(path) = entry
+            && path.file_name().is_some_and(|n| n == INDEX)
             && let Some(dir) = path.parent()
         {
             found.push(dir.to_path_buf());
@@ -201,45 +261,88 @@ pub fn find(root: &Path) -> Result<Vec<PathBuf>, Error> {
     Ok(found)
 }
 
-/// Everything that looks like a key in the files under `path` (a file or a folder): each
-/// file with its findings, sorted by path.
-pub fn scan_path(path: &Path) -> Result<Vec<(PathBuf, Vec<Finding>)>, Error> {
-    let mut out = Vec::new();
-    let mut failed = None;
-    walk(path, &mut |file| match std::fs::read(file) {
-        Ok(bytes) => {
-            let found = super::scan_body(&bytes);
-            if !found.is_empty() {
-                out.push((file.to_path_buf(), found));
+/// What [`scan_path`] found: each file with its findings, and what it passed over.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// Files holding something that looks like a key, sorted by path.
+    pub found: Vec<(PathBuf, Vec<Finding>)>,
+    /// Files not read, and why: links, pipes, devices, unreadable or too large files.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Everything that looks like a key in the files under `path` (a file or a folder). Links
+/// inside a folder are not followed; what is not a regular file, cannot be read or is
+/// larger than [`MAX_FILE`] is passed over and listed, and the scan goes on.
+pub fn scan_path(path: &Path) -> Result<Scanned, Error> {
+    use std::io::Read;
+    let mut out = Scanned::default();
+    walk(path, &mut |entry| {
+        let file = match entry {
+            Entry::File(file) => file,
+            Entry::Skipped(file, why) => return out.skipped.push((file.to_path_buf(), why)),
+        };
+        let read = std::fs::File::open(file).and_then(|f| {
+            let mut bytes = Vec::new();
+            f.take(MAX_FILE + 1).read_to_end(&mut bytes)?;
+            Ok(bytes)
+        });
+        match read {
+            Ok(bytes) if bytes.len() as u64 > MAX_FILE => out
+                .skipped
+                .push((file.to_path_buf(), format!("larger than {MAX_FILE} bytes"))),
+            Ok(bytes) => {
+                let found = super::scan_body(&bytes);
+                if !found.is_empty() {
+                    out.found.push((file.to_path_buf(), found));
+                }
             }
+            Err(e) => out.skipped.push((file.to_path_buf(), e.to_string())),
         }
-        Err(e) => failed = Some(io_error("read", file, e)),
     })?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.found.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 
-/// Calls `f` with every file under `path`.
-fn walk(path: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), Error> {
+/// What [`walk`] meets.
+enum Entry<'a> {
+    /// A regular file.
+    File(&'a Path),
+    /// Something else (a link, a pipe, a device, an unreadable folder), and what it is.
+    Skipped(&'a Path, String),
+}
+
+/// Calls `f` with everything under `path`, without following links below it (`path`
+/// itself may be one). Only a `path` that cannot be read at all is an error.
+fn walk(path: &Path, f: &mut dyn FnMut(Entry<'_>)) -> Result<(), Error> {
     let meta = std::fs::metadata(path).map_err(|e| io_error("read", path, e))?;
-    if !meta.is_dir() {
-        f(path);
-        return Ok(());
-    }
-    let entries = std::fs::read_dir(path).map_err(|e| io_error("read", path, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| io_error("read", path, e))?;
-        let p = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            walk(&p, f)?;
-        } else {
-            f(&p);
-        }
-    }
+    walk_in(path, meta.file_type(), f);
     Ok(())
+}
+
+fn walk_in(path: &Path, kind: std::fs::FileType, f: &mut dyn FnMut(Entry<'_>)) {
+    if kind.is_file() {
+        return f(Entry::File(path));
+    }
+    if !kind.is_dir() {
+        let what = if kind.is_symlink() {
+            "a link"
+        } else {
+            "not a regular file"
+        };
+        return f(Entry::Skipped(path, what.to_owned()));
+    }
+    let entries = match std::fs::read_dir(path) {
+        Ok(entries) => entries,
+        Err(e) => return f(Entry::Skipped(path, e.to_string())),
+    };
+    let mut children: Vec<_> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| Some((e.path(), e.file_type().ok()?)))
+        .collect();
+    children.sort_by(|a, b| a.0.cmp(&b.0));
+    for (p, kind) in children {
+        walk_in(&p, kind, f);
+    }
 }
 
 #[cfg(test)]
@@ -304,6 +407,47 @@ mod tests {
         std::fs::write(dir.join("real.json"), "{}").unwrap();
         std::os::unix::fs::symlink("real.json", dir.join("001-response.json")).unwrap();
         assert_eq!(read_body(&dir, "001-response.json").unwrap(), b"{}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writing_replaces_a_planted_link_instead_of_writing_through_it() {
+        let dir = folder("planted", &index(1, "001-request.json"));
+        let victim = dir.with_extension("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        for name in ["001-request.json", INDEX] {
+            let _ = std::fs::remove_file(dir.join(name));
+            std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+            write_file(&dir, name, b"new").unwrap();
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+            let meta = std::fs::symlink_metadata(dir.join(name)).unwrap();
+            assert!(meta.is_file(), "{name} is a file of its own now");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(&victim);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_device_or_a_pipe_is_refused_without_reading_it() {
+        let dir = folder("devices", &index(1, "001-request.json"));
+        std::os::unix::fs::symlink("/dev/zero", dir.join("001-request.json")).unwrap();
+        let e = invalid_message(read_body(&dir, "001-request.json").unwrap_err());
+        assert!(
+            e.contains("leads out") || e.contains("not a regular file"),
+            "{e}"
+        );
+        let fifo = dir.join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let e = invalid_message(read_body(&dir, "pipe").unwrap_err());
+            assert!(e.contains("not a regular file"), "{e}");
+            std::fs::remove_file(dir.join(INDEX)).unwrap();
+            std::os::unix::fs::symlink("pipe", dir.join(INDEX)).unwrap();
+            let e = invalid_message(Recording::read(&dir).unwrap_err());
+            assert!(e.contains("not a regular file"), "{e}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

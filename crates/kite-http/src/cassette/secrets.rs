@@ -3,12 +3,14 @@
 //! Written by hand: a handful of fixed prefixes followed by a run of key characters is all
 //! it takes, and a regex engine would be the heaviest dependency of the transport.
 //!
-//! A body is scanned three ways: its raw text; each JSON string it holds, decoded (a key
-//! written with escapes); and, for an event stream, the strings at the same place in
-//! successive events joined together (a key streamed out in pieces).
+//! A body is scanned three ways: its raw text; each JSON string (and object key) it holds,
+//! decoded, and JSON held inside such a string, decoded in turn (a key written with
+//! escapes); and, for an event stream or JSON lines, the strings at the same place in
+//! successive events joined together (a key streamed out in pieces). Events are split here
+//! rather than by the SSE framer because a finding must point at the event it begins in.
 
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// Key prefixes and the shortest run of key characters that must follow them.
 const PREFIXES: &[(&str, usize)] = &[
@@ -48,17 +50,17 @@ pub fn scan(text: &str) -> Vec<Finding> {
 pub fn scan_body(body: &[u8]) -> Vec<Finding> {
     let text = String::from_utf8_lossy(body);
     let raw = matches(&text);
-    let mut seen: Vec<String> = raw.iter().map(|(_, k)| (*k).to_owned()).collect();
+    let mut seen: HashSet<String> = raw.iter().map(|(_, k)| (*k).to_owned()).collect();
     let mut out: Vec<Finding> = raw.into_iter().map(|(f, _)| f).collect();
     // Each decoded string with its event's offset; and the strings at each place in the
     // JSON joined over events, with where each piece starts and its event's offset.
     let mut decoded = Vec::new();
     let mut joined: BTreeMap<String, (String, Vec<(usize, usize)>)> = BTreeMap::new();
     for (offset, payload) in payloads(&text) {
-        let Ok(value) = serde_json::from_str::<Value>(payload) else {
+        let Ok(value) = serde_json::from_str::<Value>(&payload) else {
             continue;
         };
-        strings(&value, &mut String::new(), &mut |path, s| {
+        strings(&value, &mut String::new(), 0, &mut |path, s| {
             decoded.push((offset, s.to_owned()));
             let (all, starts) = joined.entry(path.to_owned()).or_default();
             starts.push((all.len(), offset));
@@ -67,8 +69,7 @@ pub fn scan_body(body: &[u8]) -> Vec<Finding> {
     }
     let mut report = |text: &str, at: &dyn Fn(usize) -> usize| {
         for (f, key) in matches(text) {
-            if !seen.iter().any(|k| k == key) {
-                seen.push(key.to_owned());
+            if seen.insert(key.to_owned()) {
                 out.push(Finding {
                     offset: at(f.offset),
                     ..f
@@ -92,41 +93,90 @@ pub fn scan_body(body: &[u8]) -> Vec<Finding> {
     out
 }
 
-/// The JSON payloads of a body with their byte offsets: each event's `data` of an event
-/// stream, or the whole body.
-fn payloads(text: &str) -> Vec<(usize, &str)> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return vec![(text.len() - trimmed.len(), trimmed)];
+/// The JSON payloads of a body with their byte offsets: the whole body when it is JSON,
+/// else each event's `data` of an event stream (lines ended by LF, CR or CRLF, `data`
+/// lines of one event joined), else each line (JSON lines).
+fn payloads(text: &str) -> Vec<(usize, String)> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let start = text.len() - body.len();
+    let trimmed = body.trim_start();
+    if (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok()
+    {
+        return vec![(text.len() - trimmed.len(), trimmed.to_owned())];
     }
-    let mut out = Vec::new();
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        if let Some(data) = line.strip_prefix("data:") {
-            out.push((offset, data.trim()));
+    let mut lines = Vec::new();
+    let bytes = body.as_bytes();
+    let mut from = 0;
+    while from <= bytes.len() {
+        let end = bytes[from..]
+            .iter()
+            .position(|b| *b == b'\n' || *b == b'\r')
+            .map_or(bytes.len(), |i| from + i);
+        lines.push((start + from, &body[from..end]));
+        if end == bytes.len() {
+            break;
         }
-        offset += line.len();
+        from = end + 1 + usize::from(bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n'));
     }
-    out
+    let mut events: Vec<(usize, String)> = Vec::new();
+    let mut open = false;
+    for (offset, line) in &lines {
+        if let Some(data) = line.strip_prefix("data:") {
+            let data = data.strip_prefix(' ').unwrap_or(data);
+            match events.last_mut() {
+                Some((_, joined)) if open => {
+                    joined.push('\n');
+                    joined.push_str(data);
+                }
+                _ => events.push((*offset, data.to_owned())),
+            }
+            open = true;
+        } else if line.is_empty() {
+            open = false;
+        }
+    }
+    if events.is_empty() {
+        // Not an event stream: JSON lines, perhaps.
+        events = lines
+            .iter()
+            .filter(|(_, l)| l.trim_start().starts_with(['{', '[']))
+            .map(|(o, l)| (*o, (*l).to_owned()))
+            .collect();
+    }
+    events
 }
 
-/// Calls `f` with each string in `v` and its place (object keys and array indices).
-fn strings(v: &Value, path: &mut String, f: &mut dyn FnMut(&str, &str)) {
+/// Calls `f` with each string and object key in `v` and its place (object keys and array
+/// indices); a string that holds JSON is walked too, a level or two down.
+fn strings(v: &Value, path: &mut String, depth: u8, f: &mut dyn FnMut(&str, &str)) {
     let len = path.len();
     match v {
-        Value::String(s) => f(path, s),
+        Value::String(s) => {
+            f(path, s);
+            let t = s.trim_start();
+            if depth < 2
+                && (t.starts_with('{') || t.starts_with('['))
+                && let Ok(inner) = serde_json::from_str::<Value>(t)
+            {
+                path.push_str("/(json)");
+                strings(&inner, path, depth + 1, f);
+                path.truncate(len);
+            }
+        }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 path.push_str(&format!("/{i}"));
-                strings(item, path, f);
+                strings(item, path, depth, f);
                 path.truncate(len);
             }
         }
         Value::Object(map) => {
             for (k, item) in map {
                 path.push('/');
+                f(path, k);
                 path.push_str(k);
-                strings(item, path, f);
+                strings(item, path, depth, f);
                 path.truncate(len);
             }
         }
@@ -221,5 +271,38 @@ mod tests {
             "pieces at different places are not joined"
         );
         assert!(scan_body(b"\xff\xfe not json { at all").is_empty());
+    }
+
+    #[test]
+    fn other_framings_of_a_split_or_hidden_key_are_found_too() {
+        let crlf = SPLIT.replace("\n", "\r\n");
+        let cr = SPLIT.replace("\n", "\r");
+        let bom = format!("\u{feff}{SPLIT}");
+        let multiline = "data: {\"a\":\ndata: \"sk\\u002dproj-ABCDEFGHIJKLMNOPQRSTUVWXYZ\"}\n\n";
+        let ndjson = "{\"t\":\"key sk-proj-ABCDEF\"}\n{\"t\":\"GHIJKLMNOPQRSTUVWXYZ\"}\n";
+        let name = r#"{"sk\u002dproj-ABCDEFGHIJKLMNOPQRSTUVWXYZ": 1}"#;
+        let nested = r#"{"arguments":"{\"k\":\"sk\\u002dproj-ABCDEFGHIJKLMNOPQRSTUVWXYZ\"}"}"#;
+        for (what, body) in [
+            ("crlf", crlf.as_str()),
+            ("cr", cr.as_str()),
+            ("bom", bom.as_str()),
+            ("multi-line data", multiline),
+            ("json lines", ndjson),
+            ("object key", name),
+            ("json in a string", nested),
+        ] {
+            assert!(scan(body).is_empty(), "{what}: the raw text hides it");
+            assert_eq!(scan_body(body.as_bytes()).len(), 1, "{what}");
+        }
+    }
+
+    #[test]
+    fn many_keys_are_scanned_in_linear_time() {
+        // Ten thousand distinct escaped keys: quadratic bookkeeping would take minutes.
+        let body: String = (0..10_000)
+            .map(|i| format!("{{\"k\":\"sk\\u002d{i:0>24}\"}}\n"))
+            .collect();
+        // Each key once, and the joined stream of them (one run of key characters).
+        assert_eq!(scan_body(body.as_bytes()).len(), 10_001);
     }
 }

@@ -196,7 +196,7 @@ impl<A: Service> Inner<A> {
         let status = resp.status;
         let request_id = resp.request_id();
         let retry_after = resp.retry_after();
-        let body = match resp.bytes().await {
+        let body = match resp.bytes_up_to(HttpResponse::MAX_ERROR_BODY).await {
             Ok(b) => b,
             Err(e) => return e,
         };
