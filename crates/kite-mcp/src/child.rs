@@ -38,7 +38,7 @@ pub(crate) fn environment(env: &BTreeMap<String, String>) -> Result<Vec<(String,
 }
 
 /// `value` with each `${NAME}` replaced by kite's variable `NAME`; an unset one is an error.
-fn expand(value: &str) -> Result<String, String> {
+pub(crate) fn expand(value: &str) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(at) = rest.find("${") {

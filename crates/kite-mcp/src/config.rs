@@ -365,10 +365,10 @@ mod tests {
                 json!({"command": "a", "comand": "b"}),
                 "unknown field `comand`",
             ),
-            (json!({"command": "a", "timeout_secs": 0}), "above 0"),
+            (json!({"command": "a", "timeout_secs": 0}), "from 0.001"),
             (
                 json!({"command": "a", "timeout_secs": 1e300}),
-                "`timeout_secs` must be a number of seconds above 0 and at most",
+                "`timeout_secs` must be a number of seconds from 0.001 to 604800",
             ),
             (
                 json!({"command": "a", "startup_timeout_secs": -2}),

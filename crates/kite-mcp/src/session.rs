@@ -240,6 +240,12 @@ impl Session {
                     cwd,
                 } => {
                     let env = child::environment(env).map_err(&connect_error)?;
+                    if let Some(dir) = cwd.as_ref().filter(|d| !d.is_dir()) {
+                        return Err(connect_error(format!(
+                            "its working directory {} is not a folder",
+                            dir.display()
+                        )));
+                    }
                     let spawned = child::spawn(server, command, args, env, cwd.as_ref())
                         .map_err(|e| connect_error(format!("cannot start {command:?}: {e}")))?;
                     let process = spawned.process;
@@ -568,13 +574,20 @@ fn bearer_token(config: &ServerConfig) -> Result<Option<String>, String> {
     }
 }
 
-/// What a session sends that must never be shown: header values and the bearer token.
+/// What a session gives its server that must never be shown: header values and the bearer
+/// token, or the values of a stdio server's `env` table (a server that prints its
+/// configuration on the way down must not print them into kite's errors).
 fn secrets_of(config: &ServerConfig) -> Vec<String> {
-    let TransportConfig::Http { headers, .. } = &config.transport else {
-        return Vec::new();
+    let mut out: Vec<String> = match &config.transport {
+        TransportConfig::Http { headers, .. } => {
+            let mut out: Vec<String> = headers.values().cloned().collect();
+            out.extend(bearer_token(config).ok().flatten());
+            out
+        }
+        TransportConfig::Stdio { env, .. } => {
+            env.values().filter_map(|v| child::expand(v).ok()).collect()
+        }
     };
-    let mut out: Vec<String> = headers.values().cloned().collect();
-    out.extend(bearer_token(config).ok().flatten());
     // The longest first, so that a secret holding another is hidden whole.
     out.sort_by_key(|s| std::cmp::Reverse(s.len()));
     out.retain(|s| s.len() >= 4);
