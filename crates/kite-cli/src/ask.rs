@@ -180,7 +180,12 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
             .into());
         }
     }
-    let result = converse(&agent, prompt, out).await;
+    let limit = loaded
+        .config
+        .http
+        .timeouts(args.at.timeout, args.at.idle_timeout)
+        .response;
+    let result = converse(&agent, prompt, out, limit).await;
     if let Some(hub) = hub {
         hub.shutdown();
     }
@@ -189,10 +194,16 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
 
 /// Runs the loop, printing as it goes, until it ends or stdout's reader goes away; true
 /// when the model answered. On a terminal, a wait for the model of more than a moment is
-/// shown with its length.
-async fn converse(agent: &Agent, prompt: String, out: &mut Output) -> Result<bool, AgentError> {
+/// shown with its length; a model that says nothing for `limit` (a stream of keep-alive
+/// comments, say) is given up on.
+async fn converse(
+    agent: &Agent,
+    prompt: String,
+    out: &mut Output,
+    limit: std::time::Duration,
+) -> Result<bool, AgentError> {
     let mut stream = agent.run_stream((), vec![Message::user(prompt)]);
-    let mut waiting = Waiting::new(std::io::stderr().is_terminal());
+    let mut waiting = Waiting::new(std::io::stderr().is_terminal(), limit);
     let mut ticks = tokio::time::interval(std::time::Duration::from_millis(250));
     loop {
         tokio::select! {
@@ -209,7 +220,7 @@ async fn converse(agent: &Agent, prompt: String, out: &mut Output) -> Result<boo
                     return Err(Error::Cancelled.into());
                 }
             }
-            _ = ticks.tick() => waiting.tick(),
+            _ = ticks.tick() => waiting.tick()?,
         }
     }
 }
@@ -218,6 +229,7 @@ async fn converse(agent: &Agent, prompt: String, out: &mut Output) -> Result<boo
 /// silent (no tool running), cleared as soon as anything arrives.
 struct Waiting {
     on: bool,
+    limit: std::time::Duration,
     since: tokio::time::Instant,
     tools_running: usize,
     shown: bool,
@@ -227,9 +239,10 @@ impl Waiting {
     /// After this long without news, the wait is shown.
     const AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
-    fn new(on: bool) -> Self {
+    fn new(on: bool, limit: std::time::Duration) -> Self {
         Self {
             on,
+            limit,
             since: tokio::time::Instant::now(),
             tools_running: 0,
             shown: false,
@@ -251,13 +264,23 @@ impl Waiting {
         }
     }
 
-    fn tick(&mut self) {
+    fn tick(&mut self) -> Result<(), Error> {
         let silent = self.since.elapsed();
-        if !self.on || self.tools_running > 0 || silent < Self::AFTER {
-            return;
+        if self.tools_running > 0 {
+            return Ok(());
         }
-        err!("\r\x1b[Kkite: waiting for the model… {}s", silent.as_secs());
-        self.shown = true;
+        if silent >= self.limit {
+            self.event(None);
+            return Err(Error::transport(
+                kite::TransportErrorKind::RequestTimeout,
+                format!("no answer within {:?}: the model said nothing", self.limit),
+            ));
+        }
+        if self.on && silent >= Self::AFTER {
+            err!("\r\x1b[Kkite: waiting for the model… {}s", silent.as_secs());
+            self.shown = true;
+        }
+        Ok(())
     }
 }
 

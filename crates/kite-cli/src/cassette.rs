@@ -1,7 +1,7 @@
 //! `kite cassette`: look inside recorded traffic, and check it holds no keys.
 
-use crate::output::error_line;
 use crate::output::{errln, out, outln};
+use crate::output::{error_line, printable};
 use clap::Subcommand;
 use kite::Error;
 use kite::http::cassette::{self, Exchange, Recording};
@@ -123,7 +123,7 @@ fn target(ex: &Exchange) -> String {
     let url = &ex.request.url;
     let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
     let path = rest.find('/').map_or("/", |i| &rest[i..]);
-    format!("{} {path}", ex.request.method)
+    printable(&format!("{} {path}", ex.request.method)).into_owned()
 }
 
 fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
@@ -143,12 +143,14 @@ fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
             outln!(
                 "     → {} {}, {} bytes ({}{})",
                 ex.response.status,
-                ex.response
-                    .headers
-                    .get("content-type")
-                    .map_or("", String::as_str),
+                printable(
+                    ex.response
+                        .headers
+                        .get("content-type")
+                        .map_or("", String::as_str)
+                ),
                 response.len(),
-                ex.response.body,
+                printable(&ex.response.body),
                 if ex.response.timing.is_some() {
                     ", with timing"
                 } else {
@@ -167,22 +169,18 @@ fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
     })?;
     outln!("{}", target(ex));
     for (k, v) in &ex.request.headers {
-        outln!("{k}: {v}");
+        outln!("{}", printable(&format!("{k}: {v}")));
     }
     outln!();
-    out!(
-        "{}",
-        String::from_utf8_lossy(&cassette::read_body(dir, &ex.request.body)?)
-    );
+    let body = cassette::read_body(dir, &ex.request.body)?;
+    out!("{}", printable(&String::from_utf8_lossy(&body)));
     outln!("\n{}", ex.response.status);
     for (k, v) in &ex.response.headers {
-        outln!("{k}: {v}");
+        outln!("{}", printable(&format!("{k}: {v}")));
     }
     outln!();
-    out!(
-        "{}",
-        String::from_utf8_lossy(&cassette::read_body(dir, &ex.response.body)?)
-    );
+    let body = cassette::read_body(dir, &ex.response.body)?;
+    out!("{}", printable(&String::from_utf8_lossy(&body)));
     Ok(true)
 }
 
@@ -210,13 +208,20 @@ fn about(request: &Value) -> String {
             }
         }
     }
-    words.join(", ")
+    printable(&words.join(", ")).into_owned()
 }
 
 fn scan(paths: &[PathBuf]) -> Result<bool, Error> {
     let mut count = 0;
     for path in paths {
-        for (file, findings) in cassette::scan_path(path)? {
+        let scanned = cassette::scan_path(path)?;
+        for (file, why) in &scanned.skipped {
+            errln!(
+                "kite: passed over {}: {why}",
+                printable(&file.display().to_string())
+            );
+        }
+        for (file, findings) in scanned.found {
             let text =
                 String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned();
             for f in findings {

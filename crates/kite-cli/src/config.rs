@@ -45,7 +45,10 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             ..
         } = &server.transport
         {
-            headers.values().for_each(|v| crate::logging::secret(v));
+            headers
+                .iter()
+                .filter(|(name, value)| secret_like(name, value))
+                .for_each(|(_, v)| crate::logging::secret(v));
             bearer_token.iter().for_each(|v| crate::logging::secret(v));
             if let Some(v) = bearer_token_env
                 .as_ref()
@@ -59,6 +62,26 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         path: Some(path),
         config,
     })
+}
+
+/// Whether a configured header or variable holds a secret, to be hidden from everything
+/// kite prints: by its name (`Authorization`, `X-Api-Key`, `GITHUB_TOKEN`…), its length, or
+/// its looks. `X-Team = "kite"` is not hidden (it would hide the word everywhere).
+fn secret_like(name: &str, value: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let by_name = [
+        "auth",
+        "key",
+        "token",
+        "secret",
+        "password",
+        "cookie",
+        "session",
+        "credential",
+    ]
+    .iter()
+    .any(|w| name.contains(w));
+    by_name || value.len() >= 24 || !kite::cassette::scan(value).is_empty()
 }
 
 /// Where a configuration is looked for when none is named, in order.

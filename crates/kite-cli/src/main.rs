@@ -59,7 +59,11 @@ pub const EXIT_PIPE: u8 = 141;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // Two workers run the command; this thread only waits for it or for a signal, so a
+    // signal is heard even while the command is stuck in a blocking read (a pipe, a
+    // terminal).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {
@@ -69,32 +73,35 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let config = cli.config.as_deref();
+    let config = cli.config;
+    let command = runtime.spawn(async move {
+        let config = config.as_deref();
+        match cli.command {
+            Command::Ask(args) => ask::run(*args, config).await,
+            Command::Mcp(cmd) => mcp::run(cmd, config).await,
+            Command::Cassette(cmd) => cassette::run(cmd),
+            Command::Model(cmd) => model::run(cmd),
+            Command::Responses(args) => responses::run(args).await,
+            Command::Transcribe(args) => transcribe::run(*args, config).await,
+        }
+    });
     let result = runtime.block_on(async {
-        let command = async {
-            match cli.command {
-                Command::Ask(args) => ask::run(*args, config).await,
-                Command::Mcp(cmd) => mcp::run(cmd, config).await,
-                Command::Cassette(cmd) => cassette::run(cmd),
-                Command::Model(cmd) => model::run(cmd),
-                Command::Responses(args) => responses::run(args).await,
-                Command::Transcribe(args) => transcribe::run(*args, config).await,
-            }
-        };
-        // A signal drops the command where it stands: its model call, its MCP servers
-        // (their process groups are killed) and its local generation (stopped at the next
-        // token) go with it.
         tokio::select! {
-            r = command => r,
+            r = command => r.unwrap_or_else(|e| {
+                errln!("kite: the command failed: {e}");
+                Err(ExitCode::FAILURE)
+            }),
             signal = signals::interrupted() => {
                 errln!("kite: {}", signal.what());
                 Err(ExitCode::from(signal.status()))
             }
         }
     });
-    // Tasks still holding servers or models are dropped with the runtime; then the local
-    // model's worker is waited for, so that nothing is inside llama.cpp as the process ends.
-    drop(runtime);
+    // Shutting the runtime down drops the command where it stands: its model call, its MCP
+    // servers (their process groups are killed) and its local generation (stopped at the
+    // next token) go with it. Then the local model's worker is waited for, so that nothing
+    // is inside llama.cpp as the process ends.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     kite::local::wait_for_workers(std::time::Duration::from_secs(10));
     match result {
         Ok(()) if output::stdout_closed() => ExitCode::from(EXIT_PIPE),

@@ -2,7 +2,7 @@
 //! quick checks.
 
 use crate::config;
-use crate::output::{err, errln, outln};
+use crate::output::{err, errln, outln, printable};
 use clap::Subcommand;
 use kite::mcp::{
     ElicitAnswer, Elicitation, Elicitor, Hub, HubOptions, ModelSampler, ServerReport, ServerStatus,
@@ -180,13 +180,13 @@ fn print_report(s: &ServerReport) {
                 s.tools.len()
             );
         }
-        ServerStatus::Down { error } => outln!("{}: down: {error}", s.id),
+        ServerStatus::Down { error } => outln!("{}: down: {}", s.id, printable(error)),
     }
     for (exposed, remote) in &s.tools {
         if exposed == remote {
             outln!("  {exposed}");
         } else {
-            outln!("  {exposed} (on the server: {remote})");
+            outln!("  {exposed} (on the server: {})", printable(remote));
         }
     }
 }

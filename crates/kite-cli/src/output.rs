@@ -4,7 +4,7 @@
 use kite::agent::{CallStatus, ToolRecord};
 use kite::{AgentError, AgentEvent, Error, Event, Run, StopReason};
 use serde_json::{Value, json};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set once a write to stdout failed: its reader went away (`kite … | head`).
@@ -13,13 +13,22 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// Writes to stdout and flushes. A failed write is not an error of the command: it marks
 /// stdout closed, later writes are skipped, and the command ends quietly as soon as it
 /// looks (see [`stdout_closed`]).
+///
+/// No secret kite knows of is written, and on a terminal no control character that could
+/// drive it (a model's text or a server's name is not trusted with the screen).
 pub fn write_out(args: std::fmt::Arguments<'_>) {
     if stdout_closed() {
         return;
     }
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let text = crate::logging::redact(&args.to_string());
+    let text = match TERMINAL.get_or_init(|| std::io::stdout().is_terminal()) {
+        true => printable(&text).into_owned(),
+        false => text,
+    };
     let mut stdout = std::io::stdout().lock();
     if stdout
-        .write_fmt(args)
+        .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .is_err()
     {
@@ -27,9 +36,39 @@ pub fn write_out(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Writes to stderr for a person: secrets hidden and, unless `raw`, control characters
+/// shown as escapes; a closed stderr is ignored.
+pub fn write_err(args: std::fmt::Arguments<'_>, raw: bool) {
+    let text = crate::logging::redact(&args.to_string());
+    let text = match raw {
+        true => text,
+        false => printable(&text).into_owned(),
+    };
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
 /// Whether stdout's reader has gone away.
 pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// `text` safe to show on a terminal: control characters other than newline and tab (the
+/// start of escape sequences that retitle a window or clear a screen) are written as
+/// `\u{1b}`. For what comes from outside: cassettes, servers' names and errors.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| {
+            if unsafe_char(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `print!` that never panics on a closed stdout.
@@ -43,20 +82,16 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::output::write_out(format_args!("{}\n", format_args!($($t)*))) };
 }
 
-/// `eprint!` that never panics on a closed stderr.
+/// `eprint!` that never panics on a closed stderr and hides secrets; kite's own control
+/// sequences (the waiting line) pass.
 macro_rules! err {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($t)*);
-    }};
+    ($($t:tt)*) => { $crate::output::write_err(format_args!($($t)*), true) };
 }
 
-/// `eprintln!` that never panics on a closed stderr.
+/// `eprintln!` that never panics on a closed stderr, hides secrets and shows control
+/// characters as escapes.
 macro_rules! errln {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
-    }};
+    ($($t:tt)*) => { $crate::output::write_err(format_args!("{}\n", format_args!($($t)*)), false) };
 }
 
 pub(crate) use {err, errln, out, outln};

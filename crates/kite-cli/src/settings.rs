@@ -75,7 +75,7 @@ pub fn seconds(s: &str) -> Result<Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    kite::duration_from_secs("the number of seconds", n)
+    kite::duration_from_secs("it", n)
 }
 
 /// The configuration in `text` (a `kite.toml`), or what is wrong with it.

@@ -1,19 +1,24 @@
-//! The signals that end kite: Ctrl-C (SIGINT) and SIGTERM, each with the exit status a
-//! shell expects (128 plus the signal's number).
+//! The signals that end kite: Ctrl-C (SIGINT), SIGTERM, SIGHUP (the terminal closed) and
+//! SIGQUIT, each with the exit status a shell expects (128 plus the signal's number), after
+//! the same clean-up as any other way out.
 
 /// A signal that asks kite to stop.
 #[derive(Clone, Copy, Debug)]
 pub enum Interrupt {
     Int,
     Term,
+    Hup,
+    Quit,
 }
 
 impl Interrupt {
-    /// The exit status: 130 for Ctrl-C, 143 for SIGTERM.
+    /// The exit status: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT.
     pub fn status(self) -> u8 {
         match self {
             Interrupt::Int => 130,
             Interrupt::Term => 143,
+            Interrupt::Hup => 129,
+            Interrupt::Quit => 131,
         }
     }
 
@@ -21,33 +26,32 @@ impl Interrupt {
         match self {
             Interrupt::Int => "interrupted",
             Interrupt::Term => "terminated",
+            Interrupt::Hup => "hung up",
+            Interrupt::Quit => "quit",
         }
     }
 }
 
-/// Resolves when the first of Ctrl-C or SIGTERM arrives. A signal that cannot be watched
-/// is left to its default.
+/// Resolves when the first of these signals arrives. A signal that cannot be watched is
+/// left to its default.
 pub async fn interrupted() -> Interrupt {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).ok();
-        let term = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
+        let watch = |kind: SignalKind, what: Interrupt| async move {
+            match signal(kind) {
+                Ok(mut s) => {
+                    s.recv().await;
+                    what
                 }
-                None => std::future::pending().await,
-            }
-        };
-        let int = async {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
+                Err(_) => std::future::pending().await,
             }
         };
         tokio::select! {
-            _ = int => Interrupt::Int,
-            _ = term => Interrupt::Term,
+            i = watch(SignalKind::interrupt(), Interrupt::Int) => i,
+            i = watch(SignalKind::terminate(), Interrupt::Term) => i,
+            i = watch(SignalKind::hangup(), Interrupt::Hup) => i,
+            i = watch(SignalKind::quit(), Interrupt::Quit) => i,
         }
     }
     #[cfg(not(unix))]

@@ -50,8 +50,7 @@ pub async fn run(args: TranscribeArgs, config: Option<&Path>) -> Result<(), Exit
 
 async fn transcribe(args: &TranscribeArgs, config: Option<&Path>) -> Result<(), Error> {
     // The file first: a missing one is the mistake to report, before any provider question.
-    let bytes = std::fs::read(&args.file)
-        .map_err(|e| Error::Config(format!("cannot read {}: {e}", args.file.display())))?;
+    let bytes = read_audio(&args.file)?;
     let http = config::load(config)?.config.http;
     let (transcriber, default_model) = choose(args, &http)?;
     let name = args
@@ -102,6 +101,27 @@ async fn transcribe(args: &TranscribeArgs, config: Option<&Path>) -> Result<(), 
         outln!("{}", transcript.text);
     }
     Ok(())
+}
+
+/// The most audio kite sends: well above every provider's own limit (25 MB at OpenAI).
+const MAX_AUDIO: u64 = 1024 * 1024 * 1024;
+
+/// The audio file's bytes: a regular file (a pipe would hang, a device never end) of at
+/// most [`MAX_AUDIO`] bytes.
+fn read_audio(path: &Path) -> Result<Vec<u8>, Error> {
+    let cannot =
+        |e: &dyn std::fmt::Display| Error::Config(format!("cannot read {}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+    if !meta.is_file() {
+        return Err(cannot(&"not a regular file"));
+    }
+    if meta.len() > MAX_AUDIO {
+        return Err(cannot(&format!(
+            "{} bytes is more than kite sends",
+            meta.len()
+        )));
+    }
+    std::fs::read(path).map_err(|e| cannot(&e))
 }
 
 /// The transcriber and its default model: a named provider, a compatible server, or the

@@ -144,23 +144,25 @@ async fn a_key_split_across_stream_events_is_neither_recorded_nor_missed_by_scan
 
 #[tokio::test]
 async fn a_cassette_that_cannot_be_written_fails_before_the_paid_request() {
-    let root = scratch("unwritable");
-    // Root may write anywhere; a folder where the write check's file would go cannot be
-    // written over, by anyone.
-    std::fs::create_dir_all(root.join("cassette/.cassette.json.probe")).unwrap();
+    // Root may write almost anywhere; nobody can make a folder in /proc.
+    let unwritable = Path::new("/proc/kite-hostile-cassette");
     let server = ReplayServer::start(vec![Reply::sse(split_key_stream())]).await;
     let r = run(kite()
         .env("OPENAI_API_KEY", KEY)
         .args(["ask", "--provider", "openai", "--base-url"])
         .arg(format!("{}/v1", server.url()))
         .arg("--cassette")
-        .arg(root.join("cassette"))
+        .arg(unwritable)
         .arg("hi"))
     .await;
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("cannot write into"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot create /proc/kite-hostile-cassette"),
+        "{}",
+        r.stderr
+    );
     assert!(server.requests().is_empty(), "nothing was paid for");
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 fn chat_stream() -> Vec<u8> {
@@ -224,7 +226,7 @@ async fn out_of_range_durations_and_numbers_are_refused_with_a_message() {
     for (toml, says) in [
         (
             "[mcp.servers.x]\ncommand = \"x\"\ntimeout_secs = 1e300\n",
-            "`timeout_secs` must be a number of seconds above 0",
+            "`timeout_secs` must be a number of seconds from 0.001 to",
         ),
         (
             "[mcp.servers.x]\ncommand = \"x\"\nstartup_timeout_secs = inf\n",
@@ -246,11 +248,14 @@ async fn out_of_range_durations_and_numbers_are_refused_with_a_message() {
     let _ = std::fs::remove_dir_all(&dir);
 
     for (args, says) in [
-        (vec!["ask", "--timeout", "1e300", "hi"], "at most"),
-        (vec!["ask", "--idle-timeout", "0", "hi"], "above 0"),
+        (
+            vec!["ask", "--timeout", "1e300", "hi"],
+            "it must be a number of seconds from 0.001 to 604800",
+        ),
+        (vec!["ask", "--idle-timeout", "0", "hi"], "from 0.001"),
         (
             vec!["responses", "wait", "r", "--timeout", "1e30"],
-            "at most",
+            "to 604800 (a week), not 1e30",
         ),
         (
             vec!["ask", "--temperature", "nan", "hi"],
@@ -610,5 +615,163 @@ async fn more_threads_than_cores_are_clamped_with_a_message() {
         )),
         "{}",
         r.stderr
+    );
+}
+
+#[tokio::test]
+async fn recording_replaces_planted_links_and_never_writes_through_them() {
+    let root = scratch("planted");
+    let victim = root.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let dir = root.join("cassette");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["cassette.json", "001-request.json", "001-response.sse"] {
+        std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+    }
+    // The planted index is refused as it stands; a folder with links only for the files to
+    // come is recorded into with the links replaced.
+    std::fs::remove_file(dir.join("cassette.json")).unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["ask", "--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("--cassette")
+        .arg(&dir)
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    for name in ["cassette.json", "001-request.json", "001-response.sse"] {
+        let meta = std::fs::symlink_metadata(dir.join(name)).unwrap();
+        assert!(meta.is_file(), "{name} is a file of the cassette's own");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn pipes_links_and_devices_in_a_cassette_tree_neither_hang_nor_stop_a_scan() {
+    let root = scratch("devices");
+    let dir = root.join("piped");
+    std::fs::create_dir_all(&dir).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("cassette.json"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::os::unix::fs::symlink("/nonexistent", root.join("dangling")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("zero")).unwrap();
+    std::fs::write(root.join("notes.txt"), format!("key = {KEY}\n")).unwrap();
+
+    let r = run(kite().args(["cassette", "show"]).arg(&dir)).await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    let r = run(kite().args(["cassette", "scan"]).arg(&root)).await;
+    assert_eq!(r.code, 1, "the key is still found: {}", r.stderr);
+    assert!(
+        r.stdout.contains("notes.txt:1:7: looks like a key"),
+        "{}",
+        r.stdout
+    );
+    for skipped in ["cassette.json", "dangling", "zero"] {
+        assert!(
+            r.stderr.contains("passed over") && r.stderr.contains(skipped),
+            "{skipped}: {}",
+            r.stderr
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn what_a_cassette_or_server_names_cannot_drive_the_terminal() {
+    let root = scratch("escapes");
+    let dir = root.join("c");
+    cassette_naming(&dir, "001-request.json", 1);
+    let index = std::fs::read_to_string(dir.join("cassette.json"))
+        .unwrap()
+        .replace("\"POST\"", "\"\\u001b]0;pwned\\u0007\\u001b[2J\"");
+    std::fs::write(dir.join("cassette.json"), index).unwrap();
+    std::fs::write(dir.join("001-request.json"), "{}").unwrap();
+    for args in [vec!["cassette", "list"], vec!["cassette", "show"]] {
+        let r = run(kite().args(&args).arg(&dir)).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            !r.stdout.contains('\x1b') && !r.stdout.contains('\x07'),
+            "{:?}",
+            r.stdout
+        );
+        assert!(r.stdout.contains("\\u{1b}]0;pwned"), "{:?}", r.stdout);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn a_forwarded_key_a_crashing_server_prints_is_hidden() {
+    let dir = scratch("mcp-leak");
+    std::fs::write(
+        dir.join("kite.toml"),
+        "[mcp.servers.leaky]\ncommand = \"sh\"\nargs = [\"-c\", \"echo \\\"boom: $FWD\\\" >&2; exit 3\"]\nenv = { FWD = \"${OPENAI_API_KEY}\" }\n",
+    )
+    .unwrap();
+    let r = run(kite()
+        .current_dir(&dir)
+        .env("OPENAI_API_KEY", KEY)
+        .env("KITE_LOG", "info")
+        .args(["mcp", "list"]))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(all.contains("boom: [redacted]"), "{all}");
+    assert!(!all.contains(KEY), "{all}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_signal_is_heard_while_kite_waits_on_a_blocking_read() {
+    for (sig, status) in [("-INT", 130), ("-HUP", 129)] {
+        // `kite ask -` reads the question from a stdin that stays open.
+        let child = kite()
+            .args(["ask", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let running = Running { child };
+        running.signal(sig);
+        let (code, signal, stderr) = running.finish().await;
+        assert_eq!((code, signal), (Some(status), None), "{sig}: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_of_keep_alive_comments_is_given_up_on_after_the_timeout() {
+    let comments = ": keep-alive\n\n".repeat(100).into_bytes();
+    let server = ReplayServer::start(vec![
+        Reply::sse(comments).chunked(14, Duration::from_millis(100)),
+    ])
+    .await;
+    let started = Instant::now();
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .args([
+            "ask",
+            "--timeout",
+            "1.5",
+            "--idle-timeout",
+            "1",
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("the model said nothing"), "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
     );
 }
