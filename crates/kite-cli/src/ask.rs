@@ -34,8 +34,8 @@ pub struct AskArgs {
     /// System instructions.
     #[arg(long)]
     system: Option<String>,
-    /// Limit each answer's length in tokens.
-    #[arg(long)]
+    /// Limit each answer's length in tokens (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
     /// Sampling temperature (a finite number, 0 or more).
     #[arg(long, value_parser = temperature)]

@@ -45,6 +45,7 @@ impl ReqwestTransport {
     /// A transport with its own pool and the given timeouts.
     pub fn new(timeouts: Timeouts) -> Result<Self, Error> {
         let client = reqwest::Client::builder()
+            .redirect(same_origin_redirects())
             .connect_timeout(timeouts.connect)
             .pool_idle_timeout(Duration::from_secs(90))
             .user_agent(concat!("kite/", env!("CARGO_PKG_VERSION")))
@@ -178,6 +179,20 @@ impl Stream for IdleTimeout {
 }
 
 use std::future::Future as _;
+
+/// Redirects are followed within the origin the request went to, and never elsewhere: a
+/// prompt (and what it holds) goes only where it was sent.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first();
+        let same = first.is_some_and(|f| f.origin() == attempt.url().origin());
+        if same && attempt.previous().len() < 5 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
 
 /// A reqwest error as a kite error. The URL is left out: it may carry a key.
 fn map_error(e: reqwest::Error) -> Error {

@@ -326,3 +326,23 @@ async fn an_unreachable_server_is_a_connect_error() {
         other => panic!("expected a connect error, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed() {
+    let elsewhere = ReplayServer::start(vec![Reply::sse(fixture(
+        "openai/chat-completions/stream-after-tool-result/response.sse",
+    ))])
+    .await;
+    let redirecting = ReplayServer::start(vec![Reply::status(307).header(
+        "location",
+        &format!("{}/v1/chat/completions", elsewhere.url()),
+    )])
+    .await;
+    let (_, error) = events(&model(&redirecting)).await;
+    let error = error.expect("the redirect is an error");
+    assert!(error.to_string().contains("307"), "{error}");
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the prompt went nowhere else"
+    );
+}
