@@ -499,13 +499,19 @@ async fn a_crashed_mcp_server_is_reported_with_the_end_of_its_stderr() {
     .unwrap();
     let r = run(kite()
         .current_dir(&dir)
-        .env("KITE_LOG", "warn")
+        .env("KITE_LOG", "info")
         .args(["mcp", "list"]))
     .await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.stderr
             .contains("its stderr ended with: config error: API_URL is empty"),
+        "{}",
+        r.stderr
+    );
+    // The server's stderr is logged too: as plain lines when stderr is not a terminal.
+    assert!(
+        r.stderr.contains(" INFO ") && r.stderr.contains("stderr: config error"),
         "{}",
         r.stderr
     );
@@ -774,4 +780,37 @@ async fn a_stream_of_keep_alive_comments_is_given_up_on_after_the_timeout() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn kite_ask_goes_on_without_a_server_that_misses_its_start_up_deadline() {
+    let dir = scratch("ask-down");
+    std::fs::write(
+        dir.join("kite.toml"),
+        format!(
+            "[mcp.servers.silent]\ncommand = {:?}\nargs = [\"-c\", \"import time; time.sleep(3600)\"]\nstartup_timeout_secs = 1\n",
+            mcp::python().to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
+    let started = Instant::now();
+    let r = run(kite()
+        .current_dir(&dir)
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "MCP server \"silent\": cannot connect: no answer to initialize within 1.0 s"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.is_empty(), "the answer came");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let _ = std::fs::remove_dir_all(&dir);
 }
