@@ -10,7 +10,7 @@ mod secret;
 mod transport;
 
 pub use decode::{Reconnect, decode_resumable, decode_stream};
-pub use reqwest_transport::{ReqwestTransport, Timeouts};
+pub use reqwest_transport::{ReqwestTransport, Timeouts, same_origin_redirects};
 pub use retry::{Retry, RetryPolicy};
 pub use secret::Secret;
 pub use transport::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};

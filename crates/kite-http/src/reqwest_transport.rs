@@ -181,8 +181,8 @@ impl Stream for IdleTimeout {
 use std::future::Future as _;
 
 /// Redirects are followed within the origin the request went to, and never elsewhere: a
-/// prompt (and what it holds) goes only where it was sent.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
+/// prompt, and the credentials sent with it, go only where they were sent.
+pub fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let first = attempt.previous().first();
         let same = first.is_some_and(|f| f.origin() == attempt.url().origin());

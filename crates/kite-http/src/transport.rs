@@ -103,9 +103,16 @@ impl HttpResponse {
     /// The most of an error body that is read: enough for any error message.
     pub const MAX_ERROR_BODY: usize = 1024 * 1024;
 
-    /// Reads the whole body, or its first [`MAX_BODY`](Self::MAX_BODY) bytes.
+    /// Reads the whole body; one larger than [`MAX_BODY`](Self::MAX_BODY) is an error.
     pub async fn bytes(self) -> Result<Bytes, Error> {
-        self.bytes_up_to(Self::MAX_BODY).await
+        let body = self.bytes_up_to(Self::MAX_BODY + 1).await?;
+        if body.len() > Self::MAX_BODY {
+            return Err(Error::decode(
+                format!("the answer is larger than {} bytes", Self::MAX_BODY),
+                &body[..256],
+            ));
+        }
+        Ok(body)
     }
 
     /// Reads the body up to `max` bytes; the rest is not read (the connection closes).
@@ -205,5 +212,13 @@ mod tests {
             body: Box::pin(endless),
         };
         assert_eq!(resp.bytes_up_to(2500).await.unwrap().len(), 2500);
+        let endless = futures_util::stream::repeat_with(|| Ok(Bytes::from(vec![b'x'; 1 << 20])));
+        let resp = HttpResponse {
+            status: 200,
+            headers: HeaderMap::new(),
+            body: Box::pin(endless),
+        };
+        let e = resp.bytes().await.unwrap_err();
+        assert!(e.to_string().contains("larger than"), "{e}");
     }
 }

@@ -82,11 +82,9 @@ pub fn scan_body(body: &[u8]) -> Vec<Finding> {
     }
     for (all, starts) in joined.values() {
         report(all, &|i| {
-            starts
-                .iter()
-                .rev()
-                .find(|(from, _)| *from <= i)
-                .map_or(0, |(_, offset)| *offset)
+            // The last piece that starts at or before `i` (pieces are in order).
+            let n = starts.partition_point(|(from, _)| *from <= i);
+            n.checked_sub(1).map_or(0, |n| starts[n].1)
         });
     }
     out.sort_by_key(|f| f.offset);
