@@ -12,17 +12,42 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::task::JoinHandle;
 
 /// The variables every stdio server inherits when kite has them, besides `LC_*`.
+#[cfg(not(windows))]
 pub const INHERITED: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP",
     "TEMP",
 ];
 
+/// The variables every stdio server inherits when kite has them (Windows' own, which
+/// programs need to start at all).
+#[cfg(windows)]
+pub const INHERITED: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+    "COMSPEC",
+    "WINDIR",
+];
+
 /// How many stderr lines are kept for error messages.
 const TAIL: usize = 8;
+/// The longest stderr line kept; a longer one is cut into pieces of this size.
+const MAX_LINE: usize = 4096;
 
 /// The environment of a server whose table sets `env`: the inherited variables kite has,
 /// then the table's, with `${NAME}` replaced by kite's `NAME`.
@@ -38,7 +63,8 @@ pub(crate) fn environment(env: &BTreeMap<String, String>) -> Result<Vec<(String,
 }
 
 /// `value` with each `${NAME}` replaced by kite's variable `NAME`; an unset one is an error.
-pub(crate) fn expand(value: &str) -> Result<String, String> {
+/// This is how an `env` table's values reach a stdio server.
+pub fn expand(value: &str) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(at) = rest.find("${") {
@@ -160,10 +186,22 @@ pub(crate) fn spawn(
         let server = server.to_owned();
         let keep = tail.clone();
         let reader = tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(server = %server, "stderr: {line}");
-                keep.push(line);
+            // Read to the end whatever comes: a line is cut at MAX_LINE bytes and decoded
+            // leniently, so that no output can grow kite's memory or stop the reading (a
+            // server whose stderr is not read blocks, or dies of a broken pipe).
+            let mut stderr = tokio::io::BufReader::new(stderr);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                let mut limited = (&mut stderr).take(MAX_LINE as u64);
+                match limited.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']).to_owned();
+                tracing::info!(server = %server, "stderr: {text}");
+                keep.push(text);
             }
         });
         *tail.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader);
@@ -174,6 +212,38 @@ pub(crate) fn spawn(
         guard: GroupGuard(pid.and_then(|p| i32::try_from(p).ok())),
         stderr: tail,
     })
+}
+
+/// Whether a configured value holds a secret, to be kept out of what kite shows: by its
+/// name (`Authorization`, `X-Api-Key`, `GITHUB_TOKEN`…), its length, or its looks.
+/// `X-Team = "kite"` is not one (hiding it would hide the word everywhere).
+pub fn looks_secret(name: &str, value: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let by_name = [
+        "auth",
+        "key",
+        "token",
+        "secret",
+        "password",
+        "cookie",
+        "session",
+        "credential",
+    ]
+    .iter()
+    .any(|w| name.contains(w));
+    let key_like = [
+        "sk-",
+        "gsk_",
+        "xai-",
+        "AIza",
+        "AKIA",
+        "ghp_",
+        "github_pat_",
+        "hf_",
+    ]
+    .iter()
+    .any(|p| value.contains(p));
+    value.len() >= 4 && (by_name || key_like || value.len() >= 24)
 }
 
 #[cfg(test)]

@@ -383,7 +383,22 @@ impl Hub {
             .await
     }
 
-    /// Ends every session.
+    /// Ends every session and waits until the servers have gone: each is given a few
+    /// seconds to exit by itself (its stdin closed, then SIGTERM), then what is left of a
+    /// stdio server's process group is killed. Prefer it to [`shutdown`](Self::shutdown)
+    /// before a program exits.
+    pub async fn close(&self) {
+        let sessions: Vec<Arc<Session>> = self
+            .inner
+            .lock()
+            .values()
+            .filter_map(|s| s.session.clone())
+            .collect();
+        self.shutdown();
+        futures_util::future::join_all(sessions.iter().map(|s| s.close())).await;
+    }
+
+    /// Ends every session at once, without waiting for the servers to go.
     pub fn shutdown(&self) {
         self.inner.stop.cancel();
         for slot in self.inner.lock().values_mut() {

@@ -20,7 +20,7 @@ mod session;
 mod tool;
 
 pub use catalog::{Prompt, PromptArgument, PromptMessages, Resource, ResourceContent};
-pub use child::INHERITED;
+pub use child::{INHERITED, expand as expand_env, looks_secret};
 pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hooks::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};

@@ -85,7 +85,13 @@ pub(crate) struct Session {
     pub pid: Option<u32>,
     /// Header values and tokens this session sends, kept out of every error.
     secrets: Vec<String>,
+    /// The task that watches the session; it ends once the session has closed.
+    watcher: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
+
+/// How long a closing server is given to exit by itself (its stdin closed, then SIGTERM)
+/// before what is left of its process group is killed.
+const CLOSE: Duration = Duration::from_secs(5);
 
 impl Drop for Session {
     fn drop(&mut self) {
@@ -230,7 +236,6 @@ impl Session {
         };
         let mut child = None;
         let started = tokio::time::Instant::now();
-        let mut stage = "initialize";
         let handshake = async {
             let service = match &config.transport {
                 TransportConfig::Stdio {
@@ -268,7 +273,12 @@ impl Session {
                     if let Some(token) = bearer_token(config).map_err(&connect_error)? {
                         cfg = cfg.auth_header(token);
                     }
-                    let client = SessionAware(reqwest::Client::new());
+                    let client = reqwest::Client::builder()
+                        .redirect(kite_http::same_origin_redirects())
+                        .connect_timeout(Duration::from_secs(10))
+                        .build()
+                        .map_err(|e| connect_error(format!("cannot build the HTTP client: {e}")))?;
+                    let client = SessionAware(client);
                     handler
                         .serve(StreamableHttpClientTransport::with_client(client, cfg))
                         .await
@@ -282,7 +292,6 @@ impl Session {
                     other => other.to_string(),
                 })
             })?;
-            stage = "tools/list";
             Ok::<_, Error>(service)
         };
         let outcome = tokio::time::timeout(startup, handshake).await;
@@ -299,7 +308,7 @@ impl Session {
             Ok(Err(e)) => return Err(e),
             Err(_) => {
                 return Err(connect_error(format!(
-                    "no answer to {stage} within {:.1} s (raise startup_timeout_secs){}",
+                    "no answer to initialize within {:.1} s (raise startup_timeout_secs){}",
                     startup.as_secs_f64(),
                     tail().await
                 )));
@@ -334,10 +343,17 @@ impl Session {
             server_name,
             pid,
             secrets: secrets.clone(),
+            watcher: std::sync::Mutex::new(None),
         };
         let left = startup.saturating_sub(started.elapsed());
         let tools = match tokio::time::timeout(left, session.tools(server)).await {
-            Ok(tools) => tools?,
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => {
+                return Err(connect_error(format!(
+                    "its tool list failed ({e}){}",
+                    tail().await
+                )));
+            }
             Err(_) => {
                 return Err(connect_error(format!(
                     "no answer to tools/list within {:.1} s (raise startup_timeout_secs){}",
@@ -348,15 +364,20 @@ impl Session {
         };
         let id = server.to_owned();
         let ending = stderr_end(stderr, secrets.clone());
-        tokio::spawn(async move {
-            // The guard lives as long as this task: when the session ends, or the runtime
-            // drops the task on its way out, the server's process group goes with it.
+        let watcher = tokio::spawn(async move {
+            // The guard lives as long as this task: when the session has closed, or the
+            // runtime drops the task on its way out, what is left of the server's process
+            // group goes with it.
             let _guard = guard;
             let cancel = service.cancellation_token();
+            let waiting = service.waiting();
+            tokio::pin!(waiting);
             let reason = tokio::select! {
-                r = service.waiting() => format!("{r:?}"),
+                r = &mut waiting => format!("{r:?}"),
                 _ = stop.cancelled() => {
+                    // rmcp closes the transport: a stdio server's stdin, then SIGTERM.
                     cancel.cancel();
+                    let _ = tokio::time::timeout(CLOSE, &mut waiting).await;
                     return;
                 }
             };
@@ -364,7 +385,21 @@ impl Session {
             tracing::warn!(server = %id, reason, "MCP session ended");
             let _ = notices.send((id, generation, Notice::Closed(reason)));
         });
+        *session.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
         Ok((session, tools))
+    }
+
+    /// Ends the session and waits (a few seconds at most) until the server has gone.
+    pub async fn close(&self) {
+        self.stop.cancel();
+        let watcher = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(w) = watcher {
+            let _ = tokio::time::timeout(CLOSE + Duration::from_secs(1), w).await;
+        }
     }
 
     fn error(&self, server: &str, what: &str, e: ServiceError) -> Error {
@@ -584,9 +619,12 @@ fn secrets_of(config: &ServerConfig) -> Vec<String> {
             out.extend(bearer_token(config).ok().flatten());
             out
         }
-        TransportConfig::Stdio { env, .. } => {
-            env.values().filter_map(|v| child::expand(v).ok()).collect()
-        }
+        TransportConfig::Stdio { env, .. } => env
+            .iter()
+            .filter_map(|(k, v)| Some((k, child::expand(v).ok()?)))
+            .filter(|(k, v)| child::looks_secret(k, v))
+            .map(|(_, v)| v)
+            .collect(),
     };
     // The longest first, so that a secret holding another is hidden whole.
     out.sort_by_key(|s| std::cmp::Reverse(s.len()));
