@@ -58,6 +58,8 @@ async fn files_are_read_and_listed_only_under_the_root() {
         root.path().join("dangling.txt"),
     )
     .unwrap();
+    // Two hops: a link inside to a link inside that leads out to nothing.
+    std::os::unix::fs::symlink("dangling.txt", root.path().join("hop.txt")).unwrap();
     let secret = outside.path().join("secret.txt");
     let missing = outside.path().join("missing.txt");
     let from_root = |p: &std::path::Path| {
@@ -78,6 +80,7 @@ async fn files_are_read_and_listed_only_under_the_root() {
         missing.display().to_string(),
         "link.txt".to_owned(),
         "dangling.txt".to_owned(),
+        "hop.txt".to_owned(),
         "notes/../../x".to_owned(),
     ] {
         let err = call(&read, json!({ "path": escape })).await.unwrap_err();
@@ -102,7 +105,7 @@ async fn files_are_read_and_listed_only_under_the_root() {
     let listing = call(&list, json!({})).await.unwrap();
     assert_eq!(
         listing,
-        "big.txt (200000 bytes)\ndangling.txt (link)\nlink.txt (link)\nnotes/"
+        "big.txt (200000 bytes)\ndangling.txt (link)\nhop.txt (link)\nlink.txt (link)\nnotes/"
     );
     assert_eq!(
         call(&list, json!({"path": "notes"})).await.unwrap(),

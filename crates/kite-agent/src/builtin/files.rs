@@ -56,10 +56,7 @@ impl Root {
                     .ancestors()
                     .skip(1)
                     .find_map(|a| a.canonicalize().ok());
-                let dangling_out = std::fs::read_link(&joined).is_ok_and(|target| {
-                    let parent = known.clone().unwrap_or_default();
-                    !lexically_under(&parent.join(target), &self.0)
-                });
+                let dangling_out = links_lead_out(&joined, &self.0);
                 match known {
                     Some(a) if a.starts_with(&*self.0) && !dangling_out => {
                         Err(ToolError::model(format!("`{rel}`: {e}")))
@@ -99,6 +96,26 @@ pub fn read_file<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<impl 
             }
         },
     ))
+}
+
+/// Whether following the links at `path` (one that does not resolve) leads out of `root`
+/// at any hop; a chain too long to follow counts as leading out.
+fn links_lead_out(path: &Path, root: &Path) -> bool {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&at) else {
+            return false;
+        };
+        let parent = at.parent().unwrap_or(root);
+        let parent = parent
+            .canonicalize()
+            .unwrap_or_else(|_| parent.to_path_buf());
+        at = parent.join(target);
+        if !lexically_under(&at, root) {
+            return true;
+        }
+    }
+    true
 }
 
 /// Whether `path`, with `.` and `..` applied as written, stays under `root`.
