@@ -187,7 +187,7 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
         .response;
     let result = converse(&agent, prompt, out, limit).await;
     if let Some(hub) = hub {
-        hub.shutdown();
+        hub.close().await;
     }
     result
 }
@@ -220,7 +220,7 @@ async fn converse(
                     return Err(Error::Cancelled.into());
                 }
             }
-            _ = ticks.tick() => waiting.tick()?,
+            _ = ticks.tick() => waiting.tick(out.mid_line())?,
         }
     }
 }
@@ -264,7 +264,9 @@ impl Waiting {
         }
     }
 
-    fn tick(&mut self) -> Result<(), Error> {
+    /// A tick of the clock; `mid_line` when the answer stopped in the middle of a line,
+    /// which the waiting line would overwrite, so it is not shown then.
+    fn tick(&mut self, mid_line: bool) -> Result<(), Error> {
         let silent = self.since.elapsed();
         if self.tools_running > 0 {
             return Ok(());
@@ -276,7 +278,7 @@ impl Waiting {
                 format!("no answer within {:?}: the model said nothing", self.limit),
             ));
         }
-        if self.on && silent >= Self::AFTER {
+        if self.on && !mid_line && silent >= Self::AFTER {
             err!("\r\x1b[Kkite: waiting for the model… {}s", silent.as_secs());
             self.shown = true;
         }

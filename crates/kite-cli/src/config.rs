@@ -38,23 +38,33 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     let config = parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
     // What servers are sent is as secret as a provider's key.
     for server in config.mcp.servers.values() {
-        if let kite::mcp::TransportConfig::Http {
-            headers,
-            bearer_token,
-            bearer_token_env,
-            ..
-        } = &server.transport
-        {
-            headers
-                .iter()
-                .filter(|(name, value)| secret_like(name, value))
-                .for_each(|(_, v)| crate::logging::secret(v));
-            bearer_token.iter().for_each(|v| crate::logging::secret(v));
-            if let Some(v) = bearer_token_env
-                .as_ref()
-                .and_then(|var| std::env::var(var).ok())
-            {
-                crate::logging::secret(&v);
+        match &server.transport {
+            kite::mcp::TransportConfig::Http {
+                headers,
+                bearer_token,
+                bearer_token_env,
+                ..
+            } => {
+                headers
+                    .iter()
+                    .filter(|(name, value)| kite::mcp::looks_secret(name, value))
+                    .for_each(|(_, v)| crate::logging::secret(v));
+                bearer_token.iter().for_each(|v| crate::logging::secret(v));
+                if let Some(v) = bearer_token_env
+                    .as_ref()
+                    .and_then(|var| std::env::var(var).ok())
+                {
+                    crate::logging::secret(&v);
+                }
+            }
+            kite::mcp::TransportConfig::Stdio { env, .. } => {
+                for (name, value) in env {
+                    if let Ok(v) = kite::mcp::expand_env(value)
+                        && kite::mcp::looks_secret(name, &v)
+                    {
+                        crate::logging::secret(&v);
+                    }
+                }
             }
         }
     }
@@ -62,26 +72,6 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         path: Some(path),
         config,
     })
-}
-
-/// Whether a configured header or variable holds a secret, to be hidden from everything
-/// kite prints: by its name (`Authorization`, `X-Api-Key`, `GITHUB_TOKEN`…), its length, or
-/// its looks. `X-Team = "kite"` is not hidden (it would hide the word everywhere).
-fn secret_like(name: &str, value: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    let by_name = [
-        "auth",
-        "key",
-        "token",
-        "secret",
-        "password",
-        "cookie",
-        "session",
-        "credential",
-    ]
-    .iter()
-    .any(|w| name.contains(w));
-    by_name || value.len() >= 24 || !kite::cassette::scan(value).is_empty()
 }
 
 /// Where a configuration is looked for when none is named, in order.

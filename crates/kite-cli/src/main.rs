@@ -93,6 +93,8 @@ fn main() -> ExitCode {
             }),
             signal = signals::interrupted() => {
                 errln!("kite: {}", signal.what());
+                // A second signal while kite cleans up ends it at once.
+                signals::restore_defaults();
                 Err(ExitCode::from(signal.status()))
             }
         }
@@ -101,7 +103,7 @@ fn main() -> ExitCode {
     // servers (their process groups are killed) and its local generation (stopped at the
     // next token) go with it. Then the local model's worker is waited for, so that nothing
     // is inside llama.cpp as the process ends.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     kite::local::wait_for_workers(std::time::Duration::from_secs(10));
     match result {
         Ok(()) if output::stdout_closed() => ExitCode::from(EXIT_PIPE),

@@ -106,7 +106,7 @@ pub async fn run(command: McpCommand, config: Option<&Path>) -> Result<(), ExitC
                     print_report(s);
                 }
             }
-            hub.shutdown();
+            hub.close().await;
             let down = servers
                 .iter()
                 .any(|s| matches!(s.status, ServerStatus::Down { .. }));
@@ -128,7 +128,7 @@ pub async fn run(command: McpCommand, config: Option<&Path>) -> Result<(), ExitC
             let loaded = config::load(config).map_err(fail)?;
             let hub = connect(&loaded, Some(&server), None).await.map_err(fail)?;
             let result = hub.call(&server, &tool, args).await;
-            hub.shutdown();
+            hub.close().await;
             let result = result.map_err(|e| {
                 errln!("kite: {e}");
                 ExitCode::FAILURE
@@ -260,14 +260,16 @@ fn ask(server: &str, request: &Elicitation) -> ElicitAnswer {
         .into_iter()
         .flatten()
     {
-        let label = property["title"].as_str().unwrap_or(name);
+        // What the server wrote is shown, never obeyed: no control characters reach the
+        // terminal from it.
+        let label = printable(property["title"].as_str().unwrap_or(name)).into_owned();
         let hint = property["description"]
             .as_str()
-            .map(|d| format!(" ({d})"))
+            .map(|d| format!(" ({})", printable(d)))
             .unwrap_or_default();
         let default = property
             .get("default")
-            .map(|d| format!(" [{d}]"))
+            .map(|d| format!(" [{}]", printable(&d.to_string())))
             .unwrap_or_default();
         loop {
             err!("  {label}{hint}{default}: ");

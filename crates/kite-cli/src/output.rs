@@ -173,6 +173,11 @@ impl Output {
         answered
     }
 
+    /// Whether the answer stopped mid-line (a line on stderr would break into it).
+    pub fn mid_line(&self) -> bool {
+        self.wrote_text && !self.at_line_start
+    }
+
     fn end_line(&mut self) {
         if self.wrote_text && !self.at_line_start {
             outln!();

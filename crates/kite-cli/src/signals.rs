@@ -62,3 +62,14 @@ pub async fn interrupted() -> Interrupt {
         Interrupt::Int
     }
 }
+
+/// Gives the signals [`interrupted`] watches back their default action (ending kite).
+pub fn restore_defaults() {
+    #[cfg(unix)]
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: resetting a signal's disposition to its default is always sound.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+}

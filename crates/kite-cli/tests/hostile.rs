@@ -744,7 +744,8 @@ async fn a_signal_is_heard_while_kite_waits_on_a_blocking_read() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Time for kite to start and watch for signals.
+        tokio::time::sleep(Duration::from_millis(1000)).await;
         let running = Running { child };
         running.signal(sig);
         let (code, signal, stderr) = running.finish().await;

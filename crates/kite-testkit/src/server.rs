@@ -310,8 +310,8 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// A server on 127.0.0.1 that accepts connections and reads, but never writes a byte: a
-/// provider or MCP server that hangs. Stops when dropped.
+/// A server on 127.0.0.1 that accepts connections and holds them open, but never reads or
+/// writes a byte: a provider or MCP server that hangs. Stops when dropped.
 pub struct SilentServer {
     addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
