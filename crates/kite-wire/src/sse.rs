@@ -60,6 +60,9 @@ pub struct SseDecoder {
     out_event: String,
     lines_seen: u64,
     frames_seen: u64,
+    /// How many bytes from `pos` are known to hold no line end: a long line arriving in
+    /// pieces is searched once, not again with every piece.
+    scanned: usize,
 }
 
 impl SseDecoder {
@@ -82,6 +85,12 @@ impl SseDecoder {
         self.skip_lf = false;
         self.bom_checked = true;
         self.buf.extend_from_slice(b"\n\n");
+    }
+
+    /// How many bytes are held for the event being read: its data so far and the line not
+    /// yet ended. A caller bounds it, so that a stream with no line end cannot fill memory.
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.pos + self.data.len()
     }
 
     /// How many non-empty lines and frames were parsed: lets a caller tell a stream that
@@ -111,10 +120,13 @@ impl SseDecoder {
                 self.skip_lf = false;
             }
             let rest = &self.buf[self.pos..];
-            let Some(end) = memchr2(b'\n', b'\r', rest) else {
+            let from = self.scanned.min(rest.len());
+            let Some(end) = memchr2(b'\n', b'\r', &rest[from..]).map(|i| from + i) else {
+                self.scanned = rest.len();
                 self.compact();
                 return None;
             };
+            self.scanned = 0;
             let line_start = self.pos;
             let mut next = line_start + end + 1;
             if rest[end] == b'\r' {
@@ -300,6 +312,10 @@ pub trait Frames: Send {
     }
 }
 
+/// The largest event a stream may send (its data and its unfinished line): far above any
+/// real one, and a bound on what a server can make kite hold.
+pub const MAX_EVENT: usize = 16 * 1024 * 1024;
+
 /// A stream decoder: SSE framing, and an API's [`Frames`] for what the events mean.
 #[derive(Debug, Default)]
 pub struct SseStream<F> {
@@ -350,7 +366,15 @@ impl<F: Frames> crate::StreamDecoder for SseStream<F> {
             self.head.extend_from_slice(&bytes[..take]);
         }
         self.sse.feed(bytes);
-        self.drain(out)
+        self.drain(out)?;
+        if self.sse.pending() > MAX_EVENT {
+            self.closed = true;
+            return Err(Error::decode(
+                format!("an event larger than {MAX_EVENT} bytes"),
+                &self.head,
+            ));
+        }
+        Ok(())
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
@@ -372,5 +396,29 @@ impl<F: Frames> crate::StreamDecoder for SseStream<F> {
     fn resumed(&mut self) {
         self.sse = SseDecoder::new();
         self.closed = false;
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    #[test]
+    fn an_event_with_no_end_is_refused_once_it_passes_the_bound() {
+        use crate::StreamDecoder;
+        use crate::openai_chat::ChatStreamDecoder;
+        let mut d = ChatStreamDecoder::new();
+        let mut out = Vec::new();
+        let piece = vec![b'x'; 1 << 20];
+        d.decode(b"data: ", &mut out).unwrap();
+        let mut fed = 0;
+        let err = loop {
+            match d.decode(&piece, &mut out) {
+                Ok(()) => fed += piece.len(),
+                Err(e) => break e,
+            }
+            assert!(fed <= MAX_EVENT, "still reading past the bound");
+        };
+        assert!(err.to_string().contains("an event larger than"), "{err}");
     }
 }
