@@ -389,6 +389,17 @@ impl Shared {
             return Ok(());
         }
         let dir = &self.dir;
+        // A folder that is a link would have recording write (and clear old exchanges)
+        // wherever it points.
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::cassette(
+                CassetteErrorKind::Invalid,
+                format!(
+                    "cassette {}: the folder is a link; record into a real folder",
+                    dir.display()
+                ),
+            ));
+        }
         std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
         let probe = recording::fresh(dir, INDEX, |_| Ok(()))?;
         let _ = std::fs::remove_file(&probe);
