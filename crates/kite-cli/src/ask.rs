@@ -250,6 +250,11 @@ impl Waiting {
     }
 
     fn event(&mut self, e: Option<&AgentEvent>) {
+        // An event the API does not define is no news from the model: a stream of them
+        // must not keep a silent model alive.
+        if let Some(AgentEvent::Model(kite::Event::Unknown { .. })) = e {
+            return;
+        }
         match e {
             Some(AgentEvent::ToolStarted { .. }) => self.tools_running += 1,
             Some(AgentEvent::ToolFinished { .. }) => {

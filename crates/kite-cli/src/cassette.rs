@@ -73,8 +73,8 @@ fn list(dir: Option<PathBuf>, as_json: bool) -> Result<bool, Error> {
                 } else {
                     outln!(
                         "{}  unreadable: {}",
-                        path.display(),
-                        e.to_string().replace('\n', " ")
+                        printable(&path.display().to_string()),
+                        printable(&e.to_string().replace('\n', " "))
                     );
                 }
                 continue;
@@ -89,10 +89,10 @@ fn list(dir: Option<PathBuf>, as_json: bool) -> Result<bool, Error> {
         } else {
             outln!(
                 "{}  {} exchange{}  {}",
-                path.display(),
+                printable(&path.display().to_string()),
                 rec.exchanges.len(),
                 if rec.exchanges.len() == 1 { "" } else { "s" },
-                summary(&rec.exchanges)
+                printable(&summary(&rec.exchanges))
             );
         }
     }
@@ -123,7 +123,7 @@ fn target(ex: &Exchange) -> String {
     let url = &ex.request.url;
     let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
     let path = rest.find('/').map_or("/", |i| &rest[i..]);
-    printable(&format!("{} {path}", ex.request.method)).into_owned()
+    format!("{} {path}", ex.request.method)
 }
 
 fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
@@ -139,7 +139,12 @@ fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
             let body = cassette::read_body(dir, &ex.request.body)?;
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let response = cassette::read_body(dir, &ex.response.body)?;
-            outln!("{:>3}  {}  {}", i + 1, target(ex), about(&request));
+            outln!(
+                "{:>3}  {}  {}",
+                i + 1,
+                printable(&target(ex)),
+                about(&request)
+            );
             outln!(
                 "     → {} {}, {} bytes ({}{})",
                 ex.response.status,
@@ -167,7 +172,7 @@ fn show(dir: &Path, exchange: Option<usize>) -> Result<bool, Error> {
             rec.exchanges.len()
         ))
     })?;
-    outln!("{}", target(ex));
+    outln!("{}", printable(&target(ex)));
     for (k, v) in &ex.request.headers {
         outln!("{}", printable(&format!("{k}: {v}")));
     }
@@ -235,7 +240,7 @@ fn scan(paths: &[PathBuf]) -> Result<bool, Error> {
                     + 1;
                 outln!(
                     "{}:{line}:{column}: looks like a key ({}…, {} characters)",
-                    file.display(),
+                    printable(&file.display().to_string()),
                     f.kind,
                     f.len
                 );

@@ -652,6 +652,29 @@ async fn recording_replaces_planted_links_and_never_writes_through_them() {
         let meta = std::fs::symlink_metadata(dir.join(name)).unwrap();
         assert!(meta.is_file(), "{name} is a file of the cassette's own");
     }
+
+    // A cassette folder that is itself a link is not recorded into.
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("001-response.sse"), "precious").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, root.join("linked")).unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .env("KITE_CASSETTE", "record")
+        .args(["ask", "--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("--cassette")
+        .arg(root.join("linked"))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("the folder is a link"), "{}", r.stderr);
+    assert!(server.requests().is_empty());
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("001-response.sse")).unwrap(),
+        "precious"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -709,6 +732,13 @@ async fn what_a_cassette_or_server_names_cannot_drive_the_terminal() {
         );
         assert!(r.stdout.contains("\\u{1b}]0;pwned"), "{:?}", r.stdout);
     }
+    // Scripts get the data as it is, escaped the JSON way.
+    let r = run(kite().args(["cassette", "list", "--json"]).arg(&dir)).await;
+    assert!(
+        r.stdout.contains("\\u001b]0;pwned\\u0007"),
+        "{:?}",
+        r.stdout
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -781,6 +811,22 @@ async fn a_stream_of_keep_alive_comments_is_given_up_on_after_the_timeout() {
         "{:?}",
         started.elapsed()
     );
+    // Events the API does not define are no answer either.
+    let unknown = "event: x\ndata: {}\n\n".repeat(200).into_bytes();
+    let server = ReplayServer::start(vec![
+        Reply::sse(unknown).chunked(19, Duration::from_millis(50)),
+    ])
+    .await;
+    let started = Instant::now();
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--timeout", "1.5", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("the model said nothing"), "{}", r.stderr);
+    assert!(started.elapsed() < Duration::from_secs(8));
 }
 
 #[tokio::test]
