@@ -486,17 +486,25 @@ async fn ctrl_c_while_an_mcp_server_starts_leaves_no_process_behind() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A kite.toml in `dir` with one stdio server `name` running Python `code`, and `extra`
+/// lines for its table.
+fn python_server(dir: &Path, name: &str, code: &str, extra: &str) {
+    let toml = format!(
+        "[mcp.servers.{name}]\ncommand = {:?}\nargs = [\"-c\", {code:?}]\n{extra}",
+        mcp::python().to_string_lossy()
+    );
+    std::fs::write(dir.join("kite.toml"), toml).unwrap();
+}
+
 #[tokio::test]
 async fn a_crashed_mcp_server_is_reported_with_the_end_of_its_stderr() {
     let dir = scratch("mcp-crash");
-    std::fs::write(
-        dir.join("kite.toml"),
-        format!(
-            "[mcp.servers.crash]\ncommand = {:?}\nargs = [\"-c\", \"import sys; sys.stderr.write('config error: API_URL is empty\\\\n'); sys.exit(2)\"]\n",
-            mcp::python().to_string_lossy()
-        ),
-    )
-    .unwrap();
+    python_server(
+        &dir,
+        "crash",
+        "import sys; sys.stderr.write('config error: API_URL is empty\\n'); sys.exit(2)",
+        "",
+    );
     let r = run(kite()
         .current_dir(&dir)
         .env("KITE_LOG", "info")
@@ -832,14 +840,12 @@ async fn a_stream_of_keep_alive_comments_is_given_up_on_after_the_timeout() {
 #[tokio::test]
 async fn kite_ask_goes_on_without_a_server_that_misses_its_start_up_deadline() {
     let dir = scratch("ask-down");
-    std::fs::write(
-        dir.join("kite.toml"),
-        format!(
-            "[mcp.servers.silent]\ncommand = {:?}\nargs = [\"-c\", \"import time; time.sleep(3600)\"]\nstartup_timeout_secs = 1\n",
-            mcp::python().to_string_lossy()
-        ),
-    )
-    .unwrap();
+    python_server(
+        &dir,
+        "silent",
+        "import time; time.sleep(3600)",
+        "startup_timeout_secs = 1\n",
+    );
     let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
     let started = Instant::now();
     let r = run(kite()
