@@ -118,6 +118,9 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
             .read_to_string(&mut prompt)
             .map_err(|e| Error::Config(format!("cannot read the question from stdin: {e}")))?;
     }
+    if prompt.trim().is_empty() {
+        return Err(Error::Config("the question is empty".into()).into());
+    }
     let loaded = crate::config::load(config)?;
     if args.background {
         background(args, prompt, &loaded.config.http).await?;
@@ -163,6 +166,14 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
 
     if let Some(hub) = &hub {
         hub.bind(agent.tools());
+    }
+    if tool_choice == Some(ToolChoice::Required) && agent.tools().specs().is_empty() {
+        return Err(Error::Config(
+            "--tool-choice required, but no tool is on offer; offer one with --tool, --tools \
+             or kite.toml"
+                .into(),
+        )
+        .into());
     }
     if let Some(ToolChoice::Tool(name)) = &tool_choice {
         let offered = agent.tools().specs();

@@ -40,11 +40,14 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     for server in config.mcp.servers.values() {
         match &server.transport {
             kite::mcp::TransportConfig::Http {
+                url,
                 headers,
                 bearer_token,
                 bearer_token_env,
-                ..
             } => {
+                kite::mcp::url_secrets(url)
+                    .iter()
+                    .for_each(|v| crate::logging::secret(v));
                 headers
                     .iter()
                     .filter(|(name, value)| kite::mcp::looks_secret(name, value))

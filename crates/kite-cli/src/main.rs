@@ -106,6 +106,7 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     kite::local::wait_for_workers(std::time::Duration::from_secs(10));
     match result {
+        _ if output::stdout_failed() => ExitCode::FAILURE,
         Ok(()) if output::stdout_closed() => ExitCode::from(EXIT_PIPE),
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,

@@ -7,8 +7,10 @@ use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set once a write to stdout failed: its reader went away (`kite … | head`).
+/// Set once a write to stdout failed: its reader went away (`kite … | head`), or worse.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Set when that failure was not the reader going away (a full disk, say).
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// Writes to stdout and flushes. A failed write is not an error of the command: it marks
 /// stdout closed, later writes are skipped, and the command ends quietly as soon as it
@@ -27,13 +29,22 @@ pub fn write_out(args: std::fmt::Arguments<'_>) {
         false => text,
     };
     let mut stdout = std::io::stdout().lock();
-    if stdout
+    if let Err(e) = stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
-        .is_err()
     {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        // A reader that went away is the quiet case; anything else (a full disk) is said.
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            errln!("kite: cannot write the output: {e}");
+            STDOUT_FAILED.store(true, Ordering::Relaxed);
+        }
     }
+}
+
+/// Whether writing stdout failed for a reason other than its reader going away.
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.load(Ordering::Relaxed)
 }
 
 /// Writes to stderr for a person: secrets hidden and, unless `raw`, control characters

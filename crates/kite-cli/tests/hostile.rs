@@ -775,18 +775,21 @@ async fn a_forwarded_key_a_crashing_server_prints_is_hidden() {
 async fn a_signal_is_heard_while_kite_waits_on_a_blocking_read() {
     for (sig, status) in [("-INT", 130), ("-HUP", 129)] {
         // `kite ask -` reads the question from a stdin that stays open.
-        let child = kite()
+        let mut child = kite()
             .args(["ask", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // Held open until kite has ended: its read never returns by itself.
+        let stdin = child.stdin.take();
         // Time for kite to start and watch for signals.
         tokio::time::sleep(Duration::from_millis(1000)).await;
         let running = Running { child };
         running.signal(sig);
         let (code, signal, stderr) = running.finish().await;
+        drop(stdin);
         assert_eq!((code, signal), (Some(status), None), "{sig}: {stderr}");
     }
 }
@@ -865,5 +868,83 @@ async fn kite_ask_goes_on_without_a_server_that_misses_its_start_up_deadline() {
     );
     assert!(!r.stdout.is_empty(), "the answer came");
     assert!(started.elapsed() < Duration::from_secs(15));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn questions_that_cannot_be_answered_are_refused_before_any_request() {
+    let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
+    let base = format!("{}/v1", server.url());
+    for (args, says) in [
+        (
+            vec!["ask", "--base-url", &base, "  "],
+            "the question is empty",
+        ),
+        (
+            vec![
+                "ask",
+                "--base-url",
+                &base,
+                "--tool-choice",
+                "required",
+                "hi",
+            ],
+            "--tool-choice required, but no tool is on offer",
+        ),
+    ] {
+        let r = run(kite().env("KITE_API_KEY", KEY).args(&args)).await;
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_full_disk_is_an_error_not_a_closed_pipe() {
+    let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let child = kite()
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi")
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("kite: cannot write the output: No space left on device"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_in_an_mcp_servers_url_is_never_shown() {
+    let dir = scratch("url-token");
+    std::fs::write(
+        dir.join("kite.toml"),
+        "[mcp.servers.q]\nurl = \"http://user:pw-0123456789@127.0.0.1:9/mcp?access_token=qtok-secret-555\"\n",
+    )
+    .unwrap();
+    let r = run(kite()
+        .current_dir(&dir)
+        .env("KITE_LOG", "debug")
+        .args(["mcp", "list"]))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        !all.contains("qtok-secret-555") && !all.contains("pw-0123456789"),
+        "{all}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

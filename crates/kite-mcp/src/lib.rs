@@ -25,4 +25,4 @@ pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hooks::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
-pub use session::CallResult;
+pub use session::{CallResult, url_secrets};

@@ -614,9 +614,10 @@ fn bearer_token(config: &ServerConfig) -> Result<Option<String>, String> {
 /// configuration on the way down must not print them into kite's errors).
 fn secrets_of(config: &ServerConfig) -> Vec<String> {
     let mut out: Vec<String> = match &config.transport {
-        TransportConfig::Http { headers, .. } => {
+        TransportConfig::Http { headers, url, .. } => {
             let mut out: Vec<String> = headers.values().cloned().collect();
             out.extend(bearer_token(config).ok().flatten());
+            out.extend(url_secrets(url));
             out
         }
         TransportConfig::Stdio { env, .. } => env
@@ -629,6 +630,21 @@ fn secrets_of(config: &ServerConfig) -> Vec<String> {
     // The longest first, so that a secret holding another is hidden whole.
     out.sort_by_key(|s| std::cmp::Reverse(s.len()));
     out.retain(|s| s.len() >= 4);
+    out
+}
+
+/// What a server's URL carries that must not be shown: a password, and query values that
+/// look secret (`?access_token=…`).
+pub fn url_secrets(url: &str) -> Vec<String> {
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = u.password().map(str::to_owned).into_iter().collect();
+    out.extend(
+        u.query_pairs()
+            .filter(|(k, v)| child::looks_secret(k, v))
+            .map(|(_, v)| v.into_owned()),
+    );
     out
 }
 
