@@ -14,13 +14,14 @@
 mod normalize;
 mod recording;
 mod secrets;
+mod tree;
 
 pub use normalize::{Normalized, Rules};
 pub use recording::{
-    Chunk, Exchange, INDEX, MAX_FILE, Recording, Scanned, StoredRequest, StoredResponse, find,
-    read_body, scan_path,
+    Chunk, Exchange, INDEX, MAX_FILE, Recording, StoredRequest, StoredResponse, read_body,
 };
 pub use secrets::{Finding, scan, scan_body};
+pub use tree::{Scanned, find, scan_path};
 
 use crate::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};
 use bytes::Bytes;
