@@ -15,9 +15,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock, mpsc as std_mpsc};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock, mpsc as std_mpsc};
 use tokio::sync::mpsc;
 
 /// How the local model runs. The defaults suit a small model on a small machine.
@@ -51,32 +49,6 @@ impl Default for LocalConfig {
             repeat_penalty: 1.1,
         }
     }
-}
-
-/// Every model's worker thread, so that a process can wait for them before it exits.
-static WORKERS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
-
-/// Waits up to `timeout` for every local model's worker thread to end, and says whether
-/// they all did.
-///
-/// A worker stops generating at the next token once its caller drops the answer's stream,
-/// and ends, dropping its llama.cpp context and then the model, once every handle to the
-/// model is gone. A program that exits while a worker is inside llama.cpp races the
-/// library's own teardown and can crash, so call this after dropping the models and before
-/// exiting (the `kite` command does, on Ctrl-C too).
-pub fn wait_for_workers(timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    let mut workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner());
-    while workers.iter().any(|w| !w.is_finished()) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    for w in workers.drain(..) {
-        let _ = w.join();
-    }
-    true
 }
 
 /// llama.cpp allows one backend per process.
@@ -182,9 +154,7 @@ impl LocalModel {
             .name("kite-local".into())
             .spawn(move || worker.serve(queue))
             .map_err(|e| Error::Engine(format!("cannot start the model's thread: {e}")))?;
-        let mut workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner());
-        workers.retain(|w| !w.is_finished());
-        workers.push(handle);
+        crate::workers::register(handle);
         Ok(Self { shared, jobs })
     }
 

