@@ -59,14 +59,7 @@ pub fn secret(value: &str) {
 
 /// `text` with every registered secret replaced.
 pub fn redact(text: &str) -> String {
-    let all = SECRETS.read().unwrap_or_else(|e| e.into_inner());
-    let mut out = text.to_owned();
-    for s in all.iter() {
-        if out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "[redacted]");
-        }
-    }
-    out
+    kite::http::redact_all(text, &SECRETS.read().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Writes log lines to stderr with secrets hidden. Each event arrives in one write.

@@ -12,5 +12,5 @@ mod transport;
 pub use decode::{Reconnect, decode_resumable, decode_stream};
 pub use reqwest_transport::{ReqwestTransport, Timeouts, same_origin_redirects};
 pub use retry::{Retry, RetryPolicy};
-pub use secret::Secret;
+pub use secret::{Secret, redact_all};
 pub use transport::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};

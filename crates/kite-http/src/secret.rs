@@ -18,11 +18,20 @@ impl Secret {
 
     /// `text` with every occurrence of the secret replaced by `[redacted]`.
     pub fn redact(&self, text: &str) -> String {
-        if self.0.len() < 4 {
-            return text.to_owned();
-        }
-        text.replace(&self.0, "[redacted]")
+        redact_all(text, std::slice::from_ref(&self.0))
     }
+}
+
+/// `text` with every one of `secrets` replaced by `[redacted]`, in the order given (put a
+/// secret that holds another first); secrets shorter than 4 bytes are too common to hide.
+pub fn redact_all<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets.iter().map(AsRef::as_ref).filter(|s| s.len() >= 4) {
+        if out.contains(s) {
+            out = out.replace(s, "[redacted]");
+        }
+    }
+    out
 }
 
 impl std::fmt::Debug for Secret {

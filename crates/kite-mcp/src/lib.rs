@@ -16,6 +16,7 @@ mod config;
 mod error;
 mod hooks;
 mod hub;
+mod secrets;
 mod session;
 mod tool;
 
@@ -25,4 +26,5 @@ pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hooks::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
-pub use session::{CallResult, url_secrets};
+pub use secrets::url_secrets;
+pub use session::CallResult;

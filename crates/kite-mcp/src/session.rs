@@ -10,6 +10,8 @@ use crate::child;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
 use crate::hooks::{ElicitAnswer, Elicitation, Elicitor, Sampler, with_defaults};
+use crate::secrets::{bearer_token, secrets_of, stderr_end};
+use kite_http::redact_all as redact;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
@@ -585,78 +587,6 @@ impl Session {
             }),
         }
     }
-}
-
-/// `; its stderr ended with: …` for a stdio server, with no secret in it.
-async fn stderr_end(stderr: Option<child::StderrTail>, secrets: Vec<String>) -> String {
-    match stderr {
-        Some(t) => redact(&t.describe(Duration::from_millis(500)).await, &secrets),
-        None => String::new(),
-    }
-}
-
-/// The bearer token an HTTP server is sent, if any: given, or read from its variable.
-fn bearer_token(config: &ServerConfig) -> Result<Option<String>, String> {
-    match &config.transport {
-        TransportConfig::Http {
-            bearer_token_env: Some(var),
-            ..
-        } => std::env::var(var)
-            .map(Some)
-            .map_err(|_| format!("{var} (its bearer token) is not set")),
-        TransportConfig::Http { bearer_token, .. } => Ok(bearer_token.clone()),
-        TransportConfig::Stdio { .. } => Ok(None),
-    }
-}
-
-/// What a session gives its server that must never be shown: header values and the bearer
-/// token, or the values of a stdio server's `env` table (a server that prints its
-/// configuration on the way down must not print them into kite's errors).
-fn secrets_of(config: &ServerConfig) -> Vec<String> {
-    let mut out: Vec<String> = match &config.transport {
-        TransportConfig::Http { headers, url, .. } => {
-            let mut out: Vec<String> = headers.values().cloned().collect();
-            out.extend(bearer_token(config).ok().flatten());
-            out.extend(url_secrets(url));
-            out
-        }
-        TransportConfig::Stdio { env, .. } => env
-            .iter()
-            .filter_map(|(k, v)| Some((k, child::expand(v).ok()?)))
-            .filter(|(k, v)| child::looks_secret(k, v))
-            .map(|(_, v)| v)
-            .collect(),
-    };
-    // The longest first, so that a secret holding another is hidden whole.
-    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    out.retain(|s| s.len() >= 4);
-    out
-}
-
-/// What a server's URL carries that must not be shown: a password, and query values that
-/// look secret (`?access_token=…`).
-pub fn url_secrets(url: &str) -> Vec<String> {
-    let Ok(u) = reqwest::Url::parse(url) else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = u.password().map(str::to_owned).into_iter().collect();
-    out.extend(
-        u.query_pairs()
-            .filter(|(k, v)| child::looks_secret(k, v))
-            .map(|(_, v)| v.into_owned()),
-    );
-    out
-}
-
-/// `text` with every secret replaced by `[redacted]`.
-pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for s in secrets {
-        if out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "[redacted]");
-        }
-    }
-    out
 }
 
 /// What went wrong in a transport, without rmcp's type names.
