@@ -16,10 +16,16 @@ pub type Corpus = Vec<(String, Vec<u8>)>;
 
 /// The recorded SSE bodies of `provider`'s chat completions streams.
 pub fn chat_streams(provider: &str) -> Corpus {
+    streams(provider, "chat-completions")
+}
+
+/// The recorded SSE bodies of `provider`'s `api` (`chat-completions`, `messages`,
+/// `responses`).
+pub fn streams(provider: &str, api: &str) -> Corpus {
     let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata/wire")
         .join(provider)
-        .join("chat-completions");
+        .join(api);
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("testdata present") {
         let path = entry.expect("readable").path().join("response.sse");
@@ -49,10 +55,19 @@ pub fn payloads(corpus: &Corpus) -> Vec<String> {
 
 /// kite: every stream through [`ChatStreamDecoder`]; returns the number of events.
 pub fn kite(corpus: &Corpus, out: &mut Vec<Event>) -> usize {
+    kite_with(corpus, out, ChatStreamDecoder::new)
+}
+
+/// Every stream through a fresh decoder from `new`; returns the number of events.
+pub fn kite_with<D: StreamDecoder>(
+    corpus: &Corpus,
+    out: &mut Vec<Event>,
+    new: impl Fn() -> D,
+) -> usize {
     let mut n = 0;
     for (_, body) in corpus {
         out.clear();
-        let mut dec = ChatStreamDecoder::new();
+        let mut dec = new();
         let _ = dec.decode(body, out);
         let _ = dec.finish(out);
         n += out.len();
