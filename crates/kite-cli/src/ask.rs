@@ -1,5 +1,6 @@
 //! `kite ask`: one question, answered by the tool-calling loop, streamed as it happens.
 
+use crate::choices::{ApiChoice, ProviderChoice};
 use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::{Output, error_line};
 use crate::output::{err, errln, outln};
@@ -9,7 +10,7 @@ use kite::local::{LocalConfig, LocalModel};
 use kite::wire::openai_chat::Dialect;
 use kite::{
     Agent, AgentError, AgentEvent, Error, Message, Model, OpenAiCompatible, Provider,
-    ReasoningConfig, Request, StreamExt, ToolChoice, WireApi,
+    ReasoningConfig, Request, StreamExt, ToolChoice,
 };
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -18,14 +19,14 @@ use std::sync::Arc;
 
 #[derive(Args)]
 pub struct AskArgs {
-    /// openai, openai-responses, anthropic, mistral, openrouter or groq. Default: the first
-    /// whose API key is set, else the embedded local model.
-    #[arg(long, env = "KITE_PROVIDER")]
-    provider: Option<String>,
-    /// OpenAI's API to use: chat or responses. Default: chat, except for deep-research
-    /// models, which only Responses serves.
-    #[arg(long, value_parser = ["chat", "responses"])]
-    api: Option<String>,
+    /// The provider. Default: the first whose API key is set, else the embedded local
+    /// model.
+    #[arg(long, env = "KITE_PROVIDER", ignore_case = true)]
+    provider: Option<ProviderChoice>,
+    /// OpenAI's API to use. Default: chat, except for deep-research models, which only
+    /// Responses serves.
+    #[arg(long)]
+    api: Option<ApiChoice>,
     /// The model. Default: the provider's inexpensive default.
     #[arg(long, short, env = "KITE_MODEL")]
     model: Option<String>,
@@ -308,15 +309,12 @@ async fn background(
     prompt: String,
     http: &crate::config::HttpConfig,
 ) -> Result<(), Error> {
-    let provider = match &args.provider {
-        Some(name) => Provider::parse(name)?,
-        None => Provider::OpenAi,
-    };
+    let provider = args.provider.map_or(Provider::OpenAi, |p| p.0);
     let name = args
         .model
         .clone()
         .unwrap_or_else(|| provider.default_model().to_owned());
-    let model = provider.responses_for(&name, &args.at.endpoint(http)?)?;
+    let model = provider.responses(&name, &args.at.endpoint(http)?)?;
     let mut req = Request::new(name).message(Message::user(prompt));
     req.system = args.system.clone();
     req.max_tokens = args.max_tokens;
@@ -346,14 +344,14 @@ fn choose_model(
     args: &AskArgs,
     http: &crate::config::HttpConfig,
 ) -> Result<(Arc<dyn Model>, String), Error> {
-    let api = args.api.as_deref().map(WireApi::parse).transpose()?;
+    let api = args.api.map(|a| a.0);
     let endpoint = args.at.endpoint(http)?;
     let open = |p: Provider| -> Result<(Arc<dyn Model>, String), Error> {
         let name = args
             .model
             .clone()
             .unwrap_or_else(|| p.default_model().to_owned());
-        Ok((p.open(&name, &endpoint, api)?, name))
+        Ok((p.for_model(&name, api)?.model(&name, &endpoint)?, name))
     };
     let cassette_needs_a_provider = || {
         Error::Config(
@@ -368,8 +366,8 @@ fn choose_model(
             None => local(args),
         };
     }
-    if let Some(name) = &args.provider {
-        return open(Provider::parse(name)?);
+    if let Some(p) = args.provider {
+        return open(p.0);
     }
     if api.is_some() {
         // Choosing between OpenAI's APIs names OpenAI.

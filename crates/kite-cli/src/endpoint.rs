@@ -5,7 +5,7 @@ use crate::config::{HttpConfig, seconds};
 use clap::Args;
 use kite::http::ReqwestTransport;
 use kite::http::cassette::{Cassette, Mode, Rules};
-use kite::{Endpoint, Error, HttpModel, Service};
+use kite::{Api, Endpoint, Error, HttpModel};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -52,7 +52,7 @@ impl EndpointArgs {
 
 /// `m`, a model of a server named only by `--base-url`, set up for `endpoint`: its key comes
 /// from `KITE_API_KEY` only, so no provider's key is sent to a server it was not meant for.
-pub fn compatible<A: Service + Clone>(
+pub fn compatible<A: Api + Clone>(
     mut m: HttpModel<A>,
     endpoint: &Endpoint,
 ) -> Result<HttpModel<A>, Error> {

@@ -2,6 +2,7 @@
 
 mod ask;
 mod cassette;
+mod choices;
 mod config;
 mod endpoint;
 mod logging;

@@ -52,10 +52,13 @@ pub async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
 }
 
 async fn command(args: &ResponsesArgs) -> Result<(), Error> {
-    let model: OpenAiResponses = Provider::OpenAi.responses(&Endpoint {
-        base_url: args.base_url.clone(),
-        ..Endpoint::default()
-    })?;
+    let model: OpenAiResponses = Provider::OpenAi.responses(
+        "",
+        &Endpoint {
+            base_url: args.base_url.clone(),
+            ..Endpoint::default()
+        },
+    )?;
     match &args.command {
         ResponsesCommand::Get { id } => show(args.json, model.get(id).await?),
         ResponsesCommand::Cancel { id } => show(args.json, model.cancel(id).await?),

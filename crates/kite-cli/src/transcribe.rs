@@ -1,14 +1,12 @@
 //! `kite transcribe`: speech to text.
 
+use crate::choices::{FormatChoice, ProviderChoice};
 use crate::config;
 use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::error_line;
 use crate::output::{errln, out, outln};
 use clap::Args;
-use kite::{
-    Audio, Error, Provider, StreamExt, Transcriber, TranscriptEvent, TranscriptFormat,
-    TranscriptionRequest,
-};
+use kite::{Audio, Error, Provider, StreamExt, Transcriber, TranscriptEvent, TranscriptionRequest};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -16,9 +14,10 @@ use std::process::ExitCode;
 pub struct TranscribeArgs {
     /// The audio file (wav, mp3, m4a, ogg, webm, flac).
     file: PathBuf,
-    /// openai, mistral, openrouter or groq. Default: the first whose API key is set.
-    #[arg(long, env = "KITE_PROVIDER")]
-    provider: Option<String>,
+    /// The provider (one with a transcription API: not anthropic). Default: the first
+    /// whose API key is set.
+    #[arg(long, env = "KITE_PROVIDER", ignore_case = true)]
+    provider: Option<ProviderChoice>,
     /// The model. Default: the provider's (gpt-4o-mini-transcribe on OpenAI).
     #[arg(long, short)]
     model: Option<String>,
@@ -30,9 +29,9 @@ pub struct TranscribeArgs {
     /// Text to guide spelling and style.
     #[arg(long)]
     prompt: Option<String>,
-    /// json, text, verbose_json, diarized_json, srt or vtt.
-    #[arg(long, value_parser = ["json", "text", "verbose_json", "diarized_json", "srt", "vtt"])]
-    format: Option<String>,
+    /// The transcript's format.
+    #[arg(long)]
+    format: Option<FormatChoice>,
     /// Print the text as it is recognised (models that stream: gpt-4o-transcribe and later).
     #[arg(long)]
     stream: bool,
@@ -64,7 +63,7 @@ async fn transcribe(args: &TranscribeArgs, config: Option<&Path>) -> Result<(), 
     );
     req.language = args.language.clone();
     req.prompt = args.prompt.clone();
-    req.format = args.format.as_deref().and_then(TranscriptFormat::parse);
+    req.format = args.format.map(|f| f.0);
 
     let transcript = if args.stream {
         let mut events = transcriber.transcribe_stream(&req);
@@ -132,8 +131,8 @@ fn choose(
 ) -> Result<(Transcriber, String), Error> {
     let base_url = args.at.base_url.as_deref();
     let endpoint = args.at.endpoint(http)?;
-    let provider = match &args.provider {
-        Some(name) => Some(Provider::parse(name)?),
+    let provider = match args.provider {
+        Some(p) => Some(p.0),
         None if base_url.is_some() => None,
         None => Some(
             Provider::ALL

@@ -297,9 +297,14 @@ async fn without_any_provider_and_no_local_model_it_says_what_to_run() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("not a GGUF model file"), "{}", r.stderr);
 
+    // A provider kite does not know is clap's usage error, listing the ones it does.
     let r = run(kite().args(["ask", "--provider", "nope", "hello"])).await;
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("unknown provider"), "{}", r.stderr);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("invalid value 'nope'") && r.stderr.contains("openai-responses"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[tokio::test]

@@ -106,18 +106,19 @@ impl TranscriptFormat {
         }
     }
 
+    /// Every format.
+    pub const ALL: [Self; 6] = [
+        Self::Json,
+        Self::Text,
+        Self::VerboseJson,
+        Self::DiarizedJson,
+        Self::Srt,
+        Self::Vtt,
+    ];
+
     /// The format named `s` on the wire.
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::Json,
-            Self::Text,
-            Self::VerboseJson,
-            Self::DiarizedJson,
-            Self::Srt,
-            Self::Vtt,
-        ]
-        .into_iter()
-        .find(|f| f.as_str() == s)
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
     }
 
     /// The answer is plain text rather than JSON.

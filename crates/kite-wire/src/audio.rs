@@ -14,6 +14,16 @@ use kite_core::{
 };
 use serde_json::Value;
 
+/// The transcription [`Api`](crate::Api): where uploads go, with a bearer key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Transcriptions;
+
+impl crate::Api for Transcriptions {
+    fn path(&self) -> &'static str {
+        "/audio/transcriptions"
+    }
+}
+
 /// A `multipart/form-data` body and the content type naming its boundary.
 #[derive(Clone, Debug)]
 pub struct Multipart {

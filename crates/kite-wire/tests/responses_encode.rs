@@ -21,15 +21,12 @@ fn recorded(case: &str) -> Value {
     serde_json::from_slice(&read(&format!("{case}/request.json"))).unwrap()
 }
 
-fn encode(req: &Request, opts: Options) -> Value {
-    serde_json::from_slice(&encode_request(req, &opts).unwrap()).unwrap()
+fn encode(req: &Request, (opts, stream): (Options, bool)) -> Value {
+    serde_json::from_slice(&encode_request(req, &opts, stream).unwrap()).unwrap()
 }
 
-fn stateless(stream: bool) -> Options {
-    Options {
-        stream,
-        ..Options::default()
-    }
+fn stateless(stream: bool) -> (Options, bool) {
+    (Options::default(), stream)
 }
 
 /// Where kite and the recorded client differ on purpose, and nothing else:
@@ -254,7 +251,7 @@ fn a_stored_conversation_continues_from_the_last_stored_answer() {
         store: true,
         ..Options::default()
     };
-    let body = encode(&req, stored.clone());
+    let body = encode(&req, (stored.clone(), false));
     assert_eq!(body["previous_response_id"], json!(id));
     assert_eq!(body["store"], json!(true));
     assert_eq!(body.get("include"), None);
@@ -267,19 +264,21 @@ fn a_stored_conversation_continues_from_the_last_stored_answer() {
     );
 
     // Without a stored answer in the history, everything is sent.
-    let fresh = encode(&multiply_request(), stored);
+    let fresh = encode(&multiply_request(), (stored, false));
     assert_eq!(fresh.get("previous_response_id"), None);
     assert_eq!(fresh["input"].as_array().unwrap().len(), 1);
 
     // A background run is always stored.
     let bg = encode(
         &multiply_request(),
-        Options {
-            background: true,
-            stream: true,
-            hosted_tools: vec![json!({"type": "web_search_preview"})],
-            ..Options::default()
-        },
+        (
+            Options {
+                background: true,
+                hosted_tools: vec![json!({"type": "web_search_preview"})],
+                ..Options::default()
+            },
+            true,
+        ),
     );
     assert_eq!(bg["tools"][1], json!({"type": "web_search_preview"}));
     assert_eq!(
@@ -338,7 +337,7 @@ fn structured_output_choices_and_options() {
 
     req.stop = vec!["END".into()];
     assert!(matches!(
-        encode_request(&req, &stateless(false)),
+        encode_request(&req, &Options::default(), false),
         Err(Error::InvalidRequest(_))
     ));
 }

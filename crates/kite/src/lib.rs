@@ -25,10 +25,10 @@ pub use kite_agent::{
     ToolDecision, ToolError, ToolOutput, tool,
 };
 pub use kite_core::*;
+pub use kite_wire::{Api, Auth, Codec};
 pub use providers::{
-    Anthropic, Api, ChatCompletionsApi, Endpoint, HttpModel, MessagesApi, OpenAiCompatible,
-    OpenAiResponses, PollPolicy, Provider, ResponsesApi, Service, Transcriber, TranscriptEvents,
-    TranscriptionApi, WireApi, is_deep_research,
+    Anthropic, Endpoint, HttpModel, OpenAiApi, OpenAiCompatible, OpenAiResponses, PollPolicy,
+    Provider, Transcriber, TranscriptEvents, is_deep_research,
 };
 
 /// The tool-calling loop in full: tools, hooks, runs, built-in tools.

@@ -25,7 +25,7 @@ fn weather() -> impl Tool {
 async fn weather_in_berlin() -> Result<(), Box<dyn std::error::Error>> {
     // tests/cassettes/weather_in_berlin, in the mode KITE_CASSETTE names
     let cassette = Cassette::named("weather_in_berlin")?;
-    let model = Provider::OpenAi.model(&Endpoint::new().transport(cassette))?;
+    let model = Provider::OpenAi.model("gpt-4o-mini", &Endpoint::new().transport(cassette))?;
     let agent = Agent::new(model, "gpt-5-nano")
         .system("Be brief.")
         .tool(weather());

@@ -16,3 +16,41 @@ pub use stream::{AnthropicFrames, AnthropicStreamDecoder, decode_response, respo
 
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "anthropic";
+
+use crate::{Api, Auth, Codec, StreamDecoder};
+use kite_core::{Error, Event, Request};
+
+/// The Messages [`Codec`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Messages {
+    /// `anthropic-beta` features to turn on.
+    pub betas: Vec<String>,
+}
+
+impl Api for Messages {
+    fn path(&self) -> &'static str {
+        "/messages"
+    }
+    fn auth(&self) -> Auth {
+        Auth::Header("x-api-key")
+    }
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut h = vec![("anthropic-version", VERSION.to_owned())];
+        if !self.betas.is_empty() {
+            h.push(("anthropic-beta", self.betas.join(",")));
+        }
+        h
+    }
+}
+
+impl Codec for Messages {
+    fn encode(&self, request: &Request, stream: bool) -> Result<Vec<u8>, Error> {
+        encode_request(request, stream)
+    }
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(AnthropicStreamDecoder::new())
+    }
+    fn decode_whole(&self, body: &[u8]) -> Result<Vec<Event>, Error> {
+        response_events(body)
+    }
+}

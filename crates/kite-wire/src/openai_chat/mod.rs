@@ -20,6 +20,41 @@ pub use decode::{decode_response, response_events};
 pub use encode::encode_request;
 pub use stream::{ChatFrames, ChatStreamDecoder};
 
+use crate::{Api, Codec, StreamDecoder};
+use kite_core::{Error, Event, Request};
+
+/// The Chat Completions [`Codec`], speaking one [`Dialect`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChatCompletions {
+    /// Which server is spoken to.
+    pub dialect: Dialect,
+}
+
+impl ChatCompletions {
+    /// The codec for `dialect`.
+    pub fn new(dialect: Dialect) -> Self {
+        Self { dialect }
+    }
+}
+
+impl Api for ChatCompletions {
+    fn path(&self) -> &'static str {
+        "/chat/completions"
+    }
+}
+
+impl Codec for ChatCompletions {
+    fn encode(&self, request: &Request, stream: bool) -> Result<Vec<u8>, Error> {
+        encode_request(request, self.dialect, stream)
+    }
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(ChatStreamDecoder::new())
+    }
+    fn decode_whole(&self, body: &[u8]) -> Result<Vec<Event>, Error> {
+        response_events(body)
+    }
+}
+
 /// The metadata namespace this codec writes ([`kite_core::Metadata`]).
 pub const NAMESPACE: &str = "chat";
 

@@ -16,15 +16,13 @@ pub struct Options {
     /// Run in the background (`background: true`, which needs `store`): the answer can be
     /// polled, cancelled, and its stream resumed.
     pub background: bool,
-    /// Ask for an SSE stream.
-    pub stream: bool,
     /// The provider's own tools to offer besides the request's functions, as it names them
     /// (`{"type": "web_search_preview"}`; deep-research models need one).
     pub hosted_tools: Vec<Value>,
 }
 
-/// The JSON body of a Responses request.
-pub fn encode_request(req: &Request, opts: &Options) -> Result<Vec<u8>, Error> {
+/// The JSON body of a Responses request, asking for an SSE stream when `stream` is true.
+pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec<u8>, Error> {
     if req.model.is_empty() {
         return Err(Error::InvalidRequest("no model named".into()));
     }
@@ -128,7 +126,7 @@ pub fn encode_request(req: &Request, opts: &Options) -> Result<Vec<u8>, Error> {
             json!({ "format": format })
         }),
     );
-    body.insert("stream".into(), json!(opts.stream));
+    body.insert("stream".into(), json!(stream));
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());
     }

@@ -19,3 +19,37 @@ pub use encode::{Options, encode_request};
 
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "responses";
+
+use crate::{Api, Codec, ResumePoint, StreamDecoder};
+use kite_core::{Error, Event, Request};
+
+/// The Responses [`Codec`], with how requests carry the conversation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Responses {
+    /// How requests carry the conversation; `stream` is set per call.
+    pub options: Options,
+}
+
+impl Api for Responses {
+    fn path(&self) -> &'static str {
+        "/responses"
+    }
+}
+
+impl Codec for Responses {
+    fn encode(&self, request: &Request, stream: bool) -> Result<Vec<u8>, Error> {
+        encode_request(request, &self.options, stream)
+    }
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(ResponsesStreamDecoder::new())
+    }
+    fn decode_whole(&self, body: &[u8]) -> Result<Vec<Event>, Error> {
+        response_events(body)
+    }
+    fn resume_path(&self, point: &ResumePoint) -> Option<String> {
+        Some(format!(
+            "/{}?stream=true&starting_after={}",
+            point.id, point.after
+        ))
+    }
+}

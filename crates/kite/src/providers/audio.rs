@@ -1,27 +1,12 @@
 //! Audio transcription over HTTP: OpenAI's `/audio/transcriptions` and the providers that
 //! serve the same endpoint (Mistral, OpenRouter, Groq).
 
-use super::apis::bearer;
-use super::http_model::{HttpModel, Service};
+use super::http_model::HttpModel;
 use futures_util::{Stream, StreamExt};
-use http::{HeaderMap, Method};
+use http::Method;
 use kite_core::{Error, Transcript, TranscriptEvent, TranscriptionRequest};
-use kite_http::Secret;
-use kite_wire::audio::{self, TranscriptStream};
+use kite_wire::audio::{self, TranscriptStream, Transcriptions};
 use std::pin::Pin;
-
-/// `POST /audio/transcriptions`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TranscriptionApi;
-
-impl Service for TranscriptionApi {
-    fn path(&self) -> &'static str {
-        "/audio/transcriptions"
-    }
-    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error> {
-        bearer(key, headers)
-    }
-}
 
 /// A speech-to-text model.
 ///
@@ -34,7 +19,7 @@ impl Service for TranscriptionApi {
 /// println!("{}", t.text);
 /// # Ok(()) }
 /// ```
-pub type Transcriber = HttpModel<TranscriptionApi>;
+pub type Transcriber = HttpModel<Transcriptions>;
 
 /// The events of a streamed transcription.
 pub type TranscriptEvents = Pin<Box<dyn Stream<Item = Result<TranscriptEvent, Error>> + Send>>;
@@ -42,7 +27,7 @@ pub type TranscriptEvents = Pin<Box<dyn Stream<Item = Result<TranscriptEvent, Er
 impl Transcriber {
     /// A transcriber at `base_url` (the part before `/audio/transcriptions`).
     pub fn new(base_url: impl AsRef<str>) -> Self {
-        Self::with_api(TranscriptionApi, base_url)
+        Self::with_api(Transcriptions, base_url)
     }
 
     /// Transcribes the request's audio and returns the whole transcript.

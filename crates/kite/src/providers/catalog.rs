@@ -1,9 +1,10 @@
 //! The providers kite knows by name: where they live, which API they speak, and where their
 //! keys come from.
 
-use super::{Anthropic, HttpModel, OpenAiCompatible, OpenAiResponses, Service, Transcriber};
+use super::{Anthropic, HttpModel, OpenAiCompatible, OpenAiResponses, Transcriber};
 use kite_core::{Error, Model};
 use kite_http::{ReqwestTransport, Timeouts, Transport};
+use kite_wire::Api;
 use kite_wire::openai_chat::Dialect;
 use std::sync::Arc;
 
@@ -12,7 +13,9 @@ use std::sync::Arc;
 /// [`Timeouts::default`]) or through `transport` (a cassette, say).
 #[derive(Clone, Default)]
 pub struct Endpoint {
+    /// The base URL in place of the provider's own.
     pub base_url: Option<String>,
+    /// The transport in place of the network.
     pub transport: Option<Arc<dyn Transport>>,
     /// How long connecting, the answer's start and silences mid-answer may take, when
     /// requests go over the network (a `transport` brings its own).
@@ -57,9 +60,13 @@ pub enum Provider {
     OpenAi,
     /// OpenAI Responses.
     OpenAiResponses,
+    /// Anthropic Messages.
     Anthropic,
+    /// Mistral's Chat Completions.
     Mistral,
+    /// OpenRouter's Chat Completions.
     OpenRouter,
+    /// Groq's Chat Completions.
     Groq,
 }
 
@@ -143,56 +150,66 @@ impl Provider {
     /// The provider that serves `model` over `api`. OpenAI's deep-research models are
     /// served by Responses only, so they go there unless `api` says otherwise; `api` picks
     /// between OpenAI's two APIs, and other providers speak only their own.
-    pub fn for_model(self, model: &str, api: Option<WireApi>) -> Result<Self, Error> {
+    pub fn for_model(self, model: &str, api: Option<OpenAiApi>) -> Result<Self, Error> {
         match (self, api) {
-            (Provider::OpenAi | Provider::OpenAiResponses, Some(WireApi::Chat)) => {
+            (Provider::OpenAi | Provider::OpenAiResponses, Some(OpenAiApi::Chat)) => {
                 Ok(Provider::OpenAi)
             }
-            (Provider::OpenAi | Provider::OpenAiResponses, Some(WireApi::Responses)) => {
+            (Provider::OpenAi | Provider::OpenAiResponses, Some(OpenAiApi::Responses)) => {
                 Ok(Provider::OpenAiResponses)
             }
             (Provider::OpenAi, None) if is_deep_research(model) => Ok(Provider::OpenAiResponses),
-            (p, Some(WireApi::Responses)) => Err(Error::Config(format!(
-                "{} has no Responses API in kite; use --provider openai-responses",
+            (p, Some(OpenAiApi::Responses)) => Err(Error::Config(format!(
+                "{} has no Responses API in kite; use the openai-responses provider",
                 p.name()
             ))),
             (p, _) => Ok(p),
         }
     }
 
-    /// The model to run `model` with: the provider that serves it (see
-    /// [`for_model`](Self::for_model)), at `endpoint`. A deep-research model runs in the
-    /// background (its stream resumes when dropped) with web search offered.
-    pub fn open(
-        self,
-        model: &str,
-        endpoint: &Endpoint,
-        api: Option<WireApi>,
-    ) -> Result<Arc<dyn Model>, Error> {
-        let provider = self.for_model(model, api)?;
-        if provider == Provider::OpenAiResponses && is_deep_research(model) {
-            let m = provider.responses_for(model, endpoint)?.background(true);
-            return Ok(Arc::new(m));
+    /// The provider's model for `model` at `endpoint`, with its key from the environment.
+    /// A deep-research model runs in the background (its stream resumes when dropped) with
+    /// web search offered. Route between OpenAI's APIs with [`for_model`](Self::for_model)
+    /// first.
+    pub fn model(self, model: &str, endpoint: &Endpoint) -> Result<Arc<dyn Model>, Error> {
+        let dialect = match self {
+            Provider::OpenAiResponses => {
+                let m = self.responses(model, endpoint)?;
+                let m = m.background(is_deep_research(model));
+                return Ok(Arc::new(m));
+            }
+            Provider::Anthropic => {
+                let m = Anthropic::new(self.url(endpoint));
+                return Ok(Arc::new(self.connect(m, endpoint)?));
+            }
+            Provider::OpenAi => Dialect::OpenAi,
+            Provider::Mistral => Dialect::Mistral,
+            Provider::OpenRouter => Dialect::OpenRouter,
+            Provider::Groq => Dialect::Groq,
+        };
+        let mut m = self.connect(OpenAiCompatible::new(self.url(endpoint), dialect), endpoint)?;
+        if self == Provider::OpenRouter {
+            m = m.header("x-title", "kite");
         }
-        provider.model(endpoint)
+        Ok(Arc::new(m))
     }
 
-    /// The OpenAI Responses model with its key from the environment, at `endpoint`: for
-    /// what only Responses does (stored responses, background runs).
-    pub fn responses(self, endpoint: &Endpoint) -> Result<OpenAiResponses, Error> {
+    /// The provider's default model at its own URL, with its key from the environment.
+    pub fn from_env(self) -> Result<Arc<dyn Model>, Error> {
+        self.model(self.default_model(), &Endpoint::new())
+    }
+
+    /// The OpenAI Responses model for `model` with its key from the environment, at
+    /// `endpoint`: for what only Responses does (stored responses, background runs). A
+    /// deep-research model is offered web search, which it needs.
+    pub fn responses(self, model: &str, endpoint: &Endpoint) -> Result<OpenAiResponses, Error> {
         if !matches!(self, Provider::OpenAi | Provider::OpenAiResponses) {
             return Err(Error::Config(format!(
                 "{} has no Responses API in kite",
                 self.name()
             )));
         }
-        self.connect(OpenAiResponses::new(self.url(endpoint)), endpoint)
-    }
-
-    /// Like [`responses`](Self::responses), set up for `model`: a deep-research model is
-    /// offered web search, which it needs.
-    pub fn responses_for(self, model: &str, endpoint: &Endpoint) -> Result<OpenAiResponses, Error> {
-        let m = self.responses(endpoint)?;
+        let m = self.connect(OpenAiResponses::new(self.url(endpoint)), endpoint)?;
         Ok(if is_deep_research(model) {
             m.hosted_tools(vec![serde_json::json!({"type": "web_search_preview"})])
         } else {
@@ -228,7 +245,7 @@ impl Provider {
     /// `m` with the key from the environment and the endpoint's transport. The key may be
     /// absent only when the endpoint names a base URL or a transport (a cassette replays
     /// without one).
-    fn connect<A: Service + Clone>(
+    fn connect<A: Api + Clone>(
         self,
         mut m: HttpModel<A>,
         endpoint: &Endpoint,
@@ -237,7 +254,7 @@ impl Provider {
             Some(key) => m = m.api_key(key),
             None if endpoint.base_url.is_none() && endpoint.transport.is_none() => {
                 return Err(Error::Config(format!(
-                    "{} is not set; export it, or point --base-url at a compatible server",
+                    "{} is not set; export it, or point the base URL at a compatible server",
                     self.key_var()
                 )));
             }
@@ -250,43 +267,29 @@ impl Provider {
         }
         Ok(m)
     }
-
-    /// The provider's model with its key from the environment.
-    pub fn from_env(self) -> Result<Arc<dyn Model>, Error> {
-        self.model(&Endpoint::new())
-    }
-
-    /// The provider's model at `endpoint`, with its key from the environment.
-    pub fn model(self, endpoint: &Endpoint) -> Result<Arc<dyn Model>, Error> {
-        let dialect = match self {
-            Provider::OpenAiResponses => return Ok(Arc::new(self.responses(endpoint)?)),
-            Provider::Anthropic => {
-                let m = Anthropic::new(self.url(endpoint));
-                return Ok(Arc::new(self.connect(m, endpoint)?));
-            }
-            Provider::OpenAi => Dialect::OpenAi,
-            Provider::Mistral => Dialect::Mistral,
-            Provider::OpenRouter => Dialect::OpenRouter,
-            Provider::Groq => Dialect::Groq,
-        };
-        let mut m = self.connect(OpenAiCompatible::new(self.url(endpoint), dialect), endpoint)?;
-        if self == Provider::OpenRouter {
-            m = m.header("x-title", "kite");
-        }
-        Ok(Arc::new(m))
-    }
 }
 
 /// Which of OpenAI's APIs to speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WireApi {
+pub enum OpenAiApi {
     /// Chat Completions.
     Chat,
     /// Responses.
     Responses,
 }
 
-impl WireApi {
+impl OpenAiApi {
+    /// Both APIs.
+    pub const ALL: [OpenAiApi; 2] = [OpenAiApi::Chat, OpenAiApi::Responses];
+
+    /// kite's name for it: `chat` or `responses`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Responses => "responses",
+        }
+    }
+
     /// `chat` or `responses`.
     pub fn parse(name: &str) -> Result<Self, Error> {
         match name {

@@ -1,43 +1,19 @@
 //! A model behind an HTTP API: one piece of code for what every provider shares (the
-//! transport, retries, auth, error bodies, secret redaction, stream decoding, a server that
-//! answers in JSON when asked to stream), with what differs between APIs in an [`Api`].
+//! transport, retries, authorization, secret redaction, a server that answers in JSON when
+//! asked to stream), with what differs between APIs in a [`Codec`].
 
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use kite_core::{Capabilities, Error, Event, EventStream, Model, Request};
+use kite_core::{Capabilities, Error, EventStream, Model, Request};
 use kite_http::{
     ByteStream, HttpRequest, HttpResponse, Reconnect, ReqwestTransport, Retry, RetryPolicy, Secret,
     Transport, decode_resumable,
 };
-use kite_wire::errors::decode_error;
-use kite_wire::{ResumePoint, StreamDecoder};
+use kite_wire::{Api, Auth, Codec};
 use std::sync::Arc;
 
-/// An HTTP service: where its requests go and how they are authorized.
-pub trait Service: Send + Sync + 'static {
-    /// Appended to the base URL.
-    fn path(&self) -> &'static str;
-    /// Puts the key and the service's own headers on a request.
-    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error>;
-}
-
-/// What differs between the HTTP APIs of language models.
-pub trait Api: Service {
-    /// The streaming request body.
-    fn encode(&self, request: &Request) -> Result<Vec<u8>, Error>;
-    /// A decoder for a streamed response.
-    fn decoder(&self) -> Box<dyn StreamDecoder>;
-    /// The events of a whole JSON response.
-    fn response_events(&self, body: &[u8]) -> Result<Vec<Event>, Error>;
-    /// Where a dropped stream continues, for APIs that can resume one (see
-    /// [`StreamDecoder::resume_point`]). `endpoint` is the URL requests go to.
-    fn resume_url(&self, endpoint: &str, point: &ResumePoint) -> Option<String> {
-        let _ = (endpoint, point);
-        None
-    }
-}
-
-/// A model served over HTTP by an [`Api`].
+/// A model served over HTTP: an [`Api`] (a [`Codec`] for a language model) and the
+/// transport, key and headers its requests travel with.
 pub struct HttpModel<A> {
     inner: Arc<Inner<A>>,
 }
@@ -52,7 +28,7 @@ impl<A> Clone for HttpModel<A> {
 
 struct Inner<A> {
     api: A,
-    endpoint: String,
+    url: String,
     key: Option<Secret>,
     headers: HeaderMap,
     transport: Arc<dyn Transport>,
@@ -62,24 +38,24 @@ struct Inner<A> {
 impl<A> std::fmt::Debug for HttpModel<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpModel")
-            .field("endpoint", &self.inner.endpoint)
+            .field("url", &self.inner.url)
             .field("key", &self.inner.key)
             .finish_non_exhaustive()
     }
 }
 
-impl<A: Service + Clone> HttpModel<A> {
+impl<A: Api + Clone> HttpModel<A> {
     /// A model of `api` at `base_url`, with the shared transport and default retries.
     pub fn with_api(api: A, base_url: impl AsRef<str>) -> Self {
         let transport: Arc<dyn Transport> = match ReqwestTransport::shared() {
             Ok(t) => Arc::new(t),
             Err(e) => Arc::new(Broken(e.to_string())),
         };
-        let endpoint = format!("{}{}", base_url.as_ref().trim_end_matches('/'), api.path());
+        let url = format!("{}{}", base_url.as_ref().trim_end_matches('/'), api.path());
         Self {
             inner: Arc::new(Inner {
                 api,
-                endpoint,
+                url,
                 key: None,
                 headers: HeaderMap::new(),
                 transport,
@@ -95,7 +71,7 @@ impl<A: Service + Clone> HttpModel<A> {
                 let i = &self.inner;
                 let mut copy = Inner {
                     api: i.api.clone(),
-                    endpoint: i.endpoint.clone(),
+                    url: i.url.clone(),
                     key: i.key.clone(),
                     headers: i.headers.clone(),
                     transport: i.transport.clone(),
@@ -146,13 +122,13 @@ impl<A: Service + Clone> HttpModel<A> {
     }
 
     /// The URL requests go to.
-    pub fn endpoint(&self) -> &str {
-        &self.inner.endpoint
+    pub fn url(&self) -> &str {
+        &self.inner.url
     }
 }
 
-impl<A: Service> HttpModel<A> {
-    /// Sends a request to the endpoint followed by `suffix`, with the key, headers and
+impl<A: Api> HttpModel<A> {
+    /// Sends a request to the URL followed by `suffix`, with the key, headers and
     /// retries of this model. An error status is a typed error.
     pub(crate) async fn call(
         &self,
@@ -160,7 +136,7 @@ impl<A: Service> HttpModel<A> {
         suffix: &str,
         body: Option<(&str, bytes::Bytes)>,
     ) -> Result<HttpResponse, Error> {
-        let mut req = HttpRequest::new(method, format!("{}{suffix}", self.inner.endpoint));
+        let mut req = HttpRequest::new(method, format!("{}{suffix}", self.inner.url));
         if let Some((content_type, body)) = body {
             req.headers.insert(
                 http::header::CONTENT_TYPE,
@@ -173,10 +149,27 @@ impl<A: Service> HttpModel<A> {
     }
 }
 
-impl<A: Service> Inner<A> {
+impl<A: Api> Inner<A> {
     /// Puts the key, the API's headers and the extra headers on `req`.
     pub(crate) fn authorize(&self, mut req: HttpRequest) -> Result<HttpRequest, Error> {
-        self.api.headers(self.key.as_ref(), &mut req.headers)?;
+        if let Some(key) = &self.key {
+            let (name, value) = match self.api.auth() {
+                Auth::Bearer => (
+                    http::header::AUTHORIZATION,
+                    format!("Bearer {}", key.expose()),
+                ),
+                Auth::Header(name) => (header_name(name)?, key.expose().to_owned()),
+            };
+            req.headers.insert(name, secret_header(&value)?);
+        }
+        for (name, value) in self.api.headers() {
+            let value = HeaderValue::from_str(&value).map_err(|_| {
+                Error::Config(format!(
+                    "the {name} header holds characters a header cannot"
+                ))
+            })?;
+            req.headers.insert(header_name(name)?, value);
+        }
         for (k, v) in &self.headers {
             req.headers.insert(k.clone(), v.clone());
         }
@@ -200,7 +193,7 @@ impl<A: Service> Inner<A> {
             Ok(b) => b,
             Err(e) => return e,
         };
-        let mut e = decode_error(status, &body);
+        let mut e = self.api.decode_error(status, &body);
         e.request_id = e.request_id.or(request_id);
         e.retry_after = retry_after;
         if let Some(key) = &self.key {
@@ -211,11 +204,11 @@ impl<A: Service> Inner<A> {
     }
 }
 
-impl<A: Api> Inner<A> {
+impl<A: Codec> Inner<A> {
     /// The streaming HTTP request for `request`, encoded now so the caller may keep its
     /// request.
     fn http_request(&self, request: &Request) -> Result<HttpRequest, Error> {
-        let req = HttpRequest::post_json(&self.endpoint, self.api.encode(request)?);
+        let req = HttpRequest::post_json(&self.url, self.api.encode(request, true)?);
         self.authorize(accept_events(req))
     }
 
@@ -224,7 +217,7 @@ impl<A: Api> Inner<A> {
         if resp.is_json() {
             // A server that ignored the request to stream answered with one JSON body.
             let bytes = resp.bytes().await?;
-            let events = self.api.response_events(&bytes)?;
+            let events = self.api.decode_whole(&bytes)?;
             return Ok(Box::pin(futures_util::stream::iter(
                 events.into_iter().map(Ok),
             )));
@@ -232,7 +225,7 @@ impl<A: Api> Inner<A> {
         let reconnect = self.clone().reconnect();
         Ok(decode_resumable(
             resp.body,
-            self.api.decoder(),
+            self.api.stream_decoder(),
             Some(reconnect),
         ))
     }
@@ -242,12 +235,10 @@ impl<A: Api> Inner<A> {
         Box::new(move |point| {
             let inner = self.clone();
             Box::pin(async move {
-                let url = inner
-                    .api
-                    .resume_url(&inner.endpoint, &point)
-                    .ok_or_else(|| {
-                        Error::Config("this API cannot resume a dropped stream".into())
-                    })?;
+                let path = inner.api.resume_path(&point).ok_or_else(|| {
+                    Error::Config("this API cannot resume a dropped stream".into())
+                })?;
+                let url = format!("{}{path}", inner.url);
                 let req =
                     inner.authorize(accept_events(HttpRequest::new(http::Method::GET, url)))?;
                 Ok::<ByteStream, Error>(inner.send(req).await?.body)
@@ -264,11 +255,11 @@ fn accept_events(mut req: HttpRequest) -> HttpRequest {
     req
 }
 
-impl<A: Api> HttpModel<A> {
-    /// The event stream at the endpoint followed by `suffix` (a stream that already exists
-    /// on the provider).
+impl<A: Codec> HttpModel<A> {
+    /// The event stream at the URL followed by `suffix` (a stream that already exists on
+    /// the provider).
     pub(crate) fn open_stream(&self, method: http::Method, suffix: String) -> EventStream {
-        let url = format!("{}{suffix}", self.inner.endpoint);
+        let url = format!("{}{suffix}", self.inner.url);
         self.events(
             self.inner
                 .authorize(accept_events(HttpRequest::new(method, url))),
@@ -290,7 +281,7 @@ impl<A: Api> HttpModel<A> {
     }
 }
 
-impl<A: Api> Model for HttpModel<A> {
+impl<A: Codec> Model for HttpModel<A> {
     fn stream(&self, request: &Request) -> EventStream {
         self.events(self.inner.http_request(request))
     }
@@ -303,8 +294,13 @@ impl<A: Api> Model for HttpModel<A> {
     }
 }
 
+fn header_name(name: &str) -> Result<HeaderName, Error> {
+    HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| Error::Config(format!("{name:?} is not a header name")))
+}
+
 /// A header value holding a secret, marked so it never prints.
-pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, Error> {
+fn secret_header(value: &str) -> Result<HeaderValue, Error> {
     let mut v = HeaderValue::from_str(value)
         .map_err(|_| Error::Config("the API key holds characters a header cannot".into()))?;
     v.set_sensitive(true);

@@ -6,8 +6,8 @@ mod catalog;
 mod http_model;
 mod responses;
 
-pub use apis::{Anthropic, ChatCompletionsApi, MessagesApi, OpenAiCompatible};
-pub use audio::{Transcriber, TranscriptEvents, TranscriptionApi};
-pub use catalog::{Endpoint, Provider, WireApi, is_deep_research};
-pub use http_model::{Api, HttpModel, Service};
-pub use responses::{OpenAiResponses, PollPolicy, ResponsesApi};
+pub use apis::{Anthropic, OpenAiCompatible};
+pub use audio::{Transcriber, TranscriptEvents};
+pub use catalog::{Endpoint, OpenAiApi, Provider, is_deep_research};
+pub use http_model::HttpModel;
+pub use responses::{OpenAiResponses, PollPolicy};

@@ -1,53 +1,12 @@
 //! OpenAI Responses: a model, and the responses the provider stores (retrieve, cancel,
 //! delete, wait for a background run, reattach to its stream).
 
-use super::apis::bearer;
-use super::http_model::{Api, HttpModel, Service};
-use http::{HeaderMap, Method};
-use kite_core::{Error, Event, EventStream, Request, Response};
-use kite_http::Secret;
-use kite_wire::openai_responses::{self, Options, Stored};
-use kite_wire::{ResumePoint, StreamDecoder};
+use super::http_model::HttpModel;
+use http::Method;
+use kite_core::{Error, EventStream, Request, Response};
+use kite_wire::openai_responses::{self, Options, Responses, Stored};
 use serde_json::Value;
 use std::time::Duration;
-
-/// OpenAI Responses (`POST /responses`).
-#[derive(Clone, Debug, Default)]
-pub struct ResponsesApi {
-    /// How requests carry the conversation; `stream` is set per call.
-    pub options: Options,
-}
-
-impl Service for ResponsesApi {
-    fn path(&self) -> &'static str {
-        "/responses"
-    }
-    fn headers(&self, key: Option<&Secret>, headers: &mut HeaderMap) -> Result<(), Error> {
-        bearer(key, headers)
-    }
-}
-
-impl Api for ResponsesApi {
-    fn encode(&self, request: &Request) -> Result<Vec<u8>, Error> {
-        let opts = Options {
-            stream: true,
-            ..self.options.clone()
-        };
-        openai_responses::encode_request(request, &opts)
-    }
-    fn decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(openai_responses::ResponsesStreamDecoder::new())
-    }
-    fn response_events(&self, body: &[u8]) -> Result<Vec<Event>, Error> {
-        openai_responses::response_events(body)
-    }
-    fn resume_url(&self, endpoint: &str, point: &ResumePoint) -> Option<String> {
-        Some(format!(
-            "{endpoint}/{}?stream=true&starting_after={}",
-            point.id, point.after
-        ))
-    }
-}
 
 /// An OpenAI Responses model.
 ///
@@ -66,7 +25,7 @@ impl Api for ResponsesApi {
 /// println!("{}", answer.text());
 /// # Ok(()) }
 /// ```
-pub type OpenAiResponses = HttpModel<ResponsesApi>;
+pub type OpenAiResponses = HttpModel<Responses>;
 
 /// How often [`OpenAiResponses::wait`] asks whether a background run is done: first after
 /// `initial`, then each wait `factor` times longer, up to `max`.
@@ -93,7 +52,7 @@ impl Default for PollPolicy {
 impl OpenAiResponses {
     /// A model at `base_url` (the part before `/responses`).
     pub fn new(base_url: impl AsRef<str>) -> Self {
-        Self::with_api(ResponsesApi::default(), base_url)
+        Self::with_api(Responses::default(), base_url)
     }
 
     /// Lets the provider store responses and continues from the last stored answer in the
@@ -119,10 +78,9 @@ impl OpenAiResponses {
     pub async fn start(&self, request: &Request) -> Result<Stored, Error> {
         let opts = Options {
             background: true,
-            stream: false,
             ..self.api().options.clone()
         };
-        let body = openai_responses::encode_request(request, &opts)?;
+        let body = openai_responses::encode_request(request, &opts, false)?;
         let resp = self
             .call(Method::POST, "", Some(("application/json", body.into())))
             .await?;

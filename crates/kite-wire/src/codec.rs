@@ -1,0 +1,159 @@
+//! The contract every model API implements: [`Api`] says where requests go and how they are
+//! authorized, [`Codec`] turns a [`Request`] into a body and the answer back into
+//! [`Event`]s. Neither does I/O, so kite's HTTP model, a server speaking the formats back to
+//! clients, and a program with its own HTTP client all drive the same code.
+//!
+//! A program with its own client encodes, posts and decodes:
+//!
+//! ```
+//! use kite_core::{Message, Request, ResponseBuilder};
+//! use kite_wire::{Api, Auth, Codec, StreamDecoder, openai_chat::ChatCompletions};
+//!
+//! async fn ask(base_url: &str, key: &str) -> Result<String, Box<dyn std::error::Error>> {
+//!     let codec = ChatCompletions::default();
+//!     let request = Request::new("gpt-4o-mini").message(Message::user("Say hi"));
+//!
+//!     let mut post = reqwest::Client::new()
+//!         .post(format!("{base_url}{}", codec.path()))
+//!         .header("content-type", "application/json")
+//!         .body(codec.encode(&request, true)?);
+//!     post = match codec.auth() {
+//!         Auth::Bearer => post.bearer_auth(key),
+//!         Auth::Header(name) => post.header(name, key),
+//!     };
+//!     for (name, value) in codec.headers() {
+//!         post = post.header(name, value);
+//!     }
+//!     let mut answer = post.send().await?;
+//!     if !answer.status().is_success() {
+//!         let status = answer.status().as_u16();
+//!         return Err(codec.decode_error(status, &answer.bytes().await?).into());
+//!     }
+//!
+//!     let mut decoder = codec.stream_decoder();
+//!     let mut events = Vec::new();
+//!     while let Some(chunk) = answer.chunk().await? {
+//!         decoder.decode(&chunk, &mut events)?;
+//!     }
+//!     decoder.finish(&mut events)?;
+//!     Ok(ResponseBuilder::build(events)?.text())
+//! }
+//! # // Runs against a loopback server replaying a recorded OpenAI stream.
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! # use kite_testkit::{ReplayServer, Reply, fixture};
+//! # let server = ReplayServer::start(vec![Reply::sse(fixture(
+//! #     "openai/chat-completions/stream-text-with-usage/response.sse",
+//! # ))]).await;
+//! let text = ask(&server.url(), "sk-...").await.unwrap();
+//! assert!(!text.is_empty());
+//! # let sent = &server.requests()[0];
+//! # assert_eq!(sent.header("authorization"), Some("Bearer sk-..."));
+//! # assert!(sent.body_text().contains("\"stream\":true"));
+//! # });
+//! ```
+
+use crate::errors;
+use kite_core::{ApiError, Error, Event, Request, Response, ResponseBuilder};
+
+/// How an API takes its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer KEY` (OpenAI and the servers like it).
+    Bearer,
+    /// The key alone in the named header (Anthropic's `x-api-key`).
+    Header(&'static str),
+}
+
+/// An HTTP API: the path its requests go to under a base URL, and how they are authorized.
+pub trait Api: Send + Sync + 'static {
+    /// Appended to the base URL (`/chat/completions`).
+    fn path(&self) -> &'static str;
+
+    /// How the key travels.
+    fn auth(&self) -> Auth {
+        Auth::Bearer
+    }
+
+    /// Headers every request carries besides the key (an API version, beta features).
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// The error an answer with an error `status` and `body` stands for.
+    fn decode_error(&self, status: u16, body: &[u8]) -> ApiError {
+        errors::decode_error(status, body)
+    }
+}
+
+/// A model API's codec: a [`Request`] into a body, and the answer (streamed or whole, and
+/// through [`Api::decode_error`] an error) back into kite's terms.
+pub trait Codec: Api {
+    /// The JSON body for `request`, asking for a stream when `stream` is true.
+    fn encode(&self, request: &Request, stream: bool) -> Result<Vec<u8>, Error>;
+
+    /// A decoder for one streamed answer.
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder>;
+
+    /// The events a whole (non-streamed) JSON answer stands for, as if it had streamed.
+    fn decode_whole(&self, body: &[u8]) -> Result<Vec<Event>, Error>;
+
+    /// A whole JSON answer as a [`Response`].
+    fn decode_response(&self, body: &[u8]) -> Result<Response, Error> {
+        ResponseBuilder::build(self.decode_whole(body)?)
+    }
+
+    /// The path, relative to the API's URL, that continues a dropped stream from `point`,
+    /// for APIs that can resume one (see [`StreamDecoder::resume_point`]).
+    fn resume_path(&self, point: &ResumePoint) -> Option<String> {
+        let _ = point;
+        None
+    }
+}
+
+/// A decoder for one streamed response: bytes in, events out.
+pub trait StreamDecoder: Send {
+    /// Decodes `bytes`, appending complete events to `out`. An error ends the stream; events
+    /// decoded before it are still in `out`.
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error>;
+
+    /// Called once when the connection closed: flushes what is pending, or reports a stream
+    /// that ended before the provider said it was complete.
+    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error>;
+
+    /// Where the stream can be picked up on a new connection after this one dropped, when
+    /// the provider can resume it.
+    fn resume_point(&self) -> Option<ResumePoint> {
+        None
+    }
+
+    /// A new connection continues the stream from [`resume_point`](Self::resume_point):
+    /// framing left over from the dropped one is discarded.
+    fn resumed(&mut self) {}
+}
+
+/// Where a dropped stream resumes: after event `after` of the provider's response `id`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumePoint {
+    /// The provider's response id.
+    pub id: String,
+    /// The sequence number of the last event received.
+    pub after: u64,
+}
+
+impl<T: StreamDecoder + ?Sized> StreamDecoder for Box<T> {
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
+        (**self).decode(bytes, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
+        (**self).finish(out)
+    }
+
+    fn resume_point(&self) -> Option<ResumePoint> {
+        (**self).resume_point()
+    }
+
+    fn resumed(&mut self) {
+        (**self).resumed()
+    }
+}
