@@ -2,6 +2,7 @@
 //! lines on stdout for scripts.
 
 use kite::agent::{CallStatus, ToolRecord};
+use kite::cassette::CassetteError;
 use kite::{AgentError, AgentEvent, Error, Event, Run, StopReason};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
@@ -282,8 +283,8 @@ fn json_error(e: &AgentError) -> Value {
         AgentError::Model(Error::Config(_)) => "config",
         AgentError::Model(Error::InvalidRequest(_)) => "invalid_request",
         AgentError::Model(Error::Cancelled) => "cancelled",
-        AgentError::Model(Error::Cassette { kind, .. }) => {
-            v["cassette"] = json!(format!("{kind:?}").to_lowercase());
+        AgentError::Model(e) if CassetteError::of(e).is_some() => {
+            v["cassette"] = json!(CassetteError::of(e).map(|c| c.kind.as_str()));
             "cassette"
         }
         AgentError::Model(_) => "other",
@@ -297,7 +298,7 @@ fn json_error(e: &AgentError) -> Value {
 /// diff).
 pub fn error_line(e: &AgentError) -> String {
     match e {
-        AgentError::Model(inner @ Error::Cassette { .. }) => inner.to_string(),
+        AgentError::Model(inner) if CassetteError::of(inner).is_some() => inner.to_string(),
         AgentError::Model(inner) => inner.to_string().replace('\n', " "),
         other => other.to_string().replace('\n', " "),
     }

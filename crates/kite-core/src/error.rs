@@ -27,32 +27,11 @@ pub enum Error {
     /// The caller cancelled the call.
     #[error("cancelled")]
     Cancelled,
-    /// A cassette could not replay or record the call: the request drifted from the
-    /// recording, has no recording, or holds a secret.
-    #[error("{message}")]
-    Cassette {
-        /// What kind of failure.
-        kind: CassetteErrorKind,
-        /// What happened and what to do, with the cassette's folder.
-        message: String,
-    },
-}
-
-/// Why a cassette failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CassetteErrorKind {
-    /// The request differs from the recording (the message holds a diff).
-    Drift,
-    /// Nothing is recorded for the request, and the mode does not allow recording.
-    Missing,
-    /// Recording was refused: something in the exchange looks like a key.
-    Secret,
-    /// The cassette cannot be read or written.
-    Io,
-    /// The cassette is not one this kite can use: an unknown format version, or a body
-    /// that is not a plain file inside the cassette's folder.
-    Invalid,
+    /// A part built on kite-core failed in its own way (a cassette that cannot replay a
+    /// call, say): downcast to its type to learn more, e.g.
+    /// `kite_http::cassette::CassetteError::of(&error)`.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl Error {
@@ -69,12 +48,9 @@ impl Error {
         })
     }
 
-    /// A cassette error.
-    pub fn cassette(kind: CassetteErrorKind, message: impl Into<String>) -> Self {
-        Error::Cassette {
-            kind,
-            message: message.into(),
-        }
+    /// The error of a part built on kite-core, as [`Error::Other`].
+    pub fn other(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Other(Box::new(e))
     }
 
     /// The API error, when this is one.
@@ -129,7 +105,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with a status and message; the kind is derived from them.
+    /// An error with a status and message, its kind derived from the status. The codecs
+    /// refine the kind from what the provider's code and type say.
     pub fn new(status: Option<u16>, message: impl Into<String>) -> Self {
         let mut e = Self {
             status,
@@ -146,11 +123,10 @@ impl ApiError {
         e
     }
 
-    /// Sets code and type, and classifies again.
+    /// Sets the provider's code and type.
     pub fn with_code(mut self, code: Option<String>, error_type: Option<String>) -> Self {
         self.code = code;
         self.error_type = error_type;
-        self.kind = ApiErrorKind::classify(&self);
         self
     }
 
@@ -197,6 +173,9 @@ pub enum ApiErrorKind {
     ContextLengthExceeded,
     /// Too many requests or tokens per unit of time: retry later.
     RateLimited,
+    /// The request alone is over a rate limit (more tokens than a minute allows): retrying
+    /// will not help; make it smaller.
+    RequestTooLarge,
     /// Out of credits or quota: retrying will not help.
     QuotaExceeded,
     /// The provider is overloaded: retry later.
@@ -208,19 +187,8 @@ pub enum ApiErrorKind {
 }
 
 impl ApiErrorKind {
+    /// The kind an HTTP status stands for.
     fn classify(e: &ApiError) -> Self {
-        let code = e.code.as_deref().unwrap_or("");
-        let ty = e.error_type.as_deref().unwrap_or("");
-        match (code, ty) {
-            ("insufficient_quota", _) | (_, "insufficient_quota") => return Self::QuotaExceeded,
-            ("context_length_exceeded", _) => return Self::ContextLengthExceeded,
-            ("invalid_api_key", _) | (_, "authentication_error") => return Self::Authentication,
-            (_, "overloaded_error") => return Self::Overloaded,
-            (_, "rate_limit_error") | ("rate_limit_exceeded", _) => return Self::RateLimited,
-            (_, "not_found_error") | ("model_not_found", _) => return Self::NotFound,
-            (_, "permission_error") => return Self::PermissionDenied,
-            _ => {}
-        }
         match e.status {
             Some(401) => Self::Authentication,
             Some(402) => Self::QuotaExceeded,

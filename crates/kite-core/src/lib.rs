@@ -36,10 +36,7 @@ mod usage;
 
 pub use accumulate::ResponseBuilder;
 pub use duration::duration_from_secs;
-pub use error::{
-    ApiError, ApiErrorKind, CassetteErrorKind, DecodeError, Error, TransportError,
-    TransportErrorKind,
-};
+pub use error::{ApiError, ApiErrorKind, DecodeError, Error, TransportError, TransportErrorKind};
 pub use event::Event;
 pub use message::{ImageSource, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 pub use metadata::Metadata;

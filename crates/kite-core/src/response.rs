@@ -105,12 +105,13 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
-    /// Maps any provider's wire value to kite's reason.
-    pub fn from_wire(s: &str) -> Self {
+    /// The reason kite calls `s` (see [`as_str`](Self::as_str)); any other name is
+    /// [`Other`](Self::Other). Providers' own names are mapped by their codecs.
+    pub fn parse(s: &str) -> Self {
         match s {
-            "stop" | "end_turn" | "stop_sequence" | "eos" => Self::Stop,
-            "length" | "max_tokens" | "model_length" => Self::Length,
-            "tool_calls" | "function_call" | "tool_use" => Self::ToolCalls,
+            "stop" => Self::Stop,
+            "length" => Self::Length,
+            "tool_calls" => Self::ToolCalls,
             "content_filter" => Self::ContentFilter,
             other => Self::Other(other.to_owned()),
         }
@@ -143,6 +144,6 @@ impl Serialize for FinishReason {
 impl<'de> Deserialize<'de> for FinishReason {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = std::borrow::Cow::<str>::deserialize(d)?;
-        Ok(Self::from_wire(&s))
+        Ok(Self::parse(&s))
     }
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 /// When and how long to wait before sending a failed request again.
 ///
-/// Retried: 408, 429 (but not when the quota is spent), 5xx, and failures to connect or
+/// Retried: 408, 429 (but not when the quota is spent or the request alone is over the
+/// limit), 5xx, and failures to connect or
 /// to receive response headers. A response whose body has started streaming is never
 /// retried: the retry happens before the caller sees anything.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,16 +102,18 @@ impl<T: Transport> Retry<T> {
         let should_retry = resp.header("x-should-retry").map(|v| v.trim() == "true");
         let retry_after = resp.retry_after();
         let headers = resp.headers.clone();
-        // Read the (small) error body to tell a spent quota from a rate limit; hand it on
-        // unchanged either way.
+        // Read the (small) error body to tell a spent quota, or a request too large for the
+        // limit, from a passing rate limit; hand it on unchanged either way.
         let body = match resp.bytes_up_to(HttpResponse::MAX_ERROR_BODY).await {
             Ok(b) => b,
             Err(e) => return Verdict::RetryAfter(p.backoff(base, attempt), Err(e)),
         };
-        let quota =
-            kite_wire::errors::decode_error(status, &body).kind == ApiErrorKind::QuotaExceeded;
+        let hopeless = matches!(
+            kite_wire::errors::decode_error(status, &body).kind,
+            ApiErrorKind::QuotaExceeded | ApiErrorKind::RequestTooLarge
+        );
         let resp = HttpResponse::from_bytes(status, headers, body);
-        if quota || should_retry == Some(false) {
+        if hopeless || should_retry == Some(false) {
             return Verdict::Done(Ok(resp));
         }
         let delay = match retry_after {

@@ -166,7 +166,7 @@ impl HttpResponse {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         self.header("retry-after")
-            .and_then(|v| kite_wire::errors::parse_retry_after(v, now))
+            .and_then(|v| crate::parse_retry_after(v, now))
     }
 
     /// True when the body is JSON rather than an event stream.

@@ -6,9 +6,64 @@
 //! `metadata.raw`. [`decode_error`] reads all of them; a body it cannot read still becomes an
 //! [`ApiError`] carrying the status and the raw text.
 
-use kite_core::ApiError;
+use kite_core::{ApiError, ApiErrorKind};
 use serde_json::Value;
-use std::time::Duration;
+
+/// An error with `status`, `message`, and the provider's `code` and `type`, classified by
+/// what those say (a spent quota, a rate limit, an unknown model ...) and else by status.
+pub fn api_error(
+    status: Option<u16>,
+    message: impl Into<String>,
+    code: Option<String>,
+    error_type: Option<String>,
+) -> ApiError {
+    let mut e = ApiError::new(status, message).with_code(code, error_type);
+    if let Some(kind) = classify(&e) {
+        e.kind = kind;
+    }
+    e
+}
+
+/// What the provider's code, type and words say the error is, when they say.
+fn classify(e: &ApiError) -> Option<ApiErrorKind> {
+    let code = e.code.as_deref().unwrap_or("");
+    let ty = e.error_type.as_deref().unwrap_or("");
+    Some(match (code, ty) {
+        ("insufficient_quota", _) | (_, "insufficient_quota") => ApiErrorKind::QuotaExceeded,
+        ("context_length_exceeded", _) => ApiErrorKind::ContextLengthExceeded,
+        ("invalid_api_key", _) | (_, "authentication_error") => ApiErrorKind::Authentication,
+        (_, "overloaded_error") => ApiErrorKind::Overloaded,
+        ("rate_limit_exceeded", _) | (_, "rate_limit_error") if too_large(&e.message) => {
+            ApiErrorKind::RequestTooLarge
+        }
+        (_, "rate_limit_error") | ("rate_limit_exceeded", _) => ApiErrorKind::RateLimited,
+        (_, "not_found_error") | ("model_not_found", _) => ApiErrorKind::NotFound,
+        (_, "permission_error") => ApiErrorKind::PermissionDenied,
+        _ if e.status == Some(429) && too_large(&e.message) => ApiErrorKind::RequestTooLarge,
+        _ => return None,
+    })
+}
+
+/// A rate limit the request alone exceeds (OpenAI: "Request too large for gpt-4o ... on
+/// tokens per min (TPM): Limit 30000, Requested 50000"): waiting will never let it through.
+fn too_large(message: &str) -> bool {
+    if message.starts_with("Request too large") {
+        return true;
+    }
+    let number_after = |label: &str| -> Option<u64> {
+        let rest = &message[message.find(label)? + label.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().ok()
+    };
+    matches!(
+        (number_after("Limit"), number_after("Requested")),
+        (Some(limit), Some(requested)) if requested > limit
+    )
+}
 
 /// The error an HTTP response with `status` and `body` stands for.
 pub fn decode_error(status: u16, body: &[u8]) -> ApiError {
@@ -40,7 +95,7 @@ pub fn from_value(status: Option<u16>, v: &Value) -> Option<ApiError> {
             };
             let ty = obj.get("type").and_then(Value::as_str).map(str::to_owned);
             let code = obj.get("code").and_then(code_string);
-            return Some(ApiError::new(status, message).with_code(code, ty));
+            return Some(api_error(status, message, code, ty));
         }
     };
     let mut message = inner
@@ -68,7 +123,7 @@ pub fn from_value(status: Option<u16>, v: &Value) -> Option<ApiError> {
         .filter(|n| (100..600).contains(n));
     let code = inner.get("code").and_then(code_string);
     let ty = inner.get("type").and_then(Value::as_str).map(str::to_owned);
-    let mut err = ApiError::new(status.or(named_status), message).with_code(code, ty);
+    let mut err = api_error(status.or(named_status), message, code, ty);
     err.param = inner
         .get("param")
         .and_then(Value::as_str)
@@ -109,85 +164,9 @@ fn fallback_message(status: u16, text: &str) -> String {
     }
 }
 
-/// Parses a `Retry-After` header value: delay seconds (fractions allowed) or an HTTP date
-/// relative to `now_unix` seconds. A delay too long for a `Duration` is `Duration::MAX`.
-pub fn parse_retry_after(value: &str, now_unix: u64) -> Option<Duration> {
-    let v = value.trim();
-    if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0)
-            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
-    }
-    let at = parse_http_date(v)?;
-    Some(Duration::from_secs(at.saturating_sub(now_unix)))
-}
-
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) into Unix seconds.
-fn parse_http_date(s: &str) -> Option<u64> {
-    let mut it = s.split_whitespace();
-    let _weekday = it.next()?;
-    let day: u64 = it.next()?.parse().ok()?;
-    let month = match it.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: u64 = it.next()?.parse().ok()?;
-    let mut hms = it.next()?.split(':').map(|p| p.parse::<u64>().ok());
-    let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    if it.next()? != "GMT" || !(1..=31).contains(&day) || year < 1970 {
-        return None;
-    }
-    // Days from civil (Howard Hinnant's algorithm).
-    let (y, mo) = if month <= 2 {
-        (year - 1, month + 9)
-    } else {
-        (year, month - 3)
-    };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let doy = (153 * mo + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + m * 60 + sec)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_seconds_and_dates() {
-        assert_eq!(parse_retry_after("7", 0), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after("0.5", 0),
-            Some(Duration::from_millis(500))
-        );
-        assert_eq!(parse_retry_after("-1", 0), None);
-        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT.
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_770),
-            Some(Duration::from_secs(7))
-        );
-        assert_eq!(parse_retry_after("soon", 0), None);
-    }
-
-    #[test]
-    fn a_retry_after_too_long_for_a_duration_saturates() {
-        // Found by the `bodies` fuzz target: this once panicked in Duration::from_secs_f64.
-        let huge = "5".repeat(40);
-        assert_eq!(parse_retry_after(&huge, 0), Some(Duration::MAX));
-        assert_eq!(parse_retry_after("1e300", 0), Some(Duration::MAX));
-    }
 
     #[test]
     fn unreadable_bodies_keep_status_and_text() {

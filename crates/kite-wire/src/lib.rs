@@ -28,3 +28,16 @@ pub mod sse;
 mod str;
 
 pub use codec::{Api, Auth, Codec, ResumePoint, StreamDecoder};
+
+/// kite's finish reason for a provider's name of it (`stop`, `end_turn`, `max_tokens`,
+/// `tool_use`, ...); a name kite does not know is kept as [`FinishReason::Other`].
+pub fn finish_reason(wire: &str) -> kite_core::FinishReason {
+    use kite_core::FinishReason;
+    match wire {
+        "stop" | "end_turn" | "stop_sequence" | "eos" => FinishReason::Stop,
+        "length" | "max_tokens" | "model_length" => FinishReason::Length,
+        "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
+        "content_filter" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}

@@ -339,10 +339,11 @@ fn check(case: &Case) {
             );
         }
         ("openai", "error-429-request-too-large-tpm") => {
+            // The request alone is over the limit: not a passing rate limit.
             err(
                 case,
                 Some(429),
-                K::RateLimited,
+                K::RequestTooLarge,
                 Some("rate_limit_exceeded"),
                 "Request too large",
             );

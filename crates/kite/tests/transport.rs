@@ -116,7 +116,7 @@ async fn complete_buffers_the_same_stream() {
 
 #[tokio::test]
 async fn a_429_is_retried_after_the_delay_the_server_asked_for() {
-    let limited = fixture("openai/chat-completions/error-429-request-too-large-tpm/response.json");
+    let limited = br#"{"error":{"message":"Rate limit reached for gpt-4o-mini on tokens per min (TPM): Limit 200000, Used 199000, Requested 2000. Please try again in 300ms.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#.to_vec();
     let server = ReplayServer::start(vec![
         Reply::json(429, limited).header("retry-after", "1"),
         Reply::sse(fixture(TEXT_STREAM)),
@@ -132,6 +132,24 @@ async fn a_429_is_retried_after_the_delay_the_server_asked_for() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn a_request_too_large_for_the_rate_limit_is_not_retried() {
+    let too_large =
+        fixture("openai/chat-completions/error-429-request-too-large-tpm/response.json");
+    let server = ReplayServer::start(vec![
+        Reply::json(429, too_large).header("retry-after", "1"),
+        Reply::sse(fixture(TEXT_STREAM)),
+    ])
+    .await;
+    let started = Instant::now();
+    let err = model(&server).complete(&request()).await.unwrap_err();
+    let api = err.api().expect("an API error");
+    assert_eq!(api.kind, kite::ApiErrorKind::RequestTooLarge);
+    assert!(!api.is_retryable());
+    assert_eq!(server.requests().len(), 1);
+    assert!(started.elapsed() < Duration::from_millis(900));
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! What a cassette folder holds, read and written: `cassette.json` (the index) and the bodies
 //! beside it.
 
-use kite_core::{CassetteErrorKind, Error};
+use super::error::{CassetteErrorKind, cassette_error};
+use kite_core::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,14 +64,14 @@ pub struct Chunk {
 }
 
 pub(crate) fn io_error(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::cassette(
+    cassette_error(
         CassetteErrorKind::Io,
         format!("cannot {what} {}: {e}", path.display()),
     )
 }
 
 fn invalid(dir: &Path, why: impl std::fmt::Display) -> Error {
-    Error::cassette(
+    cassette_error(
         CassetteErrorKind::Invalid,
         format!("cassette {}: {why}", dir.display()),
     )
@@ -265,12 +266,9 @@ mod tests {
     }
 
     fn invalid_message(e: Error) -> String {
-        match e {
-            Error::Cassette {
-                kind: CassetteErrorKind::Invalid,
-                message,
-            } => message,
-            other => panic!("{other:?}"),
+        match super::super::CassetteError::of(&e) {
+            Some(c) if c.kind == CassetteErrorKind::Invalid => c.message.clone(),
+            _ => panic!("{e:?}"),
         }
     }
 

@@ -1,7 +1,8 @@
 //! The cassettes and files under a folder: finding cassettes, and scanning every file for
 //! what looks like a key. Links below the folder are not followed.
 
-use super::{Finding, INDEX, MAX_FILE, io_error};
+use super::recording::io_error;
+use super::{Finding, INDEX, MAX_FILE};
 use kite_core::Error;
 use std::path::{Path, PathBuf};
 

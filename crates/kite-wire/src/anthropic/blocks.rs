@@ -1,8 +1,10 @@
-//! Content blocks, opened, filled and closed: the state both faces share.
+//! Content blocks, opened, filled and closed: the state the streamed and whole faces share.
 
 use super::NAMESPACE;
-use kite_core::{Event, FinishReason, Metadata, ToolCall, Usage};
-use serde_json::{Value, json};
+use super::wire::{self, Block, Delta, WireUsage};
+use kite_core::{Error, Event, FinishReason, Metadata, ToolCall, Usage};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// What a block is, while it is open.
 #[derive(Debug)]
@@ -18,7 +20,7 @@ enum Open {
         call: u32,
         id: String,
         name: String,
-        start_input: Value,
+        start_input: Option<Value>,
         json: String,
     },
     /// A block kite has no type for: kept whole, with any input streamed into it.
@@ -38,45 +40,45 @@ pub(super) struct Blocks {
     calls: u32,
 }
 
-fn str_of(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+fn bad(what: &str, e: serde_json::Error, raw: &RawValue) -> Error {
+    Error::decode(format!("{what}: {e}"), raw.get())
 }
 
 impl Blocks {
     /// A block opens; whatever content it already holds is emitted.
-    pub fn start(&mut self, index: u32, block: &Value, out: &mut Vec<Event>) {
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
-        let open = match kind {
+    pub fn start(&mut self, index: u32, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), Error> {
+        let block: Block = wire::read(raw).map_err(|e| bad("content block", e, raw))?;
+        let open = match block.kind.as_ref().map_or("", |k| k.as_str()) {
             "text" => {
-                let text = str_of(block, "text");
-                if !text.is_empty() {
-                    out.push(Event::TextDelta { text });
+                if let Some(text) = block.text.filter(|t| !t.as_str().is_empty()) {
+                    out.push(Event::TextDelta {
+                        text: text.into_string(),
+                    });
                 }
-                if let Some(c) = block.get("citations").filter(|c| !c.is_null()) {
+                if let Some(c) = block.citations {
                     out.push(Event::Unknown {
                         kind: "anthropic.citations".into(),
-                        data: c.clone(),
+                        data: wire::value(c),
                     });
                 }
                 Open::Text
             }
             "thinking" => {
-                let text = str_of(block, "thinking");
-                if !text.is_empty() {
-                    out.push(Event::ReasoningDelta { text });
+                if let Some(text) = block.thinking.filter(|t| !t.as_str().is_empty()) {
+                    out.push(Event::ReasoningDelta {
+                        text: text.into_string(),
+                    });
                 }
                 Open::Thinking {
-                    signature: str_of(block, "signature"),
+                    signature: block.signature.map(|s| s.into_string()).unwrap_or_default(),
                 }
             }
             "redacted_thinking" => Open::Redacted {
-                data: block.get("data").cloned().unwrap_or(Value::Null),
+                data: block.data.map_or(Value::Null, wire::value),
             },
             "tool_use" => {
-                let (id, name) = (str_of(block, "id"), str_of(block, "name"));
+                let id = block.id.map(|s| s.into_string()).unwrap_or_default();
+                let name = block.name.map(|s| s.into_string()).unwrap_or_default();
                 let call = self.calls;
                 self.calls += 1;
                 out.push(Event::ToolCallStart {
@@ -84,21 +86,21 @@ impl Blocks {
                     id: id.clone(),
                     name: name.clone(),
                 });
-                let start_input = block.get("input").cloned().unwrap_or(json!({}));
                 Open::ToolUse {
                     call,
                     id,
                     name,
-                    start_input,
+                    start_input: block.input.map(wire::value),
                     json: String::new(),
                 }
             }
             _ => Open::Other {
-                block: block.clone(),
+                block: wire::value(raw),
                 json: String::new(),
             },
         };
         self.open.push((index, open));
+        Ok(())
     }
 
     fn find(&mut self, index: u32) -> Option<&mut Open> {
@@ -109,26 +111,28 @@ impl Blocks {
     }
 
     /// A delta for an open block.
-    pub fn delta(&mut self, index: u32, delta: &Value, out: &mut Vec<Event>) {
-        let kind = delta.get("type").and_then(Value::as_str).unwrap_or("");
+    pub fn delta(&mut self, index: u32, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), Error> {
+        let delta: Delta = wire::read(raw).map_err(|e| bad("block delta", e, raw))?;
+        let kind = delta.kind.as_ref().map_or("", |k| k.as_str());
+        let text = |s: Option<crate::str::Str>| s.map(|s| s.into_string()).unwrap_or_default();
         match (kind, self.find(index)) {
             ("text_delta", _) => {
-                let text = str_of(delta, "text");
+                let text = text(delta.text);
                 if !text.is_empty() {
                     out.push(Event::TextDelta { text });
                 }
             }
             ("thinking_delta", _) => {
-                let text = str_of(delta, "thinking");
+                let text = text(delta.thinking);
                 if !text.is_empty() {
                     out.push(Event::ReasoningDelta { text });
                 }
             }
             ("signature_delta", Some(Open::Thinking { signature })) => {
-                signature.push_str(&str_of(delta, "signature"));
+                signature.push_str(delta.signature.as_ref().map_or("", |s| s.as_str()));
             }
             ("input_json_delta", Some(Open::ToolUse { call, json, .. })) => {
-                let part = str_of(delta, "partial_json");
+                let part = text(delta.partial_json);
                 if !part.is_empty() {
                     json.push_str(&part);
                     out.push(Event::ToolCallDelta {
@@ -138,13 +142,14 @@ impl Blocks {
                 }
             }
             ("input_json_delta", Some(Open::Other { json, .. })) => {
-                json.push_str(&str_of(delta, "partial_json"))
+                json.push_str(delta.partial_json.as_ref().map_or("", |s| s.as_str()))
             }
             _ => out.push(Event::Unknown {
                 kind: format!("anthropic.{kind}"),
-                data: delta.clone(),
+                data: wire::value(raw),
             }),
         }
+        Ok(())
     }
 
     /// A block closes: reasoning gets its signature, a tool call its whole input.
@@ -168,12 +173,12 @@ impl Blocks {
                 start_input,
                 json,
             } => {
-                let arguments = if !json.is_empty() {
-                    json
-                } else if start_input.as_object().is_some_and(|o| !o.is_empty()) {
-                    start_input.to_string()
-                } else {
-                    "{}".to_owned()
+                let arguments = match start_input {
+                    _ if !json.is_empty() => json,
+                    Some(input) if input.as_object().is_some_and(|o| !o.is_empty()) => {
+                        input.to_string()
+                    }
+                    _ => "{}".to_owned(),
                 };
                 out.push(Event::ToolCallEnd {
                     index: call,
@@ -196,17 +201,16 @@ impl Blocks {
 
     /// Usage as Anthropic reports it: `input_tokens` leaves out cached tokens, so they are
     /// added back; later reports (message_delta) update what they name.
-    pub fn usage(&mut self, u: &Value) {
-        let n = |k: &str| u.get(k).and_then(Value::as_u64);
-        let cache_read = n("cache_read_input_tokens");
-        let cache_write = n("cache_creation_input_tokens");
-        if let Some(input) = n("input_tokens") {
+    pub fn usage(&mut self, u: &WireUsage) {
+        let cache_read = u.cache_read_input_tokens;
+        let cache_write = u.cache_creation_input_tokens;
+        if let Some(input) = u.input_tokens {
             self.usage.input_tokens = input + cache_read.unwrap_or(0) + cache_write.unwrap_or(0);
         }
         if let Some(read) = cache_read {
             self.usage.cached_input_tokens = read;
         }
-        if let Some(output) = n("output_tokens") {
+        if let Some(output) = u.output_tokens {
             self.usage.output_tokens = output;
         }
         self.usage.total_tokens = self.usage.input_tokens + self.usage.output_tokens;

@@ -10,9 +10,12 @@
 mod blocks;
 mod encode;
 mod stream;
+mod whole;
+mod wire;
 
 pub use encode::{DEFAULT_MAX_TOKENS, VERSION, encode_request};
-pub use stream::{AnthropicFrames, AnthropicStreamDecoder, decode_response, response_events};
+pub use stream::{AnthropicFrames, AnthropicStreamDecoder};
+pub use whole::{decode_response, response_events};
 
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "anthropic";

@@ -130,7 +130,7 @@ impl Assembler {
             }
             if let Some(reason) = choice.finish_reason {
                 self.close_parts(out);
-                self.finish = Some(FinishReason::from_wire(reason.as_str()));
+                self.finish = Some(crate::finish_reason(reason.as_str()));
             }
         }
         Ok(())
