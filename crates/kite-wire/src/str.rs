@@ -1,4 +1,5 @@
-//! A string that borrows from the input when it has no escapes.
+//! A string that borrows from the input when it has no escapes, and the small helpers the
+//! typed wire shapes share.
 
 use serde::de::{Deserialize, Deserializer, Visitor};
 use std::borrow::Cow;
@@ -6,6 +7,16 @@ use std::borrow::Cow;
 /// Serde's `Cow<str>` only borrows as a direct field; this one also borrows inside `Option`.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Str<'a>(pub Cow<'a, str>);
+
+/// The text of `s`, or empty.
+pub(crate) fn text(s: Option<Str>) -> String {
+    s.map(Str::into_string).unwrap_or_default()
+}
+
+/// `raw` as a [`serde_json::Value`], for what is kept or passed through whole.
+pub(crate) fn value(raw: &serde_json::value::RawValue) -> serde_json::Value {
+    serde_json::from_str(raw.get()).unwrap_or(serde_json::Value::Null)
+}
 
 impl Str<'_> {
     pub fn as_str(&self) -> &str {

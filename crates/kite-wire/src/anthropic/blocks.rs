@@ -2,6 +2,7 @@
 
 use super::NAMESPACE;
 use super::wire::{self, Block, Delta, WireUsage};
+use crate::str::{Str, text, value};
 use kite_core::{Error, Event, FinishReason, Metadata, ToolCall, Usage};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -58,7 +59,7 @@ impl Blocks {
                 if let Some(c) = block.citations {
                     out.push(Event::Unknown {
                         kind: "anthropic.citations".into(),
-                        data: wire::value(c),
+                        data: value(c),
                     });
                 }
                 Open::Text
@@ -70,15 +71,15 @@ impl Blocks {
                     });
                 }
                 Open::Thinking {
-                    signature: block.signature.map(|s| s.into_string()).unwrap_or_default(),
+                    signature: text(block.signature),
                 }
             }
             "redacted_thinking" => Open::Redacted {
-                data: block.data.map_or(Value::Null, wire::value),
+                data: block.data.map_or(Value::Null, value),
             },
             "tool_use" => {
-                let id = block.id.map(|s| s.into_string()).unwrap_or_default();
-                let name = block.name.map(|s| s.into_string()).unwrap_or_default();
+                let id = text(block.id);
+                let name = text(block.name);
                 let call = self.calls;
                 self.calls += 1;
                 out.push(Event::ToolCallStart {
@@ -90,12 +91,12 @@ impl Blocks {
                     call,
                     id,
                     name,
-                    start_input: block.input.map(wire::value),
+                    start_input: block.input.map(value),
                     json: String::new(),
                 }
             }
             _ => Open::Other {
-                block: wire::value(raw),
+                block: value(raw),
                 json: String::new(),
             },
         };
@@ -114,7 +115,6 @@ impl Blocks {
     pub fn delta(&mut self, index: u32, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), Error> {
         let delta: Delta = wire::read(raw).map_err(|e| bad("block delta", e, raw))?;
         let kind = delta.kind.as_ref().map_or("", |k| k.as_str());
-        let text = |s: Option<crate::str::Str>| s.map(|s| s.into_string()).unwrap_or_default();
         match (kind, self.find(index)) {
             ("text_delta", _) => {
                 let text = text(delta.text);
@@ -129,7 +129,7 @@ impl Blocks {
                 }
             }
             ("signature_delta", Some(Open::Thinking { signature })) => {
-                signature.push_str(delta.signature.as_ref().map_or("", |s| s.as_str()));
+                signature.push_str(delta.signature.as_ref().map_or("", Str::as_str));
             }
             ("input_json_delta", Some(Open::ToolUse { call, json, .. })) => {
                 let part = text(delta.partial_json);
@@ -142,11 +142,11 @@ impl Blocks {
                 }
             }
             ("input_json_delta", Some(Open::Other { json, .. })) => {
-                json.push_str(delta.partial_json.as_ref().map_or("", |s| s.as_str()))
+                json.push_str(delta.partial_json.as_ref().map_or("", Str::as_str))
             }
             _ => out.push(Event::Unknown {
                 kind: format!("anthropic.{kind}"),
-                data: wire::value(raw),
+                data: value(raw),
             }),
         }
         Ok(())

@@ -108,11 +108,6 @@ pub(super) struct WireUsage {
     pub cache_creation_input_tokens: Option<u64>,
 }
 
-/// `raw` as a [`serde_json::Value`], for what passes through whole.
-pub(super) fn value(raw: &RawValue) -> serde_json::Value {
-    serde_json::from_str(raw.get()).unwrap_or(serde_json::Value::Null)
-}
-
 /// `raw` read as `T`.
 pub(super) fn read<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T, serde_json::Error> {
     serde_json::from_str(raw.get())

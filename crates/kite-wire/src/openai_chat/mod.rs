@@ -11,14 +11,14 @@
 //! `reasoning_details`, cost and errors inside a 200 stream, Groq's `event: error` and
 //! `x_groq.usage`, and the legacy `function_call`.
 
-mod decode;
 mod encode;
 mod stream;
+mod whole;
 mod wire;
 
-pub use decode::{decode_response, response_events};
 pub use encode::encode_request;
 pub use stream::{ChatFrames, ChatStreamDecoder};
+pub use whole::{decode_response, response_events};
 
 use crate::{Api, Codec, StreamDecoder};
 use kite_core::{Error, Event, Request};

@@ -8,14 +8,17 @@
 //! type for (web search and other built-in tools) pass through as
 //! [`Event::Unknown`](kite_core::Event).
 
-mod decode;
 mod encode;
+mod items;
+mod stored;
+mod stream;
+mod whole;
+mod wire;
 
-pub use decode::{
-    ResponsesFrames, ResponsesStreamDecoder, Status, Stored, decode_response, decode_stored,
-    response_events,
-};
 pub use encode::{Options, encode_request};
+pub use stored::{Status, Stored, decode_stored};
+pub use stream::{ResponsesFrames, ResponsesStreamDecoder};
+pub use whole::{decode_response, response_events};
 
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "responses";
