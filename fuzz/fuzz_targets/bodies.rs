@@ -18,7 +18,7 @@ fuzz_target!(|input: (u8, u16, Vec<u8>)| {
         8 => drop(errors::from_event(&body)),
         _ => {
             let text = String::from_utf8_lossy(&body);
-            let _ = errors::parse_retry_after(&text, u64::from(status) * 1_000_000);
+            let _ = kite::http::parse_retry_after(&text, u64::from(status) * 1_000_000);
         }
     }
 });

@@ -3,8 +3,9 @@
 //! Written by hand rather than taken from a crate because it sits on the hot path of every
 //! streamed response, must never allocate per byte, and must accept what real providers send:
 //! `:` comment lines (OpenRouter's `: OPENROUTER PROCESSING`), LF, CRLF or lone-CR line
-//! endings, a CR and LF split across two reads, a leading byte-order mark, and a last event
-//! not followed by a blank line. It follows the WHATWG event-stream parsing rules otherwise.
+//! endings, a CR and LF split across two reads, and a leading byte-order mark. It follows the
+//! WHATWG event-stream parsing rules otherwise: an event cut off by the end of the stream,
+//! before its blank line, is discarded.
 //!
 //! ```
 //! use kite_wire::sse::SseDecoder;
@@ -17,7 +18,7 @@
 //! assert!(sse.next_frame().is_none());
 //! ```
 
-use kite_core::{Error, Event};
+use kite_core::{Error, Event, TransportErrorKind};
 use memchr::memchr2;
 
 /// One dispatched event.
@@ -41,6 +42,22 @@ impl Frame<'_> {
     }
 }
 
+/// What a stream held: non-empty lines, comment lines, field lines (`data`, `event`, `id`,
+/// `retry`), dispatched events, and whether it ended in the middle of an event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// Non-empty lines.
+    pub lines: u64,
+    /// `:` comment lines (keep-alives such as OpenRouter's `: OPENROUTER PROCESSING`).
+    pub comments: u64,
+    /// Lines naming a field of the specification.
+    pub fields: u64,
+    /// Events dispatched.
+    pub frames: u64,
+    /// The stream ended in the middle of an event, which was discarded.
+    pub cut: bool,
+}
+
 /// Incremental SSE parser: [`feed`](Self::feed) bytes as they arrive, then take frames with
 /// [`next_frame`](Self::next_frame) until it returns `None`. Splitting the input at any byte
 /// gives the same frames.
@@ -58,8 +75,7 @@ pub struct SseDecoder {
     retry: Option<u64>,
     out_data: Vec<u8>,
     out_event: String,
-    lines_seen: u64,
-    frames_seen: u64,
+    seen: Seen,
     /// How many bytes from `pos` are known to hold no line end: a long line arriving in
     /// pieces is searched once, not again with every piece.
     scanned: usize,
@@ -80,11 +96,21 @@ impl SseDecoder {
         self.buf.extend_from_slice(bytes);
     }
 
-    /// Marks the end of the input: a last line or event not yet terminated is completed.
+    /// Marks the end of the input. An event not yet ended by a blank line is discarded, as
+    /// the specification says: the stream was cut off in the middle of it.
     pub fn end(&mut self) {
+        let tail = &self.buf[self.pos..];
+        let field = [&b"data:"[..], b"data\n", b":", b"event:", b"id:", b"retry:"];
+        let tail_is_field = tail == b"data" || field.iter().any(|f| tail.starts_with(f));
+        self.seen.cut |= self.has_data || tail_is_field;
+        self.buf.clear();
+        self.pos = 0;
+        self.scanned = 0;
         self.skip_lf = false;
         self.bom_checked = true;
-        self.buf.extend_from_slice(b"\n\n");
+        self.data.clear();
+        self.has_data = false;
+        self.event.clear();
     }
 
     /// How many bytes are held for the event being read: its data so far and the line not
@@ -93,10 +119,10 @@ impl SseDecoder {
         self.buf.len() - self.pos + self.data.len()
     }
 
-    /// How many non-empty lines and frames were parsed: lets a caller tell a stream that
-    /// carried no events from one that carried something else.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.lines_seen, self.frames_seen)
+    /// What the stream held so far: lets a caller tell a stream that carried no events from
+    /// one that carried something else.
+    pub fn seen(&self) -> Seen {
+        self.seen
     }
 
     /// The next complete frame, if the bytes fed so far hold one.
@@ -148,7 +174,7 @@ impl SseDecoder {
                 }
                 continue;
             }
-            self.lines_seen += 1;
+            self.seen.lines += 1;
             self.field(line_start, line_start + end);
         }
     }
@@ -156,10 +182,12 @@ impl SseDecoder {
     fn field(&mut self, start: usize, end: usize) {
         let line = &self.buf[start..end];
         if line[0] == b':' {
+            self.seen.comments += 1;
             return;
         }
         // Nearly every line is `data: ...`: take it without searching for the colon.
         if let Some(value) = line.strip_prefix(b"data:") {
+            self.seen.fields += 1;
             let value = value.strip_prefix(b" ").unwrap_or(value);
             if self.has_data {
                 self.data.push(b'\n');
@@ -175,6 +203,9 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
+        if matches!(name, b"data" | b"event" | b"id" | b"retry") {
+            self.seen.fields += 1;
+        }
         match name {
             b"data" => {
                 if self.has_data {
@@ -211,7 +242,7 @@ impl SseDecoder {
         std::mem::swap(&mut self.out_event, &mut self.event);
         self.event.clear();
         self.has_data = false;
-        self.frames_seen += 1;
+        self.seen.frames += 1;
         true
     }
 
@@ -284,9 +315,33 @@ mod tests {
     }
 
     #[test]
-    fn the_last_event_needs_no_blank_line_and_empty_events_are_dropped() {
-        let got = frames(&[b"event: ping\n\ndata: tail"]);
-        assert_eq!(got, [(String::new(), "tail".into(), None, None)]);
+    fn an_event_cut_off_by_the_end_is_discarded_and_empty_events_are_dropped() {
+        let got = frames(&[b"event: ping\n\ndata: x\n\ndata: tail"]);
+        assert_eq!(got, [(String::new(), "x".into(), None, None)]);
+        let got = frames(&[b"data: whole line, no blank line\n"]);
+        assert_eq!(got, []);
+    }
+
+    #[test]
+    fn what_a_stream_held_is_counted() {
+        let mut d = SseDecoder::new();
+        d.feed(b": keep-alive\n\n: again\n\n");
+        assert!(d.next_frame().is_none());
+        d.end();
+        let seen = d.seen();
+        assert_eq!(
+            (seen.lines, seen.comments, seen.fields, seen.frames),
+            (2, 2, 0, 0)
+        );
+        assert!(!seen.cut);
+
+        let mut d = SseDecoder::new();
+        d.feed(b"data: {\"a\":1}\n\ndata: {\"b\"");
+        assert!(d.next_frame().is_some());
+        assert!(d.next_frame().is_none());
+        d.end();
+        assert!(d.next_frame().is_none());
+        assert!(d.seen().cut);
     }
 
     #[test]
@@ -302,9 +357,10 @@ pub trait Frames: Send {
     /// An error ends the stream.
     fn frame(&mut self, event: &str, data: &[u8], out: &mut Vec<Event>) -> Result<bool, Error>;
 
-    /// The connection closed before the response was complete. `frames` is how many events
-    /// were read, `head` the first bytes received (to show when the body was no event stream).
-    fn eof(&mut self, frames: u64, head: &[u8], out: &mut Vec<Event>) -> Result<(), Error>;
+    /// The connection closed, after at least one event, before the response was complete
+    /// (or, for APIs whose stream has no end marker, when it was): flushes what is pending,
+    /// or says what is missing.
+    fn eof(&mut self, out: &mut Vec<Event>) -> Result<(), Error>;
 
     /// See [`StreamDecoder::resume_point`](crate::StreamDecoder::resume_point).
     fn resume_point(&self) -> Option<crate::ResumePoint> {
@@ -386,7 +442,27 @@ impl<F: Frames> crate::StreamDecoder for SseStream<F> {
             return Ok(());
         }
         self.closed = true;
-        self.frames.eof(self.sse.counts().1, &self.head, out)
+        let seen = self.sse.seen();
+        if seen.frames > 0 {
+            return self.frames.eof(out);
+        }
+        if seen.fields > 0 || seen.cut || self.head.is_empty() {
+            return Err(Error::transport(
+                TransportErrorKind::ConnectionClosed,
+                "the connection closed before the first event was complete",
+            ));
+        }
+        if seen.comments > 0 && seen.comments == seen.lines {
+            return Err(Error::transport(
+                TransportErrorKind::ConnectionClosed,
+                "the connection closed with no answer: the server sent only keep-alive \
+                 comments",
+            ));
+        }
+        Err(Error::decode(
+            "the response body is not a server-sent event stream",
+            &self.head,
+        ))
     }
 
     fn resume_point(&self) -> Option<crate::ResumePoint> {

@@ -153,6 +153,44 @@ async fn a_request_too_large_for_the_rate_limit_is_not_retried() {
 }
 
 #[tokio::test]
+async fn a_stream_that_sends_only_keep_alive_comments_is_a_closed_connection() {
+    let server = ReplayServer::start(vec![Reply::sse(
+        b": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n".to_vec(),
+    )])
+    .await;
+    let err = model(&server).complete(&request()).await.unwrap_err();
+    match err {
+        Error::Transport(t) => {
+            assert_eq!(t.kind, TransportErrorKind::ConnectionClosed);
+            assert!(t.message.contains("no answer"), "{}", t.message);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_stream_closed_inside_an_event_is_a_closed_connection() {
+    let body = fixture(TEXT_STREAM);
+    let second = body.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    let cut = second + 30;
+    let server = ReplayServer::start(vec![Reply::sse(body[..cut].to_vec())]).await;
+    let mut events = model(&server).stream(&request());
+    let mut got = Vec::new();
+    let err = loop {
+        match events.next().await {
+            Some(Ok(e)) => got.push(e),
+            Some(Err(e)) => break e,
+            None => panic!("the stream ended without an error"),
+        }
+    };
+    assert!(matches!(got[0], Event::Start { .. }), "{got:?}");
+    assert!(
+        matches!(&err, Error::Transport(t) if t.kind == TransportErrorKind::ConnectionClosed),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_burst_of_server_errors_is_retried() {
     let server = ReplayServer::start(vec![
         Reply::status(500),

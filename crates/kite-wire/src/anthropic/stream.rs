@@ -72,7 +72,7 @@ impl Frames for AnthropicFrames {
         Ok(false)
     }
 
-    fn eof(&mut self, _: u64, _: &[u8], _: &mut Vec<Event>) -> Result<(), Error> {
+    fn eof(&mut self, _: &mut Vec<Event>) -> Result<(), Error> {
         Err(Error::transport(
             TransportErrorKind::ConnectionClosed,
             "the stream ended before message_stop",

@@ -61,13 +61,7 @@ impl Frames for ChatFrames {
         Ok(false)
     }
 
-    fn eof(&mut self, frames: u64, head: &[u8], out: &mut Vec<Event>) -> Result<(), Error> {
-        if frames == 0 && !head.is_empty() {
-            return Err(Error::decode(
-                "the response body is not a server-sent event stream",
-                head,
-            ));
-        }
+    fn eof(&mut self, out: &mut Vec<Event>) -> Result<(), Error> {
         if self.asm.finish.is_none() {
             return Err(Error::transport(
                 TransportErrorKind::ConnectionClosed,
