@@ -1,40 +1,26 @@
 //! One live session with one server over rmcp: started, handshaken, and watched until it
-//! ends. Everything rmcp-specific that the hub needs passes through here.
-//!
-//! kite speaks protocol 2025-11-25, where roots and logging are current; rmcp marks them
-//! deprecated for the 2026 protocol.
-#![allow(deprecated)]
+//! ends. The client handler that answers the server is in [`handler`](crate::handler), the
+//! HTTP client beneath it in [`http_client`](crate::http_client).
 
 use crate::catalog::{Prompt, PromptMessages, Resource, ResourceContent};
 use crate::child;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
-use crate::hooks::{ElicitAnswer, Elicitation, Elicitor, Sampler, with_defaults};
+use crate::handler::{Answerers, Handler, Notice, Notices};
+use crate::http_client::{SessionAware, transport_message};
 use crate::secrets::{bearer_token, secrets_of, stderr_end};
 use kite_http::redact_all as redact;
+use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ListRootsResult, LoggingMessageNotificationParam,
-    PingRequest, ProtocolVersion, ReadResourceRequestParams, Root, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientRequest, PingRequest, ProtocolVersion,
+    ReadResourceRequestParams, ServerResult,
 };
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
-};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::common::client_side_sse::BoxedSseResponse;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
-    StreamableHttpPostResponse,
-};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// The protocol version kite asks for; a server may answer with an older one kite knows.
@@ -47,17 +33,6 @@ const SPOKEN: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2025_03_26,
     ProtocolVersion::V_2024_11_05,
 ];
-
-/// What a session tells the hub, tagged with the server and the session's generation.
-#[derive(Debug)]
-pub(crate) enum Notice {
-    /// `notifications/tools/list_changed`.
-    ToolsChanged,
-    /// The session ended (the process exited, the connection closed), and why.
-    Closed(String),
-}
-
-pub(crate) type Notices = mpsc::UnboundedSender<(String, u64, Notice)>;
 
 /// A tool as the server lists it.
 #[derive(Clone, Debug)]
@@ -76,8 +51,10 @@ pub struct CallResult {
     pub is_error: bool,
 }
 
-/// A live session.
+/// A live session with one server.
 pub(crate) struct Session {
+    /// The server's id in the hub.
+    server: String,
     peer: Peer<RoleClient>,
     /// Ends the session (and the stdio child) when cancelled or dropped.
     stop: CancellationToken,
@@ -101,118 +78,6 @@ impl Drop for Session {
     }
 }
 
-#[derive(Clone)]
-struct Handler {
-    server: String,
-    generation: u64,
-    notices: Notices,
-    hooks: Hooks,
-}
-
-/// What the hub gives each session to answer servers' requests with.
-#[derive(Clone, Default)]
-pub(crate) struct Hooks {
-    pub roots: Arc<Vec<Root>>,
-    pub sampler: Option<Arc<dyn Sampler>>,
-    pub elicitor: Option<Arc<dyn Elicitor>>,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = serde_json::json!({"roots": {"listChanged": false}});
-        if self.hooks.sampler.is_some() {
-            capabilities["sampling"] = serde_json::json!({});
-        }
-        if self.hooks.elicitor.is_some() {
-            capabilities["elicitation"] = serde_json::json!({"form": {}});
-        }
-        let capabilities: ClientCapabilities =
-            serde_json::from_value(capabilities).unwrap_or_default();
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("kite", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(PROTOCOL)
-    }
-
-    fn list_roots(
-        &self,
-        _context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<ListRootsResult, rmcp::ErrorData>> + Send + '_ {
-        std::future::ready(Ok(ListRootsResult::new(self.hooks.roots.as_ref().clone())))
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        let Some(sampler) = &self.hooks.sampler else {
-            return Err(rmcp::ErrorData::method_not_found::<
-                rmcp::model::CreateMessageRequestMethod,
-            >());
-        };
-        let params = serde_json::to_value(&params).unwrap_or_default();
-        let request = crate::hooks::sampling_request(&params);
-        let response = sampler
-            .sample(&self.server, request)
-            .await
-            .map_err(|e| rmcp::ErrorData::internal_error(format!("sampling failed: {e}"), None))?;
-        serde_json::from_value(crate::hooks::sampling_result(&response))
-            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let decline = || ElicitResult::new(ElicitationAction::Decline);
-        let Some(elicitor) = &self.hooks.elicitor else {
-            return Ok(decline());
-        };
-        let ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } = request
-        else {
-            // kite does not offer URL mode; a server that asks anyway is declined.
-            return Ok(decline());
-        };
-        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-        let asked = Elicitation {
-            message,
-            schema: schema.clone(),
-        };
-        Ok(match elicitor.elicit(&self.server, asked).await {
-            ElicitAnswer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(Value::Object(with_defaults(&schema, content))),
-            ElicitAnswer::Decline => decline(),
-            ElicitAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        })
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        let _ = self
-            .notices
-            .send((self.server.clone(), self.generation, Notice::ToolsChanged));
-        std::future::ready(())
-    }
-
-    fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        tracing::info!(server = %self.server, logger = ?params.logger, "{}", params.data);
-        std::future::ready(())
-    }
-}
-
 impl Session {
     /// Starts or reaches the server, negotiates the protocol and lists its tools, all
     /// within `startup`; then watches the session: when it ends, `notices` hears `Closed`
@@ -221,7 +86,7 @@ impl Session {
         server: &str,
         config: &ServerConfig,
         generation: u64,
-        hooks: Hooks,
+        answerers: Answerers,
         notices: Notices,
         startup: Duration,
     ) -> Result<(Self, Vec<RemoteTool>), Error> {
@@ -234,7 +99,7 @@ impl Session {
             server: server.to_owned(),
             generation,
             notices: notices.clone(),
-            hooks,
+            answerers,
         };
         let mut child = None;
         let started = tokio::time::Instant::now();
@@ -339,6 +204,7 @@ impl Session {
         };
         let stop = CancellationToken::new();
         let session = Self {
+            server: server.to_owned(),
             peer,
             stop: stop.clone(),
             protocol,
@@ -348,7 +214,7 @@ impl Session {
             watcher: std::sync::Mutex::new(None),
         };
         let left = startup.saturating_sub(started.elapsed());
-        let tools = match tokio::time::timeout(left, session.tools(server)).await {
+        let tools = match tokio::time::timeout(left, session.tools()).await {
             Ok(Ok(tools)) => tools,
             Ok(Err(e)) => {
                 return Err(connect_error(format!(
@@ -404,8 +270,8 @@ impl Session {
         }
     }
 
-    fn error(&self, server: &str, what: &str, e: ServiceError) -> Error {
-        let server = server.to_owned();
+    fn error(&self, what: &str, e: ServiceError) -> Error {
+        let server = self.server.clone();
         let redact = |m: String| redact(&m, &self.secrets);
         match e {
             ServiceError::McpError(data) => Error::Server {
@@ -434,12 +300,12 @@ impl Session {
     }
 
     /// Every tool the server offers (all pages).
-    pub async fn tools(&self, server: &str) -> Result<Vec<RemoteTool>, Error> {
+    pub async fn tools(&self) -> Result<Vec<RemoteTool>, Error> {
         let tools = self
             .peer
             .list_all_tools()
             .await
-            .map_err(|e| self.error(server, "tools/list", e))?;
+            .map_err(|e| self.error("tools/list", e))?;
         Ok(tools
             .into_iter()
             .map(|t| RemoteTool {
@@ -451,12 +317,12 @@ impl Session {
     }
 
     /// Every resource the server offers (all pages).
-    pub async fn resources(&self, server: &str) -> Result<Vec<Resource>, Error> {
+    pub async fn resources(&self) -> Result<Vec<Resource>, Error> {
         let all = self
             .peer
             .list_all_resources()
             .await
-            .map_err(|e| self.error(server, "resources/list", e))?;
+            .map_err(|e| self.error("resources/list", e))?;
         Ok(all
             .iter()
             .map(|r| Resource::from_json(&serde_json::to_value(r).unwrap_or_default()))
@@ -464,32 +330,28 @@ impl Session {
     }
 
     /// Reads resource `uri`.
-    pub async fn read_resource(
-        &self,
-        server: &str,
-        uri: &str,
-    ) -> Result<Vec<ResourceContent>, Error> {
+    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContent>, Error> {
         let what = format!("resources/read {uri}");
         let result = self
             .peer
             .read_resource(ReadResourceRequestParams::new(uri))
             .await
-            .map_err(|e| self.error(server, &what, e))?;
+            .map_err(|e| self.error(&what, e))?;
         ResourceContent::all_from_json(&serde_json::to_value(&result).unwrap_or_default()).map_err(
             |message| Error::Malformed {
-                server: server.to_owned(),
+                server: self.server.clone(),
                 message,
             },
         )
     }
 
     /// Every prompt the server offers (all pages).
-    pub async fn prompts(&self, server: &str) -> Result<Vec<Prompt>, Error> {
+    pub async fn prompts(&self) -> Result<Vec<Prompt>, Error> {
         let all = self
             .peer
             .list_all_prompts()
             .await
-            .map_err(|e| self.error(server, "prompts/list", e))?;
+            .map_err(|e| self.error("prompts/list", e))?;
         Ok(all
             .iter()
             .map(|p| Prompt::from_json(&serde_json::to_value(p).unwrap_or_default()))
@@ -499,7 +361,6 @@ impl Session {
     /// Prompt `name` filled in with `arguments`.
     pub async fn prompt(
         &self,
-        server: &str,
         name: &str,
         arguments: &serde_json::Map<String, Value>,
     ) -> Result<PromptMessages, Error> {
@@ -507,7 +368,7 @@ impl Session {
         let params =
             serde_json::from_value(serde_json::json!({"name": name, "arguments": arguments}))
                 .map_err(|e| Error::Server {
-                    server: server.to_owned(),
+                    server: self.server.clone(),
                     code: -32602,
                     message: format!("{what}: {e}"),
                 })?;
@@ -515,25 +376,25 @@ impl Session {
             .peer
             .get_prompt(params)
             .await
-            .map_err(|e| self.error(server, &what, e))?;
+            .map_err(|e| self.error(&what, e))?;
         Ok(PromptMessages::from_json(
             &serde_json::to_value(&result).unwrap_or_default(),
         ))
     }
 
     /// `ping`, with a deadline.
-    pub async fn ping(&self, server: &str, timeout: Duration) -> Result<(), Error> {
+    pub async fn ping(&self, timeout: Duration) -> Result<(), Error> {
         let request = ClientRequest::PingRequest(PingRequest::default());
         let handle = self
             .peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await
-            .map_err(|e| self.error(server, "ping", e))?;
+            .map_err(|e| self.error("ping", e))?;
         handle
             .await_response()
             .await
             .map(|_| ())
-            .map_err(|e| self.error(server, "ping", e))
+            .map_err(|e| self.error("ping", e))
     }
 
     /// Calls tool `name`. The deadline `timeout` starts again on each progress
@@ -541,7 +402,6 @@ impl Session {
     /// `notifications/cancelled`.
     pub async fn call(
         &self,
-        server: &str,
         name: &str,
         arguments: Value,
         timeout: Duration,
@@ -558,7 +418,7 @@ impl Session {
             .peer
             .send_cancellable_request(request, options)
             .await
-            .map_err(|e| self.error(server, &what, e))?;
+            .map_err(|e| self.error(&what, e))?;
         let peer = handle.peer.clone();
         let id = handle.id.clone();
         let answer = tokio::select! {
@@ -569,10 +429,10 @@ impl Session {
                     Some("cancelled by the caller".into()),
                 );
                 let _ = peer.notify_cancelled(note).await;
-                return Err(Error::Cancelled { server: server.to_owned(), what });
+                return Err(Error::Cancelled { server: self.server.clone(), what });
             }
         };
-        match answer.map_err(|e| self.error(server, &what, e))? {
+        match answer.map_err(|e| self.error(&what, e))? {
             ServerResult::CallToolResult(r) => {
                 let v = serde_json::to_value(&r).unwrap_or(Value::Null);
                 Ok(CallResult {
@@ -582,154 +442,9 @@ impl Session {
                 })
             }
             other => Err(Error::Malformed {
-                server: server.to_owned(),
+                server: self.server.clone(),
                 message: format!("tools/call answered with {other:?}"),
             }),
         }
-    }
-}
-
-/// What went wrong in a transport, without rmcp's type names.
-fn transport_message(error: &rmcp::transport::DynamicTransportError) -> String {
-    match error
-        .error
-        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
-    {
-        Some(StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)) => {
-            "the server asks for authorization; give it a bearer token \
-             (bearer_token or bearer_token_env)"
-                .to_owned()
-        }
-        _ => error.error.to_string(),
-    }
-}
-
-/// rmcp's reqwest client, taught one more sign of a forgotten session.
-///
-/// The spec answers a request for an unknown `Mcp-Session-Id` with HTTP 404, which rmcp
-/// takes as an expired session: it initializes again and resends the request. Servers
-/// built on the JS SDK's examples (server-everything among them) answer 400 with a
-/// JSON-RPC error that has no id instead; rmcp cannot route that to the request, which
-/// would wait until its deadline. A request that was sent within a session and is answered
-/// with an id-less error is therefore treated as a session the server no longer knows.
-#[derive(Clone)]
-struct SessionAware(reqwest::Client);
-
-/// What was posted: a request, within a session or not.
-struct Asked {
-    request_in_session: bool,
-}
-
-impl Asked {
-    fn of(message: &ClientJsonRpcMessage, session_id: &Option<Arc<str>>) -> Self {
-        Self {
-            request_in_session: session_id.is_some()
-                && matches!(message, ClientJsonRpcMessage::Request(_)),
-        }
-    }
-
-    fn mend(
-        self,
-        answer: StreamableHttpPostResponse,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
-        match answer {
-            StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _)
-                if self.request_in_session && e.id.is_none() =>
-            {
-                tracing::debug!(error = %e.error.message, "request refused outside any session; starting a new one");
-                Err(StreamableHttpError::SessionExpired)
-            }
-            other => Ok(other),
-        }
-    }
-}
-
-impl StreamableHttpClient for SessionAware {
-    type Error = reqwest::Error;
-
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
-        let asked = Asked::of(&message, &session_id);
-        let answer = self
-            .0
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await?;
-        asked.mend(answer)
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
-        let asked = Asked::of(&message, &session_id);
-        let answer = self
-            .0
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await?;
-        asked.mend(answer)
-    }
-
-    async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
-    ) -> Result<(), StreamableHttpError<reqwest::Error>> {
-        self.0
-            .delete_session(uri, session_id, auth_header, custom_headers)
-            .await
-    }
-
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
-    ) -> Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>> {
-        self.0
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>> {
-        self.0
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
     }
 }

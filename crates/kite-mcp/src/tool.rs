@@ -1,20 +1,44 @@
 //! An MCP server's tool as a kite tool.
 
-use crate::hub::{Exposed, WeakInner};
+use crate::error::Error;
+use crate::naming::Exposed;
 use crate::session::CallResult;
 use kite_agent::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use kite_core::{Part, ToolSpec};
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A call's answer, on its way.
+pub(crate) type CallFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<CallResult, Error>> + Send + 'a>>;
+
+/// What a tool needs of the hub: a way to call a server's tool (reconnecting a lost server
+/// and retrying once), and nothing else.
+pub(crate) trait Caller: Send + Sync {
+    /// Calls `tool` on `server`.
+    fn call<'a>(
+        self: Arc<Self>,
+        server: &'a str,
+        tool: &'a str,
+        arguments: Value,
+        timeout: Duration,
+        cancel: &'a CancellationToken,
+    ) -> CallFuture<'a>;
+}
 
 /// One tool of one server, called through the hub (so a lost server is reconnected).
 pub(crate) struct McpTool {
-    hub: WeakInner,
+    hub: Weak<dyn Caller>,
     exposed: Exposed,
     spec: ToolSpec,
 }
 
 impl McpTool {
-    pub fn new(hub: WeakInner, exposed: Exposed) -> Self {
+    pub fn new(hub: Weak<dyn Caller>, exposed: Exposed) -> Self {
         let mut parameters = exposed.remote.input_schema.clone();
         if parameters.get("type").is_none()
             && let Value::Object(m) = &mut parameters

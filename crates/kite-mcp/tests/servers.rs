@@ -8,7 +8,7 @@ use common::{Served, everything, logs, pid, python, text};
 
 use kite_agent::{Agent, ToolSet};
 use kite_core::{Part, Role};
-use kite_mcp::{Hub, HubOptions, ServerConfig, ServerStatus};
+use kite_mcp::{Hub, HubOptions, Prefixing, ServerConfig, ServerStatus};
 use kite_testkit::ScriptedModel;
 use serde_json::json;
 use std::time::Duration;
@@ -227,6 +227,50 @@ async fn clashing_names_get_prefixes_lists_filter_and_a_failing_tool_is_an_error
         "Echo: py"
     );
     hub.shutdown();
+}
+
+/// A tool of the program's own, named like a server's.
+struct Local;
+
+impl kite_agent::Tool<()> for Local {
+    fn spec(&self) -> &kite_core::ToolSpec {
+        static SPEC: std::sync::OnceLock<kite_core::ToolSpec> = std::sync::OnceLock::new();
+        SPEC.get_or_init(|| {
+            kite_core::ToolSpec::new("echo", "the program's own echo", json!({"type": "object"}))
+        })
+    }
+    fn call(
+        &self,
+        _: serde_json::Value,
+        _: kite_agent::ToolContext<()>,
+    ) -> kite_agent::ToolFuture<()> {
+        Box::pin(async { Ok(kite_agent::ToolOutput::text("local")) })
+    }
+}
+
+#[tokio::test]
+async fn a_server_tool_named_like_one_in_the_set_never_replaces_it() {
+    for (prefixing, want) in [
+        (Prefixing::OnClash, vec!["echo", "everything_echo"]),
+        (Prefixing::Never, vec!["echo"]),
+    ] {
+        let hub = Hub::with_options(HubOptions {
+            prefixing,
+            ..HubOptions::default()
+        });
+        hub.add("everything", everything().allow(["echo"]))
+            .await
+            .unwrap();
+        let set: ToolSet<()> = ToolSet::new();
+        set.add(Local);
+        hub.bind(&set);
+        let mut names = set.names();
+        names.sort();
+        assert_eq!(names, want, "{prefixing:?}");
+        let echo = set.get("echo").unwrap();
+        assert_eq!(echo.spec().description, "the program's own echo");
+        hub.shutdown();
+    }
 }
 
 #[tokio::test]
