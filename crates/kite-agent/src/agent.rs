@@ -2,19 +2,23 @@
 
 use crate::AgentError;
 use crate::audit::AuditSink;
+use crate::calls::cancelled_record;
 use crate::hooks::{Flow, Hooks, ToolDecision};
-use crate::run::{CallStatus, Decision, Next, PlannedCall, Run, StopReason, ToolRecord};
+use crate::run::{Decision, Next, Run, StopReason, ToolRecord};
 use crate::stream::{AgentEvent, AgentStream, Sink};
-use crate::tool::{ContextPatch, Tool, ToolContext, ToolError};
+use crate::tool::Tool;
 use crate::toolset::ToolSet;
-use futures_util::{FutureExt, StreamExt};
-use kite_core::{Message, Model, Request, ResponseBuilder, ToolChoice, ToolResult};
-use std::panic::AssertUnwindSafe;
+use futures_util::StreamExt;
+use kite_core::{Message, Model, Request, ResponseBuilder, ToolChoice};
 use std::sync::Arc;
-use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The tool-calling loop for one model: tools, hooks, limits.
+///
+/// Clones of an agent share its [`ToolSet`]: a tool added to one (by [`tool`](Self::tool)
+/// or through [`tools`](Self::tools)) is offered by all of them, which is what lets
+/// [`Hub::bind`](https://docs.rs/kite-mcp) keep every clone's tools in step. To give a clone
+/// tools of its own, hand it a copy: `agent.clone().with_tools(agent.tools().fork())`.
 ///
 /// ```no_run
 /// # async fn demo(model: impl kite_core::Model + 'static) -> Result<(), kite_agent::AgentError> {
@@ -27,11 +31,11 @@ use tokio_util::sync::CancellationToken;
 pub struct Agent<C = ()> {
     model: Arc<dyn Model>,
     template: Request,
-    tools: ToolSet<C>,
-    hooks: Vec<Arc<dyn Hooks<C>>>,
-    audit: Option<Arc<dyn AuditSink>>,
+    pub(crate) tools: ToolSet<C>,
+    pub(crate) hooks: Vec<Arc<dyn Hooks<C>>>,
+    pub(crate) audit: Option<Arc<dyn AuditSink>>,
     max_turns: u32,
-    concurrency: usize,
+    pub(crate) concurrency: usize,
     reset_tool_choice: bool,
 }
 
@@ -48,14 +52,6 @@ impl<C> Clone for Agent<C> {
             reset_tool_choice: self.reset_tool_choice,
         }
     }
-}
-
-/// What one tool call produced, before hooks see it.
-struct Executed<C> {
-    result: ToolResult,
-    patch: Option<ContextPatch<C>>,
-    status: CallStatus,
-    duration: std::time::Duration,
 }
 
 impl Agent<()> {
@@ -99,7 +95,7 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         self
     }
 
-    /// Adds a tool.
+    /// Adds a tool to the agent's tool set, which its clones share (see [`Agent`]).
     pub fn tool(self, tool: impl Tool<C>) -> Self {
         self.tools.add(tool);
         self
@@ -110,7 +106,8 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         &self.tools
     }
 
-    /// Uses `tools` (shared with whoever else holds it).
+    /// Uses `tools`, shared with whoever else holds it ([`ToolSet::fork`] makes a copy
+    /// that is not).
     pub fn with_tools(mut self, tools: ToolSet<C>) -> Self {
         self.tools = tools;
         self
@@ -207,7 +204,7 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     ) -> Result<StopReason, AgentError> {
         loop {
             if cancel.is_cancelled() && run.stop_reason().is_none() {
-                self.cancel(run);
+                self.cancel(run)?;
             }
             match run.next() {
                 Next::Stopped(reason) => return Ok(reason),
@@ -220,7 +217,7 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
 
     /// Cancels between steps: calls already planned get a result saying so, so the history
     /// stays one a provider accepts.
-    fn cancel(&self, run: &mut Run<C>) {
+    fn cancel(&self, run: &mut Run<C>) -> Result<(), AgentError> {
         let turn = run.turns();
         let records: Vec<ToolRecord> = run
             .planned()
@@ -228,10 +225,10 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             .map(|p| cancelled_record(turn, &p.call))
             .collect();
         if !records.is_empty() {
-            let results = records.iter().map(|r| r.result.clone()).collect();
-            run.tools_ran(results, records);
+            run.tools_ran(records)?;
         }
         run.stop(StopReason::Cancelled);
+        Ok(())
     }
 
     async fn call_model(
@@ -324,181 +321,5 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
                 break;
             }
         }
-    }
-
-    async fn run_tools(
-        &self,
-        run: &mut Run<C>,
-        cancel: &CancellationToken,
-        sink: Option<&Sink<C>>,
-    ) -> Result<(), AgentError> {
-        let planned: Vec<PlannedCall> = run.planned().to_vec();
-        let snapshot = Arc::new(run.context.clone());
-        let turn = run.turns();
-        if let Some(sink) = sink {
-            for p in planned.iter().filter(|p| p.decision == Decision::Run) {
-                sink.push(AgentEvent::ToolStarted {
-                    call: p.call.clone(),
-                });
-            }
-        }
-        let calls = cancel.child_token();
-        let mut executing = futures_util::stream::iter(planned.iter().cloned())
-            .map(|p| self.execute(p, snapshot.clone(), calls.clone()))
-            .buffered(self.concurrency);
-        let mut executed = Vec::with_capacity(planned.len());
-        while executed.len() < planned.len() {
-            let next = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => None,
-                next = executing.next() => next,
-            };
-            match next {
-                Some(e) => executed.push(e?),
-                None => break,
-            }
-        }
-        // Tell tools (and work they handed to other tasks) first, then drop what still runs.
-        calls.cancel();
-        drop(executing);
-
-        let mut results = Vec::with_capacity(planned.len());
-        let mut records = Vec::with_capacity(planned.len());
-        let mut stop = None;
-        for (i, p) in planned.iter().enumerate() {
-            let record = match executed.get_mut(i) {
-                Some(e) => {
-                    for h in &self.hooks {
-                        if stop.is_some() {
-                            break;
-                        }
-                        if let Flow::Stop(message) =
-                            h.on_tool_result(&mut run.context, &p.call, &mut e.result)
-                        {
-                            stop = Some(message);
-                        }
-                    }
-                    if let Some(patch) = e.patch.take() {
-                        patch(&mut run.context);
-                    }
-                    ToolRecord {
-                        turn,
-                        call: p.call.clone(),
-                        result: e.result.clone(),
-                        status: e.status.clone(),
-                        duration: e.duration,
-                    }
-                }
-                None => cancelled_record(turn, &p.call),
-            };
-            if let Some(audit) = &self.audit {
-                audit.record(&record);
-            }
-            if let Some(sink) = sink {
-                sink.push(AgentEvent::ToolFinished {
-                    record: record.clone(),
-                });
-            }
-            results.push(record.result.clone());
-            records.push(record);
-        }
-        run.tools_ran(results, records);
-        if let Some(message) = stop {
-            run.stop(StopReason::Hook { message });
-        } else if executed.len() < planned.len() {
-            run.stop(StopReason::Cancelled);
-        }
-        Ok(())
-    }
-
-    /// Runs one planned call. Only infrastructure failures are errors; everything the model
-    /// should hear about becomes an error result.
-    async fn execute(
-        &self,
-        planned: PlannedCall,
-        context: Arc<C>,
-        cancel: CancellationToken,
-    ) -> Result<Executed<C>, AgentError> {
-        let call = &planned.call;
-        let started = Instant::now();
-        let done = |result: ToolResult, patch, status| Executed {
-            result,
-            patch,
-            status,
-            duration: started.elapsed(),
-        };
-        let reason = match &planned.decision {
-            Decision::Run => None,
-            Decision::Skip(reason) => Some(reason.clone()),
-            Decision::Undecided | Decision::Deferred => Some("not approved".to_owned()),
-        };
-        if let Some(reason) = reason {
-            let result = named(
-                ToolResult::error(&call.id, format!("not run: {reason}")),
-                call,
-            );
-            return Ok(done(result, None, CallStatus::Skipped));
-        }
-        let prepared = match self.tools.prepare(call) {
-            Ok(p) => p,
-            Err(message) => {
-                let result = named(ToolResult::error(&call.id, message), call);
-                return Ok(done(result, None, CallStatus::Refused));
-            }
-        };
-        let ctx = ToolContext {
-            context,
-            call_id: call.id.clone(),
-            cancel,
-        };
-        let outcome = AssertUnwindSafe(prepared.tool.call(prepared.args, ctx))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                Err(ToolError::fatal(format!("the tool panicked: {what}")))
-            });
-        match outcome {
-            Ok(out) => {
-                let result = ToolResult {
-                    call_id: call.id.clone(),
-                    name: Some(call.name.clone()),
-                    content: out.content,
-                    is_error: out.is_error,
-                };
-                Ok(done(result, out.patch, CallStatus::Ran))
-            }
-            Err(ToolError::Model(message)) => {
-                let result = named(ToolResult::error(&call.id, message), call);
-                Ok(done(result, None, CallStatus::Ran))
-            }
-            Err(ToolError::Fatal(source)) => Err(AgentError::Tool {
-                tool: call.name.clone(),
-                call_id: call.id.clone(),
-                source,
-            }),
-        }
-    }
-}
-
-fn named(mut result: ToolResult, call: &kite_core::ToolCall) -> ToolResult {
-    result.name = Some(call.name.clone());
-    result
-}
-
-fn cancelled_record(turn: u32, call: &kite_core::ToolCall) -> ToolRecord {
-    ToolRecord {
-        turn,
-        call: call.clone(),
-        result: named(
-            ToolResult::error(&call.id, "not run: the run was cancelled"),
-            call,
-        ),
-        status: CallStatus::Skipped,
-        duration: std::time::Duration::ZERO,
     }
 }

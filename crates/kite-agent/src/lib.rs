@@ -14,6 +14,7 @@
 mod agent;
 mod audit;
 pub mod builtin;
+mod calls;
 mod conversation;
 mod error;
 mod hooks;
@@ -27,7 +28,7 @@ pub use audit::AuditSink;
 pub use conversation::Conversation;
 pub use error::AgentError;
 pub use hooks::{Flow, Hooks, ToolDecision};
-pub use run::{CallStatus, Decision, Next, PlannedCall, Run, StopReason, ToolRecord};
+pub use run::{CallStatus, Decision, Next, PlannedCall, Run, StepError, StopReason, ToolRecord};
 pub use stream::{AgentEvent, AgentStream};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

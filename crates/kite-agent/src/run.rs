@@ -2,8 +2,78 @@
 //!
 //! A [`Run`] holds everything the loop knows: the history, where the loop stands, the tool
 //! calls waiting for a decision, usage, every tool call made, and the caller's context. It
-//! does no I/O; [`Agent`](crate::Agent) drives it. Because it is plain data, a run paused for
-//! approval can be stored and resumed by another process.
+//! does no I/O; [`Agent`](crate::Agent) drives it, and so can any program. Because it is
+//! plain data, a run paused for approval can be stored and resumed by another process.
+//!
+//! The protocol: ask [`Run::next`] what to do, do it, and report back.
+//!
+//! - [`Next::CallModel`]: send [`Run::messages`] to the model; give its answer to
+//!   [`Run::model_answered`].
+//! - [`Next::DecideTools`]: settle each [`Decision::Undecided`] call of [`Run::planned`] with
+//!   [`Run::decide`] (run it, skip it with a reason, or defer it to a person).
+//! - [`Next::RunTools`]: run the calls decided [`Decision::Run`], and report one
+//!   [`ToolRecord`] per planned call, in order, to [`Run::tools_ran`] (a skipped call's record
+//!   carries the reason as its result).
+//! - [`Next::Stopped`]: done, or waiting: approve or reject deferred calls with
+//!   [`Run::approve`] / [`Run::reject`], then ask again.
+//!
+//! ```
+//! use kite_agent::{CallStatus, Decision, Next, Run, ToolRecord};
+//! use kite_core::{Message, Model, Request, ToolResult};
+//! # use kite_testkit::ScriptedModel;
+//! # use serde_json::json;
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! # let model = ScriptedModel::new()
+//! #     .tool_calls(&[("c1", "add", json!({"a": 2, "b": 3})), ("c2", "rm_rf", json!({}))])
+//! #     .text("2 + 3 = 5.");
+//!
+//! let mut run = Run::new((), vec![Message::user("What is 2 + 3?")], 5);
+//! loop {
+//!     match run.next() {
+//!         Next::CallModel => {
+//!             let mut request = Request::new("gpt-4o-mini");
+//!             request.messages = run.messages().to_vec();
+//!             let answer = model.complete(&request).await.unwrap();
+//!             run.model_answered(answer);
+//!         }
+//!         Next::DecideTools => {
+//!             let undecided: Vec<(String, String)> = run
+//!                 .planned()
+//!                 .iter()
+//!                 .map(|p| (p.call.id.clone(), p.call.name.clone()))
+//!                 .collect();
+//!             for (id, name) in undecided {
+//!                 let decision = match name.as_str() {
+//!                     "add" => Decision::Run,
+//!                     other => Decision::Skip(format!("{other} is not allowed here")),
+//!                 };
+//!                 run.decide(&id, decision);
+//!             }
+//!         }
+//!         Next::RunTools(planned) => {
+//!             let records = planned
+//!                 .iter()
+//!                 .map(|p| {
+//!                     let (result, status) = match &p.decision {
+//!                         Decision::Run => (ToolResult::text(&p.call.id, "5"), CallStatus::Ran),
+//!                         Decision::Skip(why) => (
+//!                             ToolResult::error(&p.call.id, format!("not run: {why}")),
+//!                             CallStatus::Skipped,
+//!                         ),
+//!                         _ => unreachable!("every call is decided"),
+//!                     };
+//!                     ToolRecord::new(run.turns(), p.call.clone(), result, status)
+//!                 })
+//!                 .collect();
+//!             run.tools_ran(records).unwrap();
+//!         }
+//!         Next::Stopped(_) => break,
+//!     }
+//! }
+//! assert_eq!(run.text(), "2 + 3 = 5.");
+//! assert_eq!(run.tool_calls()[1].status, CallStatus::Skipped);
+//! # });
+//! ```
 
 use kite_core::{FinishReason, Message, Response, Role, ToolCall, ToolResult, Usage};
 use serde::de::DeserializeOwned;
@@ -45,6 +115,7 @@ enum Phase {
 pub struct PlannedCall {
     /// The call, with its arguments as hooks left them.
     pub call: ToolCall,
+    /// What is to be done with it.
     pub decision: Decision,
 }
 
@@ -52,8 +123,9 @@ pub struct PlannedCall {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "reason", rename_all = "snake_case")]
 pub enum Decision {
-    /// Hooks have not been asked yet.
+    /// Nobody has decided yet.
     Undecided,
+    /// Run it.
     Run,
     /// Not run; the model is told the reason.
     Skip(String),
@@ -82,11 +154,28 @@ pub enum StopReason {
 pub struct ToolRecord {
     /// The model call (1-based) whose answer asked for it.
     pub turn: u32,
+    /// The call, with the arguments it ran with.
     pub call: ToolCall,
+    /// What the model is told.
     pub result: ToolResult,
     /// Whether the tool ran, or why not.
     pub status: CallStatus,
+    /// How long it took.
     pub duration: Duration,
+}
+
+impl ToolRecord {
+    /// The record of `call`, asked for by model call `turn`, with its `result`; no time
+    /// measured.
+    pub fn new(turn: u32, call: ToolCall, result: ToolResult, status: CallStatus) -> Self {
+        Self {
+            turn,
+            call,
+            result,
+            status,
+            duration: Duration::ZERO,
+        }
+    }
 }
 
 /// Whether a tool call ran.
@@ -104,13 +193,20 @@ pub enum CallStatus {
 /// What the driver is to do next.
 #[derive(Debug, PartialEq)]
 pub enum Next<'a> {
+    /// Send the history to the model and report its answer to [`Run::model_answered`].
     CallModel,
-    /// Ask the hooks about calls still undecided.
+    /// Settle the calls still undecided with [`Run::decide`].
     DecideTools,
-    /// Run (or skip) the planned calls.
+    /// Run (or skip) the planned calls and report them to [`Run::tools_ran`].
     RunTools(&'a [PlannedCall]),
+    /// The run stopped (or waits for approval), and why.
     Stopped(StopReason),
 }
+
+/// A step reported to a [`Run`] that does not fit where it stands.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the run cannot take this step: {0}")]
+pub struct StepError(pub String);
 
 impl<C> Run<C> {
     /// A run that continues `history` (which ends with the new user message).
@@ -182,6 +278,20 @@ impl<C> Run<C> {
         };
     }
 
+    /// Decides what to do with planned call `call_id`, while it is undecided or deferred.
+    /// False when no such call waits for a decision.
+    pub fn decide(&mut self, call_id: &str, decision: Decision) -> bool {
+        match self.planned_mut().iter_mut().find(|c| {
+            c.call.id == call_id && matches!(c.decision, Decision::Undecided | Decision::Deferred)
+        }) {
+            Some(c) => {
+                c.decision = decision;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The calls waiting for a decision or to be run.
     pub fn planned(&self) -> &[PlannedCall] {
         match &self.phase {
@@ -215,24 +325,34 @@ impl<C> Run<C> {
     }
 
     fn settle(&mut self, call_id: &str, decision: Decision) -> bool {
-        match self
-            .planned_mut()
-            .iter_mut()
-            .find(|c| c.call.id == call_id && c.decision == Decision::Deferred)
-        {
-            Some(c) => {
-                c.decision = decision;
-                true
-            }
-            None => false,
-        }
+        let deferred = self
+            .planned()
+            .iter()
+            .any(|c| c.call.id == call_id && c.decision == Decision::Deferred);
+        deferred && self.decide(call_id, decision)
     }
 
-    /// Records the results of the planned calls (in call order) and moves on.
-    pub fn tools_ran(&mut self, results: Vec<ToolResult>, records: Vec<ToolRecord>) {
-        let parts = results
-            .into_iter()
-            .map(kite_core::Part::ToolResult)
+    /// Records what became of the planned calls, one record per call in call order, and
+    /// moves on. Records that do not match the planned calls are refused, and the run is
+    /// left as it was.
+    pub fn tools_ran(&mut self, records: Vec<ToolRecord>) -> Result<(), StepError> {
+        let planned = self.planned();
+        if planned.is_empty() {
+            return Err(StepError("no tool calls are planned".into()));
+        }
+        let matches = planned.len() == records.len()
+            && planned
+                .iter()
+                .zip(&records)
+                .all(|(p, r)| p.call.id == r.call.id && r.result.call_id == r.call.id);
+        if !matches {
+            return Err(StepError(
+                "the records do not match the planned calls one for one, in order".into(),
+            ));
+        }
+        let parts = records
+            .iter()
+            .map(|r| kite_core::Part::ToolResult(r.result.clone()))
             .collect();
         self.messages.push(Message::new(Role::Tool, parts));
         self.records.extend(records);
@@ -245,6 +365,7 @@ impl<C> Run<C> {
         } else {
             Phase::Model
         };
+        Ok(())
     }
 
     /// Ends the run.

@@ -72,6 +72,26 @@ impl<C: 'static> ToolSet<C> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// An independent copy: the same tools and filters, and changes to either set are not
+    /// seen by the other.
+    pub fn fork(&self) -> Self {
+        let inner = self.read();
+        Self {
+            inner: Arc::new(RwLock::new(Inner {
+                tools: inner
+                    .tools
+                    .iter()
+                    .map(|e| Entry {
+                        tool: e.tool.clone(),
+                        validator: e.validator.clone(),
+                    })
+                    .collect(),
+                allow: inner.allow.clone(),
+                reject: inner.reject.clone(),
+            })),
+        }
+    }
+
     /// Adds a tool, replacing one of the same name.
     pub fn add(&self, tool: impl Tool<C>) {
         self.add_arc(Arc::new(tool));

@@ -289,6 +289,7 @@ fn json_error(e: &AgentError) -> Value {
         }
         AgentError::Model(_) => "other",
         AgentError::Tool { .. } => "tool",
+        _ => "other",
     };
     v["kind"] = json!(kind);
     v
