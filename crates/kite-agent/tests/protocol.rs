@@ -86,3 +86,14 @@ fn clones_share_a_tool_set_and_a_fork_does_not() {
     let empty: ToolSet = ToolSet::new();
     assert!(empty.fork().names().is_empty());
 }
+
+#[test]
+fn the_specs_a_set_offers_share_their_schemas() {
+    let set: ToolSet = ToolSet::new();
+    set.add(calculate());
+    let (first, second) = (set.specs(), set.specs());
+    assert!(std::sync::Arc::ptr_eq(
+        &first[0].parameters,
+        &second[0].parameters
+    ));
+}

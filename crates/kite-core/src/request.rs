@@ -3,6 +3,7 @@
 use crate::Message;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// A request to a language model, independent of provider.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -82,8 +83,9 @@ pub struct ToolSpec {
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: Value,
+    /// JSON Schema of the arguments object, shared: a spec is copied into every request,
+    /// its schema never is.
+    pub parameters: Arc<Value>,
     /// Ask the provider to enforce the schema exactly (OpenAI `strict`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
@@ -95,7 +97,7 @@ impl ToolSpec {
         Self {
             name: name.into(),
             description: description.into(),
-            parameters,
+            parameters: Arc::new(parameters),
             strict: None,
         }
     }

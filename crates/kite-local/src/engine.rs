@@ -1,7 +1,7 @@
 //! The model in process: loading, and generating on a thread of its own.
 
 use crate::grammar;
-use crate::prompt::{self, CHATML};
+use crate::prompt::{self, CHATML, TemplateMessage};
 use crate::split::Splitter;
 use kite_core::{
     Capabilities, Error, Event, EventStream, FinishReason, Model, Request, ToolChoice, Usage,
@@ -83,10 +83,47 @@ struct Shared {
     config: LocalConfig,
 }
 
-/// A call for the worker: the request, and where its events go.
+/// A call for the worker: what it needs of the request (prepared on the caller's thread, so
+/// the request itself is never copied), and where its events go.
 struct Job {
-    request: Request,
+    /// The conversation as chat templates take it.
+    messages: Vec<TemplateMessage>,
+    plan: Plan,
     events: Sender,
+}
+
+/// How tokens are chosen, and when generation stops.
+struct Plan {
+    /// The tool-call grammar, and whether the model must call (else it may answer first).
+    grammar: Option<(String, bool)>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    seed: Option<i64>,
+    max_tokens: Option<u32>,
+    stop: Vec<String>,
+}
+
+impl Plan {
+    fn of(req: &Request) -> Result<Self, Error> {
+        let has_tools = !req.tools.is_empty();
+        let grammar = match &req.tool_choice {
+            Some(ToolChoice::Required) => Some((grammar::tool_call(&req.tools, None)?, true)),
+            Some(ToolChoice::Tool(name)) => {
+                Some((grammar::tool_call(&req.tools, Some(name))?, true))
+            }
+            Some(ToolChoice::None) => None,
+            _ if has_tools => Some((grammar::tool_call(&req.tools, None)?, false)),
+            _ => None,
+        };
+        Ok(Self {
+            grammar,
+            temperature: req.temperature,
+            top_p: req.top_p,
+            seed: req.seed,
+            max_tokens: req.max_tokens,
+            stop: req.stop.clone(),
+        })
+    }
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -193,9 +230,14 @@ type Sender = mpsc::Sender<Result<Event, Error>>;
 
 impl Model for LocalModel {
     fn stream(&self, request: &Request) -> EventStream {
+        let plan = match Plan::of(request) {
+            Ok(p) => p,
+            Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
+        };
         let (events, mut rx) = mpsc::channel(64);
         let job = Job {
-            request: request.clone(),
+            messages: prompt::messages(request, &self.shared.config.system_prompt),
+            plan,
             events,
         };
         if self.jobs.send(job).is_err() {
@@ -234,7 +276,7 @@ impl Shared {
             if job.events.is_closed() {
                 continue;
             }
-            if let Err(e) = self.generate(&job.request, &job.events, &mut slot) {
+            if let Err(e) = self.generate(&job, &mut slot) {
                 let _ = job.events.blocking_send(Err(e));
             }
         }
@@ -268,19 +310,14 @@ impl Shared {
         Ok(&mut slot.insert((ctx, size)).0)
     }
 
-    fn generate<'m>(
-        &'m self,
-        req: &Request,
-        tx: &Sender,
-        slot: &mut Slot<'m>,
-    ) -> Result<(), Error> {
-        let messages = prompt::messages(req, &self.config.system_prompt);
+    fn generate<'m>(&'m self, job: &Job, slot: &mut Slot<'m>) -> Result<(), Error> {
+        let (messages, plan, tx) = (&job.messages, &job.plan, &job.events);
         let text = match &self.template {
-            Some(t) => prompt::render(t, &messages, &self.bos, &self.eos).or_else(|e| {
+            Some(t) => prompt::render(t, messages, &self.bos, &self.eos).or_else(|e| {
                 tracing::warn!(error = %e, "the model's chat template failed; using ChatML");
-                prompt::render(CHATML, &messages, &self.bos, &self.eos)
+                prompt::render(CHATML, messages, &self.bos, &self.eos)
             })?,
-            None => prompt::render(CHATML, &messages, &self.bos, &self.eos)?,
+            None => prompt::render(CHATML, messages, &self.bos, &self.eos)?,
         };
         let vocab = self.model.vocab();
         let tokens = vocab.tokenize(text.as_bytes(), true, true);
@@ -295,7 +332,7 @@ impl Shared {
                 "the prompt has {n_prompt} tokens; the local model holds {n_ctx_max}"
             )));
         }
-        let max_new = req
+        let max_new = plan
             .max_tokens
             .unwrap_or(self.config.max_tokens)
             .min(n_ctx_max - n_prompt);
@@ -319,7 +356,7 @@ impl Shared {
                 .map_err(engine("cannot read the prompt"))?;
         }
 
-        let mut sampler = self.sampler(req)?;
+        let mut sampler = self.sampler(plan)?;
         if !send(
             tx,
             Event::Start {
@@ -330,7 +367,7 @@ impl Shared {
             return Ok(());
         }
         let mut decoder = encoding_rs::UTF_8.new_decoder();
-        let mut splitter = Splitter::new(req.stop.clone());
+        let mut splitter = Splitter::new(plan.stop.clone());
         let mut events = Vec::new();
         let mut generated = 0u32;
         let mut pos = n_prompt as i32;
@@ -394,27 +431,18 @@ impl Shared {
 
     /// Grammar first (when tools are in play), then repetition penalty, then greedy choice or
     /// seeded sampling.
-    fn sampler(&self, req: &Request) -> Result<LlamaSampler, Error> {
+    fn sampler(&self, plan: &Plan) -> Result<LlamaSampler, Error> {
         let mut chain = Vec::new();
-        let has_tools = !req.tools.is_empty();
-        let forced = match &req.tool_choice {
-            Some(ToolChoice::Required) => Some(grammar::tool_call(&req.tools, None)?),
-            Some(ToolChoice::Tool(name)) => Some(grammar::tool_call(&req.tools, Some(name))?),
-            _ => None,
-        };
-        match forced {
-            Some(g) => chain.push(
-                LlamaSampler::grammar(&self.model, &g, "root")
+        match &plan.grammar {
+            Some((g, true)) => chain.push(
+                LlamaSampler::grammar(&self.model, g, "root")
                     .map_err(engine("the tool grammar does not compile"))?,
             ),
-            None if has_tools && req.tool_choice != Some(ToolChoice::None) => {
-                // Free text until the model opens a call, then a well-formed call.
-                let g = grammar::tool_call(&req.tools, None)?;
-                chain.push(
-                    LlamaSampler::grammar_lazy(&self.model, &g, "root", ["<tool_call>"], &[])
-                        .map_err(engine("the tool grammar does not compile"))?,
-                );
-            }
+            // Free text until the model opens a call, then a well-formed call.
+            Some((g, false)) => chain.push(
+                LlamaSampler::grammar_lazy(&self.model, g, "root", ["<tool_call>"], &[])
+                    .map_err(engine("the tool grammar does not compile"))?,
+            ),
             None => {}
         }
         if self.config.repeat_penalty != 1.0 {
@@ -426,13 +454,13 @@ impl Shared {
                 0.0,
             ));
         }
-        match req.temperature {
+        match plan.temperature {
             Some(t) if t > 0.0 => {
-                if let Some(p) = req.top_p {
+                if let Some(p) = plan.top_p {
                     chain.push(LlamaSampler::top_p(p as f32, 1));
                 }
                 chain.push(LlamaSampler::temp(t as f32));
-                let seed = req.seed.map_or_else(rand_seed, |s| s as u32);
+                let seed = plan.seed.map_or_else(rand_seed, |s| s as u32);
                 chain.push(LlamaSampler::dist(seed));
             }
             _ => chain.push(LlamaSampler::greedy()),

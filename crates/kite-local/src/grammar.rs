@@ -11,7 +11,7 @@ pub(crate) fn tool_call(tools: &[ToolSpec], only: Option<&str>) -> Result<String
         .iter()
         .filter(|t| only.is_none_or(|n| n == t.name))
         .map(|t| {
-            let mut params = t.parameters.clone();
+            let mut params = (*t.parameters).clone();
             // `$ref`s point at the root of the tool's schema: move its definitions there.
             if let Some(Value::Object(d)) = params.as_object_mut().and_then(|p| p.remove("$defs")) {
                 defs.extend(d);

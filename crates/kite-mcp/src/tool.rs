@@ -48,7 +48,7 @@ impl McpTool {
         let spec = ToolSpec {
             name: exposed.name.clone(),
             description: exposed.remote.description.clone(),
-            parameters,
+            parameters: parameters.into(),
             strict: None,
         };
         Self { hub, exposed, spec }
