@@ -136,6 +136,7 @@ pub enum Decision {
 /// Why a run stopped.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopReason {
     /// The model answered without asking for tools.
     Finished { finish_reason: FinishReason },
@@ -147,6 +148,19 @@ pub enum StopReason {
     AwaitingApproval { call_ids: Vec<String> },
     /// The caller cancelled the run.
     Cancelled,
+}
+
+impl StopReason {
+    /// Its name: `finished`, `turn_limit`, `hook`, `awaiting_approval` or `cancelled`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StopReason::Finished { .. } => "finished",
+            StopReason::TurnLimit { .. } => "turn_limit",
+            StopReason::Hook { .. } => "hook",
+            StopReason::AwaitingApproval { .. } => "awaiting_approval",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// A tool call made during a run.

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What a streamed run reports, as it happens.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum AgentEvent<C = ()> {
     /// An event of the model's stream.
     Model(Event),

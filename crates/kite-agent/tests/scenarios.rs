@@ -599,6 +599,7 @@ async fn streamed_and_buffered_runs_give_the_same_history() {
                 kinds.push("done");
                 streamed = Some(run);
             }
+            other => panic!("an event this test does not know: {other:?}"),
         }
     }
     let streamed = streamed.unwrap();

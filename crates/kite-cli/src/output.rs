@@ -131,7 +131,7 @@ impl Output {
             return;
         }
         match e {
-            AgentEvent::Model(Event::TextDelta { text } | Event::RefusalDelta { text }) => {
+            AgentEvent::Model(Event::TextDelta { text, .. } | Event::RefusalDelta { text, .. }) => {
                 out!("{text}");
                 self.wrote_text = true;
                 self.at_line_start = text.ends_with('\n');
@@ -207,14 +207,7 @@ impl Output {
 }
 
 fn stop_name(stop: &Option<StopReason>) -> &'static str {
-    match stop {
-        Some(StopReason::Finished { .. }) => "finished",
-        Some(StopReason::TurnLimit { .. }) => "turn_limit",
-        Some(StopReason::Hook { .. }) => "hook",
-        Some(StopReason::AwaitingApproval { .. }) => "awaiting_approval",
-        Some(StopReason::Cancelled) => "cancelled",
-        None => "running",
-    }
+    stop.as_ref().map_or("running", StopReason::name)
 }
 
 fn short(text: &str) -> String {
@@ -235,9 +228,9 @@ fn json_event(e: &AgentEvent) -> Option<Value> {
     Some(match e {
         AgentEvent::Model(event) => match event {
             Event::Start { id, model } => json!({"type": "start", "id": id, "model": model}),
-            Event::TextDelta { text } => json!({"type": "text_delta", "text": text}),
-            Event::ReasoningDelta { text } => json!({"type": "reasoning_delta", "text": text}),
-            Event::RefusalDelta { text } => json!({"type": "refusal_delta", "text": text}),
+            Event::TextDelta { text, .. } => json!({"type": "text_delta", "text": text}),
+            Event::ReasoningDelta { text, .. } => json!({"type": "reasoning_delta", "text": text}),
+            Event::RefusalDelta { text, .. } => json!({"type": "refusal_delta", "text": text}),
             Event::ToolCallEnd { call, .. } => json!({
                 "type": "tool_call",
                 "id": call.id,
@@ -248,7 +241,7 @@ fn json_event(e: &AgentEvent) -> Option<Value> {
             _ => return None,
         },
         AgentEvent::ToolFinished { record } => tool_result(record),
-        AgentEvent::ToolStarted { .. } | AgentEvent::Done(_) => return None,
+        _ => return None,
     })
 }
 

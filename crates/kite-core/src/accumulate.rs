@@ -6,15 +6,16 @@ use crate::{
 
 /// Builds a [`Response`] from stream events, in the order they arrive.
 ///
-/// Consecutive text, reasoning or refusal deltas extend one part; tool calls are taken whole
-/// from [`Event::ToolCallEnd`]. The last [`Event::Usage`] is the response's usage.
+/// Consecutive text, reasoning or refusal deltas of the same part extend it; a delta of
+/// another kind or another part starts a new one. Tool calls are taken whole from
+/// [`Event::ToolCallEnd`]. The last [`Event::Usage`] is the response's usage.
 ///
 /// ```
 /// use kite_core::{Event, FinishReason, ResponseBuilder};
 ///
 /// let mut b = ResponseBuilder::new();
-/// b.push(Event::TextDelta { text: "Hel".into() });
-/// b.push(Event::TextDelta { text: "lo".into() });
+/// b.push(Event::text(0, "Hel"));
+/// b.push(Event::text(0, "lo"));
 /// b.push(Event::Finish { reason: FinishReason::Stop });
 /// assert_eq!(b.finish().unwrap().text(), "Hello");
 /// ```
@@ -23,8 +24,8 @@ pub struct ResponseBuilder {
     id: Option<String>,
     model: Option<String>,
     parts: Vec<Part>,
-    /// Whether the last part still takes deltas.
-    last_open: bool,
+    /// The stream's number of the last part, while it still takes deltas.
+    open: Option<u32>,
     usage: Usage,
     finish: Option<FinishReason>,
     metadata: Metadata,
@@ -50,7 +51,8 @@ impl ResponseBuilder {
                 self.id = id.or(self.id.take());
                 self.model = model.or(self.model.take());
             }
-            Event::TextDelta { text } => self.append(
+            Event::TextDelta { part, text } => self.append(
+                part,
                 text,
                 |p| match p {
                     Part::Text { text } => Some(text),
@@ -58,7 +60,8 @@ impl ResponseBuilder {
                 },
                 |text| Part::Text { text },
             ),
-            Event::RefusalDelta { text } => self.append(
+            Event::RefusalDelta { part, text } => self.append(
+                part,
                 text,
                 |p| match p {
                     Part::Refusal { text } => Some(text),
@@ -66,7 +69,8 @@ impl ResponseBuilder {
                 },
                 |text| Part::Refusal { text },
             ),
-            Event::ReasoningDelta { text } => self.append(
+            Event::ReasoningDelta { part, text } => self.append(
+                part,
                 text,
                 |p| match p {
                     Part::Reasoning(r) => Some(&mut r.text),
@@ -79,19 +83,19 @@ impl ResponseBuilder {
                     })
                 },
             ),
-            Event::ReasoningEnd { metadata } => {
-                match (self.last_open, self.parts.last_mut()) {
+            Event::ReasoningEnd { part, metadata } => {
+                match (self.open == Some(part), self.parts.last_mut()) {
                     (true, Some(Part::Reasoning(r))) => r.metadata.extend(metadata),
                     _ => self.parts.push(Part::Reasoning(Reasoning {
                         text: String::new(),
                         metadata,
                     })),
                 }
-                self.last_open = false;
+                self.open = None;
             }
             Event::ToolCallEnd { call, .. } => {
                 self.parts.push(Part::ToolCall(call));
-                self.last_open = false;
+                self.open = None;
             }
             Event::Usage { usage } => self.usage = usage,
             Event::Finish { reason } => self.finish = Some(reason),
@@ -102,6 +106,7 @@ impl ResponseBuilder {
 
     fn append(
         &mut self,
+        part: u32,
         delta: String,
         same: impl Fn(&mut Part) -> Option<&mut String>,
         new: impl Fn(String) -> Part,
@@ -109,14 +114,14 @@ impl ResponseBuilder {
         if delta.is_empty() {
             return;
         }
-        if self.last_open
+        if self.open == Some(part)
             && let Some(text) = self.parts.last_mut().and_then(same)
         {
             text.push_str(&delta);
             return;
         }
         self.parts.push(new(delta));
-        self.last_open = true;
+        self.open = Some(part);
     }
 
     /// The response, or an error when the stream ended before the provider said it was done.

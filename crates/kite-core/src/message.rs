@@ -28,6 +28,7 @@ pub struct Message {
 /// A piece of message content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Part {
     Text {
         text: String,

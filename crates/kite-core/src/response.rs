@@ -53,15 +53,16 @@ impl Response {
             });
         }
         let mut index = 0;
-        for part in self.message.parts {
-            match part {
-                Part::Text { text } => out.push(Event::TextDelta { text }),
-                Part::Refusal { text } => out.push(Event::RefusalDelta { text }),
+        for (part, p) in (0..).zip(self.message.parts) {
+            match p {
+                Part::Text { text } => out.push(Event::TextDelta { part, text }),
+                Part::Refusal { text } => out.push(Event::RefusalDelta { part, text }),
                 Part::Reasoning(r) => {
                     if !r.text.is_empty() {
-                        out.push(Event::ReasoningDelta { text: r.text });
+                        out.push(Event::reasoning(part, r.text));
                     }
                     out.push(Event::ReasoningEnd {
+                        part,
                         metadata: r.metadata,
                     });
                 }
@@ -91,6 +92,7 @@ impl Response {
 
 /// Why the model stopped.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FinishReason {
     /// A natural end or a stop sequence.
     Stop,

@@ -20,16 +20,15 @@ fn deltas_fold_into_parts_in_order() {
             id: Some("r1".into()),
             model: Some("m".into()),
         },
-        Event::ReasoningDelta {
-            text: "think".into(),
-        },
-        Event::ReasoningDelta { text: "ing".into() },
+        Event::reasoning(0, "think"),
+        Event::reasoning(0, "ing"),
         Event::ReasoningEnd {
+            part: 0,
             metadata: Metadata::with("anthropic", "signature", json!("sig")),
         },
-        Event::TextDelta { text: "Hel".into() },
-        Event::TextDelta { text: "".into() },
-        Event::TextDelta { text: "lo".into() },
+        Event::text(1, "Hel"),
+        Event::text(1, ""),
+        Event::text(1, "lo"),
         Event::ToolCallStart {
             index: 1,
             id: "c2".into(),
@@ -88,13 +87,15 @@ fn deltas_fold_into_parts_in_order() {
 #[test]
 fn a_new_reasoning_block_after_text_is_a_new_part() {
     let r = build(vec![
-        Event::ReasoningDelta { text: "a".into() },
-        Event::TextDelta { text: "b".into() },
-        Event::ReasoningDelta { text: "c".into() },
+        Event::reasoning(0, "a"),
+        Event::text(1, "b"),
+        Event::reasoning(2, "c"),
         Event::ReasoningEnd {
+            part: 2,
             metadata: Metadata::new(),
         },
         Event::ReasoningEnd {
+            part: 3,
             metadata: Metadata::with("x", "data", json!("opaque")),
         },
         Event::Finish {
@@ -120,8 +121,43 @@ fn a_new_reasoning_block_after_text_is_a_new_part() {
 }
 
 #[test]
+fn deltas_of_another_part_start_a_block_even_of_the_same_kind() {
+    // Text, thinking, then text again (Anthropic's adaptive thinking): three blocks.
+    let r = build(vec![
+        Event::text(0, "Let me check. "),
+        Event::reasoning(1, "the user wants"),
+        Event::text(2, "Done."),
+        Event::text(3, "And more."),
+        Event::text(3, " Still."),
+        Event::Finish {
+            reason: FinishReason::Stop,
+        },
+    ])
+    .unwrap();
+    let texts: Vec<String> = r
+        .message
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => format!("text:{text}"),
+            Part::Reasoning(r) => format!("reasoning:{}", r.text),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "text:Let me check. ",
+            "reasoning:the user wants",
+            "text:Done.",
+            "text:And more. Still."
+        ]
+    );
+}
+
+#[test]
 fn a_stream_without_a_finish_is_an_error() {
-    let e = build(vec![Event::TextDelta { text: "cut".into() }]).unwrap_err();
+    let e = build(vec![Event::text(0, "cut")]).unwrap_err();
     assert!(matches!(e, Error::Transport(_)), "{e:?}");
     assert!(e.to_string().contains("ended before"));
 }
@@ -206,17 +242,16 @@ fn a_response_streams_back_into_itself() {
             id: Some("r".into()),
             model: None,
         },
-        Event::ReasoningDelta { text: "hmm".into() },
+        Event::reasoning(0, "hmm"),
         Event::ReasoningEnd {
+            part: 0,
             metadata: Metadata::with(
                 "chat",
                 "reasoning_details",
                 json!([{"type": "reasoning.text"}]),
             ),
         },
-        Event::TextDelta {
-            text: "calling".into(),
-        },
+        Event::text(1, "calling"),
         Event::ToolCallEnd {
             index: 0,
             call: ToolCall::new("c1", "f", "{}"),

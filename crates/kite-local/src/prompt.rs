@@ -82,7 +82,8 @@ fn convert(m: &Message, out: &mut Vec<TemplateMessage>) {
                 "<tool_response>\n{}\n</tool_response>",
                 r.text_content()
             )),
-            Part::Reasoning(_) => {}
+            // Reasoning is not shown to the model again, nor parts it cannot read.
+            _ => {}
         }
     }
     if !results.is_empty() {

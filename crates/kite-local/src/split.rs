@@ -84,7 +84,7 @@ impl Splitter {
             return;
         }
         let text: String = self.pending.drain(..n).collect();
-        out.push(Event::TextDelta { text });
+        out.push(Event::text(self.calls, text));
     }
 
     fn held_back(&self) -> usize {
@@ -122,9 +122,7 @@ impl Splitter {
                 });
         let Some((name, arguments)) = parsed else {
             // Not a call after all: it is text.
-            out.push(Event::TextDelta {
-                text: format!("{OPEN}{body}{CLOSE}"),
-            });
+            out.push(Event::text(self.calls, format!("{OPEN}{body}{CLOSE}")));
             return;
         };
         let index = self.calls;
@@ -159,9 +157,7 @@ impl Splitter {
             if serde_json::from_str::<serde_json::Value>(body.trim()).is_ok() {
                 self.call(&body, out);
             } else {
-                out.push(Event::TextDelta {
-                    text: format!("{OPEN}{body}"),
-                });
+                out.push(Event::text(self.calls, format!("{OPEN}{body}")));
             }
             return;
         }
@@ -185,7 +181,7 @@ mod tests {
         let mut calls = Vec::new();
         for e in out {
             match e {
-                Event::TextDelta { text: t } => text.push_str(&t),
+                Event::TextDelta { text: t, .. } => text.push_str(&t),
                 Event::ToolCallEnd { call, .. } => calls.push((call.name, call.arguments)),
                 _ => {}
             }

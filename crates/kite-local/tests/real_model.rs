@@ -76,7 +76,7 @@ async fn streamed_and_buffered_give_the_same_text() {
     let mut last = None;
     while let Some(e) = s.next().await {
         match e.unwrap() {
-            Event::TextDelta { text } => {
+            Event::TextDelta { text, .. } => {
                 streamed.push_str(&text);
                 deltas += 1;
             }

@@ -157,7 +157,7 @@ pub(crate) fn sampling_result(response: &Response) -> Value {
         FinishReason::Length => "maxTokens".to_owned(),
         FinishReason::ToolCalls => "toolUse".to_owned(),
         FinishReason::ContentFilter => "contentFilter".to_owned(),
-        FinishReason::Other(other) => other.clone(),
+        other => other.as_str().to_owned(),
     };
     json!({
         "role": "assistant",

@@ -69,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut events = agent.run_stream((), vec![Message::user(question)]);
     while let Some(event) = events.next().await {
         match event? {
-            AgentEvent::Model(Event::TextDelta { text }) => print!("{text}"),
+            AgentEvent::Model(Event::TextDelta { text, .. }) => print!("{text}"),
             AgentEvent::ToolStarted { call } => {
                 eprintln!("[tool] {}({})", call.name, call.arguments)
             }

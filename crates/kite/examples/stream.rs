@@ -19,7 +19,7 @@ async fn main() -> Result<(), kite::Error> {
     let mut events = model.stream(&request);
     while let Some(event) = events.next().await {
         match event? {
-            Event::TextDelta { text } => {
+            Event::TextDelta { text, .. } => {
                 print!("{text}");
                 std::io::stdout().flush().ok();
             }

@@ -107,7 +107,7 @@ async fn the_same_exchange_streamed_gives_the_same_history() {
     let mut run = None;
     while let Some(event) = stream.next().await {
         match event.unwrap() {
-            AgentEvent::Model(kite::Event::TextDelta { text: t }) => text.push_str(&t),
+            AgentEvent::Model(kite::Event::TextDelta { text: t, .. }) => text.push_str(&t),
             AgentEvent::ToolFinished { record } => {
                 assert!(
                     matches!(&record.result.content[0], Part::Text { text } if text.contains("15°C"))

@@ -52,9 +52,7 @@ impl Blocks {
         let open = match block.kind.as_ref().map_or("", |k| k.as_str()) {
             "text" => {
                 if let Some(text) = block.text.filter(|t| !t.as_str().is_empty()) {
-                    out.push(Event::TextDelta {
-                        text: text.into_string(),
-                    });
+                    out.push(Event::text(index, text.into_string()));
                 }
                 if let Some(c) = block.citations {
                     out.push(Event::Unknown {
@@ -66,9 +64,7 @@ impl Blocks {
             }
             "thinking" => {
                 if let Some(text) = block.thinking.filter(|t| !t.as_str().is_empty()) {
-                    out.push(Event::ReasoningDelta {
-                        text: text.into_string(),
-                    });
+                    out.push(Event::reasoning(index, text.into_string()));
                 }
                 Open::Thinking {
                     signature: text(block.signature),
@@ -119,13 +115,13 @@ impl Blocks {
             ("text_delta", _) => {
                 let text = text(delta.text);
                 if !text.is_empty() {
-                    out.push(Event::TextDelta { text });
+                    out.push(Event::text(index, text));
                 }
             }
             ("thinking_delta", _) => {
                 let text = text(delta.thinking);
                 if !text.is_empty() {
-                    out.push(Event::ReasoningDelta { text });
+                    out.push(Event::reasoning(index, text));
                 }
             }
             ("signature_delta", Some(Open::Thinking { signature })) => {
@@ -161,9 +157,11 @@ impl Blocks {
         match open {
             Open::Text => {}
             Open::Thinking { signature } => out.push(Event::ReasoningEnd {
+                part: index,
                 metadata: Metadata::with(NAMESPACE, "signature", Value::String(signature)),
             }),
             Open::Redacted { data } => out.push(Event::ReasoningEnd {
+                part: index,
                 metadata: Metadata::with(NAMESPACE, "redacted_data", data),
             }),
             Open::ToolUse {

@@ -158,6 +158,11 @@ fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
                     blocks.push(json!({"type": "thinking", "thinking": r.text, "signature": sig}));
                 }
             }
+            other => {
+                return Err(Error::InvalidRequest(format!(
+                    "Messages cannot carry this part: {other:?}"
+                )));
+            }
         }
     }
     Ok((role, blocks))

@@ -20,7 +20,7 @@ use serde_json::Value;
 /// let mut events = Vec::new();
 /// dec.decode(body, &mut events).unwrap();
 /// dec.finish(&mut events).unwrap();
-/// assert!(matches!(&events[1], Event::TextDelta { text } if text == "Hi"));
+/// assert!(matches!(&events[1], Event::TextDelta { text, .. } if text == "Hi"));
 /// assert!(matches!(events.last(), Some(Event::Finish { .. })));
 /// ```
 pub type ChatStreamDecoder = SseStream<ChatFrames>;
@@ -84,6 +84,18 @@ pub(super) struct Assembler {
     reasoning_details: Vec<Value>,
     pub(super) finish: Option<FinishReason>,
     usage: Option<Usage>,
+    /// The kind of the part being streamed, and its number: Chat Completions has no part
+    /// identity of its own, so a change of kind starts a new part.
+    kind: Option<Kind>,
+    part: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Reasoning,
+    Refusal,
+    Call,
 }
 
 #[derive(Debug)]
@@ -95,6 +107,17 @@ struct PendingCall {
 }
 
 impl Assembler {
+    /// The number of the part a delta of `kind` belongs to.
+    fn part(&mut self, kind: Kind) -> u32 {
+        if self.kind != Some(kind) {
+            if self.kind.is_some() {
+                self.part += 1;
+            }
+            self.kind = Some(kind);
+        }
+        self.part
+    }
+
     pub(super) fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<Event>) -> Result<(), Error> {
         if let Some(err) = &chunk.error
             && !err.is_null()
@@ -135,10 +158,12 @@ impl Assembler {
             && !text.is_empty()
         {
             self.reasoning_open = true;
-            out.push(Event::ReasoningDelta { text });
+            let part = self.part(Kind::Reasoning);
+            out.push(Event::ReasoningDelta { part, text });
         }
         if let Some(details) = d.reasoning_details {
             self.reasoning_open = true;
+            self.part(Kind::Reasoning);
             for detail in details {
                 merge_detail(&mut self.reasoning_details, detail);
             }
@@ -146,7 +171,8 @@ impl Assembler {
         match d.content {
             Some(Content::Text(text)) if !text.is_empty() => {
                 self.end_reasoning(out);
-                out.push(Event::TextDelta { text });
+                let part = self.part(Kind::Text);
+                out.push(Event::TextDelta { part, text });
             }
             Some(Content::Parts(parts)) => self.content_parts(parts, out),
             _ => {}
@@ -155,7 +181,8 @@ impl Assembler {
             && !text.is_empty()
         {
             self.end_reasoning(out);
-            out.push(Event::RefusalDelta { text });
+            let part = self.part(Kind::Refusal);
+            out.push(Event::RefusalDelta { part, text });
         }
         for (pos, tc) in d.tool_calls.into_iter().flatten().enumerate() {
             let index = tc.index.unwrap_or(pos as u32);
@@ -177,14 +204,16 @@ impl Assembler {
                     for t in p.thinking.into_iter().flatten() {
                         if let Some(text) = t.text.filter(|t| !t.is_empty()) {
                             self.reasoning_open = true;
-                            out.push(Event::ReasoningDelta { text });
+                            let part = self.part(Kind::Reasoning);
+                            out.push(Event::ReasoningDelta { part, text });
                         }
                     }
                 }
                 _ => {
                     if let Some(text) = p.text.filter(|t| !t.is_empty()) {
                         self.end_reasoning(out);
-                        out.push(Event::TextDelta { text });
+                        let part = self.part(Kind::Text);
+                        out.push(Event::TextDelta { part, text });
                     }
                 }
             }
@@ -200,6 +229,7 @@ impl Assembler {
         out: &mut Vec<Event>,
     ) {
         self.end_reasoning(out);
+        self.part(Kind::Call);
         let pos = match self.calls.iter().position(|c| c.index == index) {
             Some(pos) => {
                 if let Some(name) = name {
@@ -239,6 +269,7 @@ impl Assembler {
             if !self.reasoning_details.is_empty() {
                 let details = std::mem::take(&mut self.reasoning_details);
                 out.push(Event::ReasoningEnd {
+                    part: self.part,
                     metadata: Metadata::with(NAMESPACE, "reasoning_details", Value::Array(details)),
                 });
             }

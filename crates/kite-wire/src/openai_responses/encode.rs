@@ -200,7 +200,9 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
                             "arguments": c.arguments,
                         }));
                     }
-                    Part::Image { .. } | Part::ToolResult(_) => {}
+                    // Images and results are the user's and the tools' turn, never the
+                    // assistant's; a part kind this codec does not know is not sent.
+                    _ => {}
                 }
             }
             flush(&mut content, out);

@@ -71,10 +71,11 @@ impl Items {
                 if whole {
                     for part in item.content.into_iter().flatten() {
                         match part.kind.as_ref().map(Str::as_str) {
-                            Some("output_text") => out.push(Event::TextDelta {
-                                text: text(part.text),
-                            }),
+                            Some("output_text") => {
+                                out.push(Event::text(output_index as u32, text(part.text)))
+                            }
                             Some("refusal") => out.push(Event::RefusalDelta {
+                                part: output_index as u32,
                                 text: text(part.refusal),
                             }),
                             _ => {}
@@ -92,10 +93,11 @@ impl Items {
                         .collect();
                     let text = text.join("\n\n");
                     if !text.is_empty() {
-                        out.push(Event::ReasoningDelta { text });
+                        out.push(Event::reasoning(output_index as u32, text));
                     }
                 }
                 out.push(Event::ReasoningEnd {
+                    part: output_index as u32,
                     metadata: Metadata::with(NAMESPACE, "item", value(raw)),
                 });
             }

@@ -40,6 +40,8 @@ impl Frames for ResponsesFrames {
         }
         let kind = v.kind.as_ref().map_or(event, |k| k.as_str());
         let output_index = v.output_index.unwrap_or(0);
+        // An output item is one part of the message.
+        let part = u32::try_from(output_index).unwrap_or(u32::MAX);
         let missing = |what: &str| Error::decode(format!("{kind} without {what}"), data);
         match kind {
             "response.created" => {
@@ -56,19 +58,17 @@ impl Frames for ResponsesFrames {
                 let item = v.item.ok_or_else(|| missing("an item"))?;
                 self.items.done(output_index, item, false, out)?;
             }
-            "response.output_text.delta" => out.push(Event::TextDelta {
-                text: text(v.delta),
-            }),
+            "response.output_text.delta" => out.push(Event::text(part, text(v.delta))),
             "response.refusal.delta" => out.push(Event::RefusalDelta {
+                part,
                 text: text(v.delta),
             }),
-            "response.reasoning_summary_text.delta" => out.push(Event::ReasoningDelta {
-                text: text(v.delta),
-            }),
-            "response.reasoning_summary_part.added" if v.summary_index.unwrap_or(0) > 0 => out
-                .push(Event::ReasoningDelta {
-                    text: "\n\n".into(),
-                }),
+            "response.reasoning_summary_text.delta" => {
+                out.push(Event::reasoning(part, text(v.delta)))
+            }
+            "response.reasoning_summary_part.added" if v.summary_index.unwrap_or(0) > 0 => {
+                out.push(Event::reasoning(part, "\n\n"))
+            }
             "response.function_call_arguments.delta" => {
                 let index = self.items.call_index(output_index);
                 out.push(Event::ToolCallDelta {
