@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 #[derive(Args)]
-pub struct AskArgs {
+pub(crate) struct AskArgs {
     /// The provider. Default: the first whose API key is set, else the embedded local
     /// model.
     #[arg(long, env = "KITE_PROVIDER", ignore_case = true)]
@@ -94,7 +94,7 @@ fn temperature(s: &str) -> Result<f64, String> {
     }
 }
 
-pub async fn run(args: AskArgs, config: Option<&Path>) -> Result<(), ExitCode> {
+pub(crate) async fn run(args: AskArgs, config: Option<&Path>) -> Result<(), ExitCode> {
     let mut out = Output::new(args.json);
     match ask(&args, config, &mut out).await {
         Ok(true) => Ok(()),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Subcommand)]
-pub enum CassetteCommand {
+pub(crate) enum CassetteCommand {
     /// List the cassettes under a folder (default: tests/cassettes, else the working
     /// directory).
     List {
@@ -33,7 +33,7 @@ pub enum CassetteCommand {
     },
 }
 
-pub fn run(cmd: CassetteCommand) -> Result<(), ExitCode> {
+pub(crate) fn run(cmd: CassetteCommand) -> Result<(), ExitCode> {
     let result = match cmd {
         CassetteCommand::List { dir, json } => list(dir, json),
         CassetteCommand::Show { path, exchange } => show(&path, exchange),

@@ -8,7 +8,7 @@ use kite::{OpenAiApi, Provider, TranscriptFormat};
 
 /// A provider kite knows by name.
 #[derive(Clone, Copy, Debug)]
-pub struct ProviderChoice(pub Provider);
+pub(crate) struct ProviderChoice(pub Provider);
 
 const PROVIDERS: [ProviderChoice; 6] = {
     let p = Provider::ALL;
@@ -33,7 +33,7 @@ impl ValueEnum for ProviderChoice {
 
 /// Which of OpenAI's APIs to speak.
 #[derive(Clone, Copy, Debug)]
-pub struct ApiChoice(pub OpenAiApi);
+pub(crate) struct ApiChoice(pub OpenAiApi);
 
 const APIS: [ApiChoice; 2] = [ApiChoice(OpenAiApi::ALL[0]), ApiChoice(OpenAiApi::ALL[1])];
 
@@ -48,7 +48,7 @@ impl ValueEnum for ApiChoice {
 
 /// A transcript format.
 #[derive(Clone, Copy, Debug)]
-pub struct FormatChoice(pub TranscriptFormat);
+pub(crate) struct FormatChoice(pub TranscriptFormat);
 
 const FORMATS: [FormatChoice; 6] = {
     let f = TranscriptFormat::ALL;

@@ -5,18 +5,18 @@
 //! directory (`$XDG_CONFIG_HOME`, else `~/.config`). With none of them, the configuration
 //! is empty.
 
-pub use crate::settings::{Config, HttpConfig, parse, seconds};
+pub(crate) use crate::settings::{Config, HttpConfig, parse, seconds};
 use kite::Error;
 use std::path::{Path, PathBuf};
 
 /// A configuration and the file it came from.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub path: Option<PathBuf>,
     pub config: Config,
 }
 
 /// Finds and reads the configuration.
-pub fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
+pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     let path = match explicit {
         Some(p) if p.is_file() => Some(p.to_owned()),
         Some(p) => {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args)]
-pub struct EndpointArgs {
+pub(crate) struct EndpointArgs {
     /// Send requests here instead (llama.cpp, vLLM, Ollama, a proxy). Without --provider,
     /// the key is taken from KITE_API_KEY, if set.
     #[arg(long, env = "KITE_BASE_URL")]
@@ -33,7 +33,7 @@ pub struct EndpointArgs {
 impl EndpointArgs {
     /// Where requests go and their deadlines: the base URL if given, through the cassette
     /// if given, with the flags' deadlines over those of `http`.
-    pub fn endpoint(&self, http: &HttpConfig) -> Result<Endpoint, Error> {
+    pub(crate) fn endpoint(&self, http: &HttpConfig) -> Result<Endpoint, Error> {
         let timeouts = http.timeouts(self.timeout, self.idle_timeout);
         let endpoint = Endpoint {
             base_url: self.base_url.clone(),
@@ -52,7 +52,7 @@ impl EndpointArgs {
 
 /// `m`, a model of a server named only by `--base-url`, set up for `endpoint`: its key comes
 /// from `KITE_API_KEY` only, so no provider's key is sent to a server it was not meant for.
-pub fn compatible<A: Api + Clone>(
+pub(crate) fn compatible<A: Api + Clone>(
     mut m: HttpModel<A>,
     endpoint: &Endpoint,
 ) -> Result<HttpModel<A>, Error> {

@@ -26,7 +26,7 @@ const KEY_VARS: &[&str] = &[
 ];
 
 /// Starts the log.
-pub fn init() {
+pub(crate) fn init() {
     for var in KEY_VARS {
         if let Ok(v) = std::env::var(var) {
             secret(&v);
@@ -44,7 +44,7 @@ pub fn init() {
 
 /// Keeps `value` out of the log from now on (values shorter than 4 bytes are too common
 /// to hide).
-pub fn secret(value: &str) {
+pub(crate) fn secret(value: &str) {
     let value = value.trim();
     if value.len() < 4 {
         return;
@@ -58,12 +58,12 @@ pub fn secret(value: &str) {
 }
 
 /// `text` with every registered secret replaced.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     kite::http::redact_all(text, &SECRETS.read().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Writes log lines to stderr with secrets hidden. Each event arrives in one write.
-pub struct Redact;
+pub(crate) struct Redact;
 
 impl Write for Redact {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

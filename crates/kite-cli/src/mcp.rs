@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 #[derive(Subcommand)]
-pub enum McpCommand {
+pub(crate) enum McpCommand {
     /// Connect to every configured server and show its status and tools.
     List {
         /// One JSON object per server.
@@ -42,7 +42,7 @@ pub enum McpCommand {
 /// A hub with every server of the configuration, connected (those that fail are reported
 /// on stderr and retried in the background). Servers' sampling requests go to `sampler`,
 /// their questions to the terminal.
-pub async fn connect(
+pub(crate) async fn connect(
     loaded: &config::Loaded,
     only: Option<&str>,
     sampler: Option<(Arc<dyn Model>, String)>,
@@ -84,7 +84,7 @@ pub async fn connect(
     Ok(hub)
 }
 
-pub async fn run(command: McpCommand, config: Option<&Path>) -> Result<(), ExitCode> {
+pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> Result<(), ExitCode> {
     let fail = |e: Error| {
         errln!("kite: {e}");
         ExitCode::FAILURE

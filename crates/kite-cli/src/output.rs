@@ -19,7 +19,7 @@ static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
 ///
 /// No secret kite knows of is written, and on a terminal no control character that could
 /// drive it (a model's text or a server's name is not trusted with the screen).
-pub fn write_out(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_out(args: std::fmt::Arguments<'_>) {
     if stdout_closed() {
         return;
     }
@@ -44,13 +44,13 @@ pub fn write_out(args: std::fmt::Arguments<'_>) {
 }
 
 /// Whether writing stdout failed for a reason other than its reader going away.
-pub fn stdout_failed() -> bool {
+pub(crate) fn stdout_failed() -> bool {
     STDOUT_FAILED.load(Ordering::Relaxed)
 }
 
 /// Writes to stderr for a person: secrets hidden and, unless `raw`, control characters
 /// shown as escapes; a closed stderr is ignored.
-pub fn write_err(args: std::fmt::Arguments<'_>, raw: bool) {
+pub(crate) fn write_err(args: std::fmt::Arguments<'_>, raw: bool) {
     let text = crate::logging::redact(&args.to_string());
     let text = match raw {
         true => text,
@@ -60,14 +60,14 @@ pub fn write_err(args: std::fmt::Arguments<'_>, raw: bool) {
 }
 
 /// Whether stdout's reader has gone away.
-pub fn stdout_closed() -> bool {
+pub(crate) fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
 /// `text` safe to show on a terminal: control characters other than newline and tab (the
 /// start of escape sequences that retitle a window or clear a screen) are written as
 /// `\u{1b}`. For what comes from outside: cassettes, servers' names and errors.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
@@ -108,14 +108,14 @@ macro_rules! errln {
 
 pub(crate) use {err, errln, out, outln};
 
-pub struct Output {
+pub(crate) struct Output {
     json: bool,
     wrote_text: bool,
     at_line_start: bool,
 }
 
 impl Output {
-    pub fn new(json: bool) -> Self {
+    pub(crate) fn new(json: bool) -> Self {
         Self {
             json,
             wrote_text: false,
@@ -123,7 +123,7 @@ impl Output {
         }
     }
 
-    pub fn event(&mut self, e: &AgentEvent) {
+    pub(crate) fn event(&mut self, e: &AgentEvent) {
         if self.json {
             if let Some(v) = json_event(e) {
                 line(&v);
@@ -157,7 +157,7 @@ impl Output {
     }
 
     /// The run stopped: usage and the reason. True when the model answered.
-    pub fn done(&mut self, run: &Run) -> bool {
+    pub(crate) fn done(&mut self, run: &Run) -> bool {
         let stop = run.stop_reason();
         let answered = matches!(stop, Some(StopReason::Finished { .. }));
         if self.json {
@@ -186,7 +186,7 @@ impl Output {
     }
 
     /// Whether the answer stopped mid-line (a line on stderr would break into it).
-    pub fn mid_line(&self) -> bool {
+    pub(crate) fn mid_line(&self) -> bool {
         self.wrote_text && !self.at_line_start
     }
 
@@ -197,7 +197,7 @@ impl Output {
         }
     }
 
-    pub fn error(&mut self, e: &AgentError) {
+    pub(crate) fn error(&mut self, e: &AgentError) {
         if self.json {
             line(&json_error(e));
         } else {
@@ -290,7 +290,7 @@ fn json_error(e: &AgentError) -> Value {
 
 /// One line that says what went wrong; a cassette's error keeps its lines (it holds a
 /// diff).
-pub fn error_line(e: &AgentError) -> String {
+pub(crate) fn error_line(e: &AgentError) -> String {
     match e {
         AgentError::Model(inner) if CassetteError::of(inner).is_some() => inner.to_string(),
         AgentError::Model(inner) => inner.to_string().replace('\n', " "),

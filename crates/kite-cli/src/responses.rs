@@ -9,7 +9,7 @@ use serde_json::json;
 use std::process::ExitCode;
 
 #[derive(Args)]
-pub struct ResponsesArgs {
+pub(crate) struct ResponsesArgs {
     #[command(subcommand)]
     command: ResponsesCommand,
     /// Send requests here instead of OpenAI (a proxy or a compatible server).
@@ -37,7 +37,7 @@ enum ResponsesCommand {
     Delete { id: String },
 }
 
-pub async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
+pub(crate) async fn run(args: ResponsesArgs) -> Result<(), ExitCode> {
     match command(&args).await {
         Ok(()) => Ok(()),
         Err(e) => {

@@ -9,7 +9,7 @@ use std::time::Duration;
 /// Everything `kite.toml` may say.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     /// `[mcp.servers.NAME]`: MCP servers whose tools `kite ask` offers.
     #[serde(default)]
     pub mcp: McpConfig,
@@ -28,7 +28,7 @@ pub struct Config {
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, try_from = "RawHttp")]
-pub struct HttpConfig {
+pub(crate) struct HttpConfig {
     pub connect: Option<Duration>,
     pub timeout: Option<Duration>,
     pub idle: Option<Duration>,
@@ -59,7 +59,7 @@ impl TryFrom<RawHttp> for HttpConfig {
 impl HttpConfig {
     /// The deadlines: `timeout` and `idle` from flags first, then this table, then the
     /// defaults.
-    pub fn timeouts(&self, timeout: Option<Duration>, idle: Option<Duration>) -> Timeouts {
+    pub(crate) fn timeouts(&self, timeout: Option<Duration>, idle: Option<Duration>) -> Timeouts {
         let default = Timeouts::default();
         Timeouts {
             connect: self.connect.unwrap_or(default.connect),
@@ -70,7 +70,7 @@ impl HttpConfig {
 }
 
 /// A flag's number of seconds, checked: `--timeout 1e300` is refused, not a panic.
-pub fn seconds(s: &str) -> Result<Duration, String> {
+pub(crate) fn seconds(s: &str) -> Result<Duration, String> {
     let n: f64 = s
         .trim()
         .parse()
@@ -79,6 +79,6 @@ pub fn seconds(s: &str) -> Result<Duration, String> {
 }
 
 /// The configuration in `text` (a `kite.toml`), or what is wrong with it.
-pub fn parse(text: &str) -> Result<Config, String> {
+pub(crate) fn parse(text: &str) -> Result<Config, String> {
     toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())
 }

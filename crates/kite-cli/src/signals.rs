@@ -4,7 +4,7 @@
 
 /// A signal that asks kite to stop.
 #[derive(Clone, Copy, Debug)]
-pub enum Interrupt {
+pub(crate) enum Interrupt {
     Int,
     Term,
     Hup,
@@ -13,7 +13,7 @@ pub enum Interrupt {
 
 impl Interrupt {
     /// The exit status: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT.
-    pub fn status(self) -> u8 {
+    pub(crate) fn status(self) -> u8 {
         match self {
             Interrupt::Int => 130,
             Interrupt::Term => 143,
@@ -22,7 +22,7 @@ impl Interrupt {
         }
     }
 
-    pub fn what(self) -> &'static str {
+    pub(crate) fn what(self) -> &'static str {
         match self {
             Interrupt::Int => "interrupted",
             Interrupt::Term => "terminated",
@@ -34,7 +34,7 @@ impl Interrupt {
 
 /// Resolves when the first of these signals arrives. A signal that cannot be watched is
 /// left to its default.
-pub async fn interrupted() -> Interrupt {
+pub(crate) async fn interrupted() -> Interrupt {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -64,7 +64,7 @@ pub async fn interrupted() -> Interrupt {
 }
 
 /// Gives the signals [`interrupted`] watches back their default action (ending kite).
-pub fn restore_defaults() {
+pub(crate) fn restore_defaults() {
     #[cfg(unix)]
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: resetting a signal's disposition to its default is always sound.

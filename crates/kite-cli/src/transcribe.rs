@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Args)]
-pub struct TranscribeArgs {
+pub(crate) struct TranscribeArgs {
     /// The audio file (wav, mp3, m4a, ogg, webm, flac).
     file: PathBuf,
     /// The provider (one with a transcription API: not anthropic). Default: the first
@@ -40,7 +40,7 @@ pub struct TranscribeArgs {
     json: bool,
 }
 
-pub async fn run(args: TranscribeArgs, config: Option<&Path>) -> Result<(), ExitCode> {
+pub(crate) async fn run(args: TranscribeArgs, config: Option<&Path>) -> Result<(), ExitCode> {
     transcribe(&args, config).await.map_err(|e| {
         errln!("kite: {}", error_line(&kite::AgentError::from(e)));
         ExitCode::FAILURE

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 /// The longest duration a setting may ask for: one week.
-pub const MAX_SECS: f64 = 7.0 * 24.0 * 3600.0;
+pub(crate) const MAX_SECS: f64 = 7.0 * 24.0 * 3600.0;
 /// The shortest: a millisecond (anything shorter is a typo, and fails every call).
-pub const MIN_SECS: f64 = 0.001;
+pub(crate) const MIN_SECS: f64 = 0.001;
 
 /// `secs` seconds as a duration, or a message naming `what` when it is not a number of
 /// seconds from a millisecond to a week.

@@ -19,7 +19,7 @@ pub(crate) struct Splitter {
 }
 
 impl Splitter {
-    pub fn new(stops: Vec<String>) -> Self {
+    pub(crate) fn new(stops: Vec<String>) -> Self {
         Self {
             stops: stops.into_iter().filter(|s| !s.is_empty()).collect(),
             ..Self::default()
@@ -27,12 +27,12 @@ impl Splitter {
     }
 
     /// Tool calls emitted so far.
-    pub fn calls(&self) -> u32 {
+    pub(crate) fn calls(&self) -> u32 {
         self.calls
     }
 
     /// Adds generated text; appends the events it completes.
-    pub fn push(&mut self, text: &str, out: &mut Vec<Event>) {
+    pub(crate) fn push(&mut self, text: &str, out: &mut Vec<Event>) {
         if self.stopped {
             return;
         }
@@ -146,7 +146,7 @@ impl Splitter {
     }
 
     /// The generation ended: whatever is pending is text (an unclosed call included).
-    pub fn finish(&mut self, out: &mut Vec<Event>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<Event>) {
         if self.stopped {
             return;
         }

@@ -109,7 +109,7 @@ impl StderrTail {
 
     /// `; its stderr ended with: …` for an error message, after giving a process that is
     /// exiting `wait` to finish writing; empty when it wrote nothing.
-    pub async fn describe(&self, wait: Duration) -> String {
+    pub(crate) async fn describe(&self, wait: Duration) -> String {
         let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(reader) = reader {
             let _ = tokio::time::timeout(wait, reader).await;

@@ -82,7 +82,7 @@ impl Session {
     /// Starts or reaches the server, negotiates the protocol and lists its tools, all
     /// within `startup`; then watches the session: when it ends, `notices` hears `Closed`
     /// at once. A stdio server that fails to start is reported with the end of its stderr.
-    pub async fn connect(
+    pub(crate) async fn connect(
         server: &str,
         config: &ServerConfig,
         generation: u64,
@@ -258,7 +258,7 @@ impl Session {
     }
 
     /// Ends the session and waits (a few seconds at most) until the server has gone.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         self.stop.cancel();
         let watcher = self
             .watcher
@@ -300,7 +300,7 @@ impl Session {
     }
 
     /// Every tool the server offers (all pages).
-    pub async fn tools(&self) -> Result<Vec<RemoteTool>, Error> {
+    pub(crate) async fn tools(&self) -> Result<Vec<RemoteTool>, Error> {
         let tools = self
             .peer
             .list_all_tools()
@@ -317,7 +317,7 @@ impl Session {
     }
 
     /// Every resource the server offers (all pages).
-    pub async fn resources(&self) -> Result<Vec<Resource>, Error> {
+    pub(crate) async fn resources(&self) -> Result<Vec<Resource>, Error> {
         let all = self
             .peer
             .list_all_resources()
@@ -330,7 +330,7 @@ impl Session {
     }
 
     /// Reads resource `uri`.
-    pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContent>, Error> {
+    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContent>, Error> {
         let what = format!("resources/read {uri}");
         let result = self
             .peer
@@ -346,7 +346,7 @@ impl Session {
     }
 
     /// Every prompt the server offers (all pages).
-    pub async fn prompts(&self) -> Result<Vec<Prompt>, Error> {
+    pub(crate) async fn prompts(&self) -> Result<Vec<Prompt>, Error> {
         let all = self
             .peer
             .list_all_prompts()
@@ -359,7 +359,7 @@ impl Session {
     }
 
     /// Prompt `name` filled in with `arguments`.
-    pub async fn prompt(
+    pub(crate) async fn prompt(
         &self,
         name: &str,
         arguments: &serde_json::Map<String, Value>,
@@ -383,7 +383,7 @@ impl Session {
     }
 
     /// `ping`, with a deadline.
-    pub async fn ping(&self, timeout: Duration) -> Result<(), Error> {
+    pub(crate) async fn ping(&self, timeout: Duration) -> Result<(), Error> {
         let request = ClientRequest::PingRequest(PingRequest::default());
         let handle = self
             .peer
@@ -400,7 +400,7 @@ impl Session {
     /// Calls tool `name`. The deadline `timeout` starts again on each progress
     /// notification; when `cancel` fires first, the server is sent
     /// `notifications/cancelled`.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         name: &str,
         arguments: Value,

@@ -38,7 +38,7 @@ pub(crate) struct McpTool {
 }
 
 impl McpTool {
-    pub fn new(hub: Weak<dyn Caller>, exposed: Exposed) -> Self {
+    pub(crate) fn new(hub: Weak<dyn Caller>, exposed: Exposed) -> Self {
         let mut parameters = exposed.remote.input_schema.clone();
         if parameters.get("type").is_none()
             && let Value::Object(m) = &mut parameters

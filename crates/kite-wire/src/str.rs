@@ -19,10 +19,10 @@ pub(crate) fn value(raw: &serde_json::value::RawValue) -> serde_json::Value {
 }
 
 impl Str<'_> {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
-    pub fn into_string(self) -> String {
+    pub(crate) fn into_string(self) -> String {
         self.0.into_owned()
     }
 }

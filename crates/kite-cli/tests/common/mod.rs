@@ -4,10 +4,10 @@
 use std::time::Duration;
 use tokio::process::Command;
 
-pub const KEY: &str = "sk-cli-test-key-9876543210SECRET";
+pub(crate) const KEY: &str = "sk-cli-test-key-9876543210SECRET";
 
 /// The kite binary with no provider or configuration from the outside.
-pub fn kite() -> Command {
+pub(crate) fn kite() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kite"));
     for var in [
         "OPENAI_API_KEY",
@@ -30,13 +30,13 @@ pub fn kite() -> Command {
     c
 }
 
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
-pub async fn run(cmd: &mut Command) -> Run {
+pub(crate) async fn run(cmd: &mut Command) -> Run {
     let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
         .await
         .expect("kite finished")
@@ -50,7 +50,7 @@ pub async fn run(cmd: &mut Command) -> Run {
 
 /// The installed local model, or `None` after saying loudly why the test is skipped. CI sets
 /// KITE_REQUIRE_LOCAL_MODEL, and then a missing model fails the test instead.
-pub fn local_model_installed() -> bool {
+pub(crate) fn local_model_installed() -> bool {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
         .args(["model", "path"])
         .output()

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 pub const INDEX: &str = "cassette.json";
 
 /// The format version this kite reads and writes.
-pub const FORMAT: u32 = 1;
+pub(super) const FORMAT: u32 = 1;
 
 /// The largest file a cassette reads (index, body or timing): far above any recorded
 /// answer, and a bound on what a hostile one can make kite hold.

@@ -5,12 +5,12 @@
 use kite_mcp::{Hub, ServerConfig, ServerStatus};
 use std::time::Duration;
 
-pub fn everything() -> ServerConfig {
+pub(crate) fn everything() -> ServerConfig {
     let bin = kite_testkit::mcp::npm_bin("mcp-server-everything");
     ServerConfig::stdio(bin.to_string_lossy(), ["stdio"])
 }
 
-pub fn python() -> ServerConfig {
+pub(crate) fn python() -> ServerConfig {
     let script = kite_testkit::mcp::own("py_server.py");
     ServerConfig::stdio(
         kite_testkit::mcp::python().to_string_lossy(),
@@ -19,7 +19,7 @@ pub fn python() -> ServerConfig {
 }
 
 /// A server over Streamable HTTP on 127.0.0.1, stopped when dropped.
-pub struct Served {
+pub(crate) struct Served {
     child: std::process::Child,
     pub port: u16,
     args: Vec<String>,
@@ -28,7 +28,7 @@ pub struct Served {
 }
 
 impl Served {
-    pub fn start(
+    pub(crate) fn start(
         program: String,
         args: Vec<String>,
         env: Vec<(String, String)>,
@@ -52,7 +52,7 @@ impl Served {
     }
 
     /// server-everything's Streamable HTTP mode, kept on loopback by `loopback.cjs`.
-    pub fn everything() -> Self {
+    pub(crate) fn everything() -> Self {
         let port = free_port();
         let loopback = kite_testkit::mcp::own("loopback.cjs");
         let bin = kite_testkit::mcp::npm_bin("mcp-server-everything");
@@ -70,12 +70,12 @@ impl Served {
     }
 
     /// The Python SDK server; `mode` is `streamable-http` or `streamable-http-json`.
-    pub fn python(mode: &str) -> Self {
+    pub(crate) fn python(mode: &str) -> Self {
         Self::python_on(mode, free_port())
     }
 
     /// The Python SDK server on `port`.
-    pub fn python_on(mode: &str, port: u16) -> Self {
+    pub(crate) fn python_on(mode: &str, port: u16) -> Self {
         let script = kite_testkit::mcp::own("py_server.py");
         Self::start(
             kite_testkit::mcp::python().to_string_lossy().into_owned(),
@@ -89,11 +89,11 @@ impl Served {
         )
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
-    pub fn wait_ready(&self) {
+    pub(crate) fn wait_ready(&self) {
         for _ in 0..300 {
             if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 return;
@@ -104,7 +104,7 @@ impl Served {
     }
 
     /// Stops the server and starts a new one on the same port: every session is forgotten.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
@@ -127,14 +127,14 @@ impl Drop for Served {
 }
 
 /// The hub's log in the test output, filtered by `RUST_LOG`.
-pub fn logs() {
+pub(crate) fn logs() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -142,7 +142,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub fn text(r: &kite_mcp::CallResult) -> String {
+pub(crate) fn text(r: &kite_mcp::CallResult) -> String {
     r.content
         .iter()
         .filter_map(|b| b["text"].as_str())
@@ -150,7 +150,7 @@ pub fn text(r: &kite_mcp::CallResult) -> String {
         .join("\n")
 }
 
-pub fn pid(hub: &Hub, id: &str) -> u32 {
+pub(crate) fn pid(hub: &Hub, id: &str) -> u32 {
     let report = hub.servers().into_iter().find(|s| s.id == id).unwrap();
     match report.status {
         ServerStatus::Up { pid: Some(pid), .. } => pid,

@@ -47,7 +47,12 @@ fn bad(what: &str, e: serde_json::Error, raw: &RawValue) -> Error {
 
 impl Blocks {
     /// A block opens; whatever content it already holds is emitted.
-    pub fn start(&mut self, index: u32, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), Error> {
+    pub(super) fn start(
+        &mut self,
+        index: u32,
+        raw: &RawValue,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Error> {
         let block: Block = wire::read(raw).map_err(|e| bad("content block", e, raw))?;
         let open = match block.kind.as_ref().map_or("", |k| k.as_str()) {
             "text" => {
@@ -108,7 +113,12 @@ impl Blocks {
     }
 
     /// A delta for an open block.
-    pub fn delta(&mut self, index: u32, raw: &RawValue, out: &mut Vec<Event>) -> Result<(), Error> {
+    pub(super) fn delta(
+        &mut self,
+        index: u32,
+        raw: &RawValue,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Error> {
         let delta: Delta = wire::read(raw).map_err(|e| bad("block delta", e, raw))?;
         let kind = delta.kind.as_ref().map_or("", |k| k.as_str());
         match (kind, self.find(index)) {
@@ -149,7 +159,7 @@ impl Blocks {
     }
 
     /// A block closes: reasoning gets its signature, a tool call its whole input.
-    pub fn stop(&mut self, index: u32, out: &mut Vec<Event>) {
+    pub(super) fn stop(&mut self, index: u32, out: &mut Vec<Event>) {
         let Some(pos) = self.open.iter().position(|(i, _)| *i == index) else {
             return;
         };
@@ -199,7 +209,7 @@ impl Blocks {
 
     /// Usage as Anthropic reports it: `input_tokens` leaves out cached tokens, so they are
     /// added back; later reports (message_delta) update what they name.
-    pub fn usage(&mut self, u: &WireUsage) {
+    pub(super) fn usage(&mut self, u: &WireUsage) {
         let cache_read = u.cache_read_input_tokens;
         let cache_write = u.cache_creation_input_tokens;
         if let Some(input) = u.input_tokens {
@@ -215,7 +225,7 @@ impl Blocks {
     }
 
     /// The end of the message: usage and the stop reason.
-    pub fn finish(&mut self, out: &mut Vec<Event>) {
+    pub(super) fn finish(&mut self, out: &mut Vec<Event>) {
         let open: Vec<u32> = self.open.iter().map(|(i, _)| *i).collect();
         for i in open {
             self.stop(i, out);

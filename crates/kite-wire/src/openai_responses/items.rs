@@ -26,7 +26,7 @@ pub(super) fn item(raw: &RawValue) -> Result<Item<'_>, Error> {
 }
 
 impl Items {
-    pub fn call_index(&mut self, output_index: u64) -> u32 {
+    pub(super) fn call_index(&mut self, output_index: u64) -> u32 {
         if let Some((_, i)) = self.calls.iter().find(|(o, _)| *o == output_index) {
             return *i;
         }
@@ -35,7 +35,7 @@ impl Items {
         i
     }
 
-    pub fn added(
+    pub(super) fn added(
         &mut self,
         output_index: u64,
         raw: &RawValue,
@@ -58,7 +58,7 @@ impl Items {
     }
 
     /// An item is complete. With `whole`, its content was not streamed and is emitted here.
-    pub fn done(
+    pub(super) fn done(
         &mut self,
         output_index: u64,
         raw: &RawValue,
@@ -124,7 +124,11 @@ impl Items {
     }
 
     /// The response ended: usage and why; or the error that failed it.
-    pub fn end(&mut self, response: &WireResponse, out: &mut Vec<Event>) -> Result<(), Error> {
+    pub(super) fn end(
+        &mut self,
+        response: &WireResponse,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Error> {
         let status = response.status.as_ref().map(Str::as_str);
         if status == Some("failed") {
             let err = response.error.as_ref();

@@ -14,7 +14,7 @@ struct Coordinates {
 }
 
 /// The tool the recordings were made with; its answer is the one recorded.
-pub fn weather() -> impl kite::Tool {
+pub(crate) fn weather() -> impl kite::Tool {
     tool(
         "weather",
         "Gets current weather for a location",
