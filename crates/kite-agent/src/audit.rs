@@ -12,6 +12,7 @@ use crate::ToolRecord;
 /// # let _: &dyn kite_agent::AuditSink = &log;
 /// ```
 pub trait AuditSink: Send + Sync {
+    /// Takes the record of one tool call, once it has its result.
     fn record(&self, record: &ToolRecord);
 }
 

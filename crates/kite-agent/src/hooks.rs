@@ -5,6 +5,7 @@ use kite_core::{Event, Message, Request, ToolCall, ToolResult};
 /// Whether the run goes on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Flow {
+    /// Go on with the run.
     Continue,
     /// End the run cleanly; the reason is in its outcome.
     Stop(String),

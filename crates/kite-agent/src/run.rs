@@ -139,13 +139,25 @@ pub enum Decision {
 #[non_exhaustive]
 pub enum StopReason {
     /// The model answered without asking for tools.
-    Finished { finish_reason: FinishReason },
+    Finished {
+        /// Why the model's last answer ended.
+        finish_reason: FinishReason,
+    },
     /// The model was called `max_turns` times and still asked for tools.
-    TurnLimit { max_turns: u32 },
+    TurnLimit {
+        /// The run's limit on model calls.
+        max_turns: u32,
+    },
     /// A hook stopped the run.
-    Hook { message: String },
+    Hook {
+        /// The reason the hook gave.
+        message: String,
+    },
     /// Tool calls wait for a person: approve or reject them, then drive the run again.
-    AwaitingApproval { call_ids: Vec<String> },
+    AwaitingApproval {
+        /// The provider's ids of the deferred calls, in call order.
+        call_ids: Vec<String>,
+    },
     /// The caller cancelled the run.
     Cancelled,
 }

@@ -17,9 +17,15 @@ pub enum AgentEvent<C = ()> {
     /// An event of the model's stream.
     Model(Event),
     /// A tool call is about to run.
-    ToolStarted { call: ToolCall },
+    ToolStarted {
+        /// The call, with its arguments as hooks left them.
+        call: ToolCall,
+    },
     /// A tool call finished (or was skipped or refused), in call order.
-    ToolFinished { record: ToolRecord },
+    ToolFinished {
+        /// The call, what the model is told, and whether it ran.
+        record: ToolRecord,
+    },
     /// The run stopped; the last item of the stream.
     Done(Box<Run<C>>),
 }

@@ -43,8 +43,11 @@ pub type ContextPatch<C> = Box<dyn FnOnce(&mut C) + Send>;
 /// What a tool returns: content for the model, whether it is an error the model should see,
 /// and optionally a change to the run's context.
 pub struct ToolOutput<C = ()> {
+    /// The result's text and image parts, for the model.
     pub content: Vec<Part>,
+    /// Whether the model sees the result as a failure.
     pub is_error: bool,
+    /// A change to the run's context, if any.
     pub patch: Option<ContextPatch<C>>,
 }
 

@@ -61,9 +61,5 @@ pub(crate) fn compatible<A: Api + Clone>(
     {
         m = m.api_key(key);
     }
-    Ok(match (&endpoint.transport, endpoint.timeouts) {
-        (Some(t), _) => m.transport(t.clone()),
-        (None, Some(t)) => m.transport(ReqwestTransport::shared()?.with_timeouts(t)),
-        (None, None) => m,
-    })
+    endpoint.carry(m)
 }

@@ -88,6 +88,7 @@ pub struct ApiError {
     /// The HTTP status; for an error inside a 200 stream, the status the provider named in
     /// the error, if any.
     pub status: Option<u16>,
+    /// What kind of failure it is, across providers.
     pub kind: ApiErrorKind,
     /// The provider's machine-readable code (`invalid_api_key`, `tool_use_failed`, ...).
     pub code: Option<String>,
@@ -95,6 +96,7 @@ pub struct ApiError {
     pub error_type: Option<String>,
     /// The request parameter at fault, when named.
     pub param: Option<String>,
+    /// What the provider said went wrong (or the start of the body, when it could not be read).
     pub message: String,
     /// The provider's request id, for support tickets.
     pub request_id: Option<String>,
@@ -164,6 +166,7 @@ impl ApiError {
 pub enum ApiErrorKind {
     /// The key is missing or wrong.
     Authentication,
+    /// The key is valid but may not use this model or resource.
     PermissionDenied,
     /// Unknown model or resource.
     NotFound,
@@ -182,7 +185,9 @@ pub enum ApiErrorKind {
     Overloaded,
     /// The provider failed: retry later.
     Server,
+    /// The provider gave up waiting (HTTP 408): retry later.
     Timeout,
+    /// Anything else.
     Other,
 }
 
@@ -209,6 +214,7 @@ impl ApiErrorKind {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("could not decode provider data: {message} (payload: {payload})")]
 pub struct DecodeError {
+    /// What could not be understood, and why.
     pub message: String,
     /// The payload at fault, cut to at most [`DecodeError::MAX_PAYLOAD`] bytes.
     pub payload: String,
@@ -237,7 +243,9 @@ impl DecodeError {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{kind}: {message}")]
 pub struct TransportError {
+    /// Where moving bytes failed.
     pub kind: TransportErrorKind,
+    /// What happened, in detail.
     pub message: String,
 }
 

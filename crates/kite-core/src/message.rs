@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// Instructions that steer the model.
     System,
+    /// The person or program the model answers.
     User,
+    /// The model: its answers and tool calls.
     Assistant,
     /// Results of tool calls, sent back to the model.
     Tool,
@@ -17,7 +20,9 @@ pub enum Role {
 /// One message of a conversation: a role and ordered content parts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who speaks it.
     pub role: Role,
+    /// Its content, in order.
     pub parts: Vec<Part>,
     /// Provider data about the whole message that a later request may need (for OpenAI
     /// Responses, the id of the stored response that produced it).
@@ -30,20 +35,28 @@ pub struct Message {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Part {
+    /// Plain text.
     Text {
+        /// The text itself.
         text: String,
     },
+    /// An image.
     Image {
+        /// Where the image comes from: a URL or inline data.
         source: ImageSource,
         /// Provider hint for image resolution (`"low"`, `"high"`, `"auto"`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// A tool call the model asks for, in an assistant message.
     ToolCall(ToolCall),
+    /// The result of a tool call, in a tool message.
     ToolResult(ToolResult),
+    /// The model's reasoning ("thinking") before it answers.
     Reasoning(Reasoning),
     /// The model declined to answer (OpenAI `refusal`).
     Refusal {
+        /// What the model said instead of an answer.
         text: String,
     },
 }
@@ -52,8 +65,18 @@ pub enum Part {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ImageSource {
-    Url { url: String },
-    Base64 { media_type: String, data: String },
+    /// An image at a URL, which is sent to the provider as it is.
+    Url {
+        /// The image's URL.
+        url: String,
+    },
+    /// An image sent inline.
+    Base64 {
+        /// The image's media type (`image/png`, `image/jpeg`, ...).
+        media_type: String,
+        /// The image's bytes, base64-encoded.
+        data: String,
+    },
 }
 
 /// A call of a tool requested by the model.
@@ -61,10 +84,13 @@ pub enum ImageSource {
 pub struct ToolCall {
     /// The provider's id for the call; a tool result names it.
     pub id: String,
+    /// The name of the tool to call.
     pub name: String,
     /// The arguments as the model wrote them: JSON text, kept raw so that a malformed
     /// argument string can be reported back to the model and the history re-sent as it was.
     pub arguments: String,
+    /// Provider data about the call that a later request may need (for OpenAI Responses,
+    /// the item id).
     #[serde(default, skip_serializing_if = "Metadata::is_empty")]
     pub metadata: Metadata,
 }
@@ -138,7 +164,9 @@ impl ToolResult {
 /// reasoning back in a later request (signatures, encrypted content, item ids).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reasoning {
+    /// The reasoning as the provider shows it (some show only a summary, or nothing).
     pub text: String,
+    /// What the provider needs to accept the reasoning back.
     #[serde(default, skip_serializing_if = "Metadata::is_empty")]
     pub metadata: Metadata,
 }

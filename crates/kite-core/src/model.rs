@@ -61,10 +61,15 @@ pub async fn collect(mut stream: EventStream) -> Result<Response, Error> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Capabilities {
+    /// Streams its answer as it is generated.
     pub streaming: bool,
+    /// Can call tools.
     pub tools: bool,
+    /// Can ask for several tool calls in one answer.
     pub parallel_tool_calls: bool,
+    /// Accepts image parts in messages.
     pub images: bool,
+    /// Can answer with JSON that follows a given schema.
     pub json_schema: bool,
 }
 

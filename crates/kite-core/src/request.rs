@@ -8,27 +8,39 @@ use std::sync::Arc;
 /// A request to a language model, independent of provider.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Request {
+    /// The model to call, by the provider's name for it.
     pub model: String,
     /// Instructions kept apart from the history; codecs place them where the provider wants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
+    /// The conversation so far, oldest first.
     pub messages: Vec<Message>,
+    /// The tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// Whether and which tool the model must call; unset, the provider decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may ask for several tool calls in one answer; unset, the
+    /// provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// Sampling temperature: higher is more varied, lower more predictable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling: only tokens within this top share of probability are drawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// The most tokens the model may generate in its answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Sequences that end the answer where the model writes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// The shape of the answer; unset, plain text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat>,
+    /// A sampling seed, for providers that can repeat an answer given the same one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
     /// How much the model should think, for models that reason.
@@ -80,7 +92,9 @@ impl Request {
 /// A tool the model may call: its name, what it does, and a JSON Schema of its arguments.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls it by.
     pub name: String,
+    /// What the tool does, told to the model; may be empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// JSON Schema of the arguments object, shared: a spec is copied into every request,
@@ -160,15 +174,20 @@ impl ReasoningConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponseFormat {
+    /// Plain text.
     Text,
     /// Any JSON object.
     JsonObject,
     /// JSON matching `schema`.
     JsonSchema {
+        /// A name for the schema (OpenAI requires one).
         name: String,
+        /// The JSON Schema the answer must match.
         schema: Value,
+        /// What the answer is for, told to the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
+        /// Ask the provider to enforce the schema exactly (OpenAI `strict`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         strict: Option<bool>,
     },

@@ -14,7 +14,9 @@ pub struct Response {
     pub model: Option<String>,
     /// The assistant message.
     pub message: Message,
+    /// Why the model stopped.
     pub finish_reason: FinishReason,
+    /// Tokens (and cost) the call spent.
     pub usage: Usage,
 }
 

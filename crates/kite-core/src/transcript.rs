@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 /// Audio to transcribe, and how.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TranscriptionRequest {
+    /// The transcription model, by the provider's name for it.
     pub model: String,
+    /// The audio to transcribe.
     pub audio: Audio,
     /// The spoken language (ISO-639-1, `"en"`), when known; improves accuracy and speed.
     pub language: Option<String>,
@@ -14,6 +16,7 @@ pub struct TranscriptionRequest {
     pub prompt: Option<String>,
     /// The answer's shape; `None` leaves it to the provider (JSON).
     pub format: Option<TranscriptFormat>,
+    /// Sampling temperature: higher is more varied, lower more predictable.
     pub temperature: Option<f64>,
     /// Timestamps to return with `VerboseJson`: `"word"`, `"segment"`.
     pub timestamp_granularities: Vec<String>,
@@ -36,8 +39,11 @@ impl TranscriptionRequest {
 /// An audio file: its name, media type and bytes.
 #[derive(Clone, Default, PartialEq)]
 pub struct Audio {
+    /// The file's name, sent with the upload (`audio` when empty).
     pub filename: String,
+    /// The file's media type (`audio/mpeg`, `audio/wav`, ...).
     pub media_type: String,
+    /// The file's contents.
     pub bytes: Vec<u8>,
 }
 
@@ -90,6 +96,7 @@ pub enum TranscriptFormat {
     DiarizedJson,
     /// Subtitles.
     Srt,
+    /// WebVTT subtitles.
     Vtt,
 }
 
@@ -132,15 +139,19 @@ impl TranscriptFormat {
 pub struct Transcript {
     /// Everything said (for subtitle formats, the subtitles as sent).
     pub text: String,
+    /// The language spoken, when the provider reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
     /// Length of the audio in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<f64>,
+    /// The stretches of speech, when the format gives them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<Segment>,
+    /// Each word with its timing, when asked for (`timestamp_granularities`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub words: Vec<Word>,
+    /// Tokens (and cost) spent, for providers that report them.
     pub usage: Usage,
     /// Seconds of audio billed, for providers that bill by duration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,10 +161,14 @@ pub struct Transcript {
 /// A stretch of speech.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Segment {
+    /// The provider's id of the segment, when it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// When it starts, in seconds from the start of the audio.
     pub start: f64,
+    /// When it ends, in seconds from the start of the audio.
     pub end: f64,
+    /// What was said.
     pub text: String,
     /// Who spoke it (diarized output: `"A"`, `"B"`, or a known speaker's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,8 +178,11 @@ pub struct Segment {
 /// One word with its timing.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Word {
+    /// The word as transcribed.
     pub word: String,
+    /// When it starts, in seconds from the start of the audio.
     pub start: f64,
+    /// When it ends, in seconds from the start of the audio.
     pub end: f64,
 }
 
@@ -172,7 +190,10 @@ pub struct Word {
 #[derive(Clone, Debug, PartialEq)]
 pub enum TranscriptEvent {
     /// More text.
-    TextDelta { text: String },
+    TextDelta {
+        /// The next piece of the text.
+        text: String,
+    },
     /// A finished segment (diarized streams).
     Segment(Segment),
     /// The whole transcription; the last event.

@@ -9,11 +9,16 @@ use std::ops::{Add, AddAssign};
 /// `output_tokens`, as the providers report them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Tokens of the prompt, cached ones included.
     pub input_tokens: u64,
+    /// Tokens the model generated, reasoning included.
     pub output_tokens: u64,
+    /// Input and output tokens together.
     pub total_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Output tokens spent on reasoning.
     #[serde(default)]
     pub reasoning_tokens: u64,
     /// Cost in the provider's billing unit (US dollars or credits), when it reports one.

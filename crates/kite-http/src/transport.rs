@@ -20,6 +20,7 @@ pub type TransportFuture<'a> =
 /// An HTTP error status is a response, not an error: the caller decides what it means.
 /// Errors are failures to move bytes.
 pub trait Transport: Send + Sync {
+    /// Sends `request`; resolves once the response's status and headers are in.
     fn send(&self, request: HttpRequest) -> TransportFuture<'_>;
 }
 
@@ -32,10 +33,13 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
 /// A request: cheap to clone, so it can be sent again.
 #[derive(Clone, Debug)]
 pub struct HttpRequest {
+    /// The HTTP method.
     pub method: Method,
+    /// The full URL, query included.
     pub url: String,
     /// Mark secret values with `HeaderValue::set_sensitive` so they never print.
     pub headers: HeaderMap,
+    /// The body, whole; empty for none.
     pub body: Bytes,
 }
 
@@ -68,8 +72,11 @@ impl HttpRequest {
 
 /// A response whose body is still to be read.
 pub struct HttpResponse {
+    /// The HTTP status.
     pub status: u16,
+    /// The headers as received.
     pub headers: HeaderMap,
+    /// The body, read as it arrives.
     pub body: ByteStream,
 }
 

@@ -7,24 +7,37 @@ use serde_json::Value;
 /// A resource a server offers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resource {
+    /// The URI to read it by.
     pub uri: String,
+    /// The server's name for it.
     pub name: String,
+    /// A name for people to read, when the server gives one.
     pub title: Option<String>,
+    /// What it holds, when the server says.
     pub description: Option<String>,
+    /// Its media type, when the server says.
     pub mime_type: Option<String>,
 }
 
 /// One piece of a resource as read: text, or bytes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ResourceContent {
+    /// Text.
     Text {
+        /// The URI of the resource it belongs to.
         uri: String,
+        /// Its media type, when the server says.
         mime_type: Option<String>,
+        /// The content as text.
         text: String,
     },
+    /// Binary data.
     Blob {
+        /// The URI of the resource it belongs to.
         uri: String,
+        /// Its media type, when the server says.
         mime_type: Option<String>,
+        /// The content, decoded from base64.
         bytes: Vec<u8>,
     },
 }
@@ -32,24 +45,33 @@ pub enum ResourceContent {
 /// A prompt template a server offers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prompt {
+    /// The name to ask for it by.
     pub name: String,
+    /// A name for people to read, when the server gives one.
     pub title: Option<String>,
+    /// What it is for, when the server says.
     pub description: Option<String>,
+    /// The arguments it takes.
     pub arguments: Vec<PromptArgument>,
 }
 
 /// One argument of a [`Prompt`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct PromptArgument {
+    /// The name to pass it under.
     pub name: String,
+    /// What it means, when the server says.
     pub description: Option<String>,
+    /// Whether the prompt needs it.
     pub required: bool,
 }
 
 /// A prompt filled in by its server: messages ready for a model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PromptMessages {
+    /// What the prompt is for, when the server says.
     pub description: Option<String>,
+    /// The messages, each from the user or the assistant.
     pub messages: Vec<Message>,
 }
 

@@ -23,6 +23,7 @@ use std::time::Duration;
 #[derive(Clone, Deserialize, PartialEq)]
 #[serde(try_from = "RawServer")]
 pub struct ServerConfig {
+    /// How to reach the server.
     pub transport: TransportConfig,
     /// What to put before this server's tool names (then `_`) when they are prefixed;
     /// the server's id by default.
@@ -45,14 +46,20 @@ pub enum TransportConfig {
     /// allow-list of kite's environment ([`INHERITED`](crate::INHERITED) and `LC_*`)
     /// plus `env`, where `${NAME}` forwards kite's variable `NAME`.
     Stdio {
+        /// The program to run.
         command: String,
+        /// Its arguments.
         args: Vec<String>,
+        /// Variables set for it, on top of the inherited ones.
         env: BTreeMap<String, String>,
+        /// The directory it runs in; kite's own when unset.
         cwd: Option<PathBuf>,
     },
     /// A server kite reaches over Streamable HTTP.
     Http {
+        /// The server's endpoint.
         url: String,
+        /// Headers sent with every request.
         headers: BTreeMap<String, String>,
         /// A bearer token sent as `Authorization: Bearer …`.
         bearer_token: Option<String>,
@@ -65,6 +72,7 @@ pub enum TransportConfig {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
+    /// Each server by its id.
     #[serde(default)]
     pub servers: BTreeMap<String, ServerConfig>,
 }

@@ -9,30 +9,56 @@ pub enum Error {
     UnknownServer(String),
     /// The server could not be started or reached, or the handshake failed.
     #[error("MCP server {server:?}: cannot connect: {message}")]
-    Connect { server: String, message: String },
+    Connect {
+        /// The server's id.
+        server: String,
+        /// Why (secrets redacted), with the end of the server's stderr when it wrote any.
+        message: String,
+    },
     /// The connection dropped, the process exited or the session expired.
     #[error("MCP server {server:?}: connection lost: {message}")]
-    Disconnected { server: String, message: String },
+    Disconnected {
+        /// The server's id.
+        server: String,
+        /// What happened (secrets redacted).
+        message: String,
+    },
     /// The server did not answer in time.
     #[error("MCP server {server:?}: no answer to {what} within {seconds} s")]
     Timeout {
+        /// The server's id.
         server: String,
+        /// The request that went unanswered (`tools/call NAME`, ...).
         what: String,
+        /// How long kite waited, in whole seconds.
         seconds: u64,
     },
     /// The server answered with a JSON-RPC error.
     #[error("MCP server {server:?}: {message} (code {code})")]
     Server {
+        /// The server's id.
         server: String,
+        /// The JSON-RPC error code.
         code: i32,
+        /// The error's message (secrets redacted).
         message: String,
     },
     /// The server answered with something kite cannot read.
     #[error("MCP server {server:?}: unreadable answer: {message}")]
-    Malformed { server: String, message: String },
+    Malformed {
+        /// The server's id.
+        server: String,
+        /// What could not be read.
+        message: String,
+    },
     /// The call was cancelled.
     #[error("MCP server {server:?}: {what} cancelled")]
-    Cancelled { server: String, what: String },
+    Cancelled {
+        /// The server's id.
+        server: String,
+        /// The request that was cancelled (`tools/call NAME`, ...).
+        what: String,
+    },
 }
 
 impl Error {

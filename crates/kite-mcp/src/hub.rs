@@ -36,6 +36,7 @@ pub struct HubOptions {
     /// The first wait before reconnecting to a lost server; it doubles up to
     /// `reconnect_max` (defaults 500 ms and 30 s).
     pub reconnect_initial: Duration,
+    /// The longest wait between reconnection attempts.
     pub reconnect_max: Duration,
     /// Tool call deadline when the server's config names none (default 60 s), renewed by
     /// each progress notification.
@@ -44,6 +45,7 @@ pub struct HubOptions {
     /// (or connection), the handshake and the first tool list (default 10 s, room for a
     /// package runner's first start).
     pub startup_timeout: Duration,
+    /// When tool names get their server's prefix (default: only on a clash).
     pub prefixing: Prefixing,
     /// The roots given to servers that ask (`roots/list`): `file://` URIs and names.
     pub roots: Vec<(String, Option<String>)>,
@@ -95,18 +97,26 @@ pub enum ServerStatus {
     /// Connected, speaking `protocol`, to the server that calls itself `name` (a stdio
     /// server runs as process `pid`).
     Up {
+        /// The MCP protocol version agreed in the handshake.
         protocol: String,
+        /// The name the server gives itself.
         name: String,
+        /// The process id of a stdio server.
         pid: Option<u32>,
     },
     /// Not connected; `error` says why. The hub keeps trying.
-    Down { error: String },
+    Down {
+        /// Why the server is not connected.
+        error: String,
+    },
 }
 
 /// One server as [`Hub::servers`] reports it.
 #[derive(Clone, Debug)]
 pub struct ServerReport {
+    /// The id the server was added under.
     pub id: String,
+    /// Whether it is connected, and to what.
     pub status: ServerStatus,
     /// The names the model sees, with the server's own name of each.
     pub tools: Vec<(String, String)>,
@@ -148,6 +158,7 @@ impl Hub {
         Self::with_options(HubOptions::default())
     }
 
+    /// A hub with `options`.
     #[allow(deprecated)]
     pub fn with_options(options: HubOptions) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();

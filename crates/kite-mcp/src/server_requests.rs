@@ -15,6 +15,7 @@ use std::sync::Arc;
 /// server hinted at (empty when it gave none). A hook may refuse (an error goes back to
 /// the server) or ask a person first; [`ModelSampler`] sends it to a kite model as it is.
 pub trait Sampler: Send + Sync + 'static {
+    /// The answer to `request` from the server with id `server`.
     fn sample(
         &self,
         server: &str,
@@ -80,6 +81,7 @@ pub enum ElicitAnswer {
 
 /// Surfaces servers' `elicitation/create` requests, for instance by asking at a terminal.
 pub trait Elicitor: Send + Sync + 'static {
+    /// The user's answer to `request` from the server with id `server`.
     fn elicit(
         &self,
         server: &str,

@@ -46,8 +46,11 @@ pub(crate) struct RemoteTool {
 /// tool failed (`isError`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallResult {
+    /// The MCP content blocks (text, images, resources, ...), as JSON.
     pub content: Vec<Value>,
+    /// The structured content, when the tool gave any.
     pub structured: Option<Value>,
+    /// Whether the tool failed (`isError`).
     pub is_error: bool,
 }
 

@@ -109,10 +109,13 @@ impl Reply {
 /// A request the server received.
 #[derive(Clone, Debug)]
 pub struct RecordedRequest {
+    /// The HTTP method (`POST`, `GET`, ...).
     pub method: String,
+    /// The request target: the path, query included.
     pub path: String,
     /// Header names in lower case.
     pub headers: Vec<(String, String)>,
+    /// The body as received.
     pub body: Vec<u8>,
 }
 

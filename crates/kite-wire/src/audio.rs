@@ -27,7 +27,9 @@ impl crate::Api for Transcriptions {
 /// A `multipart/form-data` body and the content type naming its boundary.
 #[derive(Clone, Debug)]
 pub struct Multipart {
+    /// The `Content-Type` header: `multipart/form-data` with its boundary.
     pub content_type: String,
+    /// The encoded form.
     pub body: Vec<u8>,
 }
 

@@ -12,7 +12,7 @@
 //! - [`openai_chat`]: OpenAI Chat Completions and the servers that speak it (Mistral,
 //!   OpenRouter, Groq, llama.cpp, vLLM, Ollama).
 //! - [`anthropic`]: Anthropic Messages.
-//! - [`openai_responses`]: OpenAI Responses (decoding).
+//! - [`openai_responses`]: OpenAI Responses (requests, and streamed, whole and stored answers).
 //! - [`audio`]: audio transcription (multipart uploads, transcripts, transcript streams).
 //! - [`errors`]: provider error envelopes into typed [`ApiError`](kite_core::ApiError)s.
 //! - [`schema`]: JSON Schema clean-up for providers' strict modes.

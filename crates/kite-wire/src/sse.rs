@@ -7,6 +7,9 @@
 //! WHATWG event-stream parsing rules otherwise: an event cut off by the end of the stream,
 //! before its blank line, is discarded.
 //!
+//! The file runs past the usual length because its unit tests (the framing cases above,
+//! each a few lines) sit beside the parser they pin down.
+//!
 //! ```
 //! use kite_wire::sse::SseDecoder;
 //!

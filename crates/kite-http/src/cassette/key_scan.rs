@@ -29,8 +29,9 @@ const PREFIXES: &[(&str, usize)] = &[
 pub struct Finding {
     /// Byte offset of the match.
     pub offset: usize,
-    /// The prefix it starts with, and its length; never the key itself.
+    /// The prefix it starts with; never the key itself.
     pub kind: &'static str,
+    /// Length in bytes of the key, prefix included.
     pub len: usize,
 }
 

@@ -62,7 +62,9 @@ impl Rules {
 /// A normalized body.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Normalized {
+    /// A JSON body or multipart upload, keys sorted and the rules applied.
     Json(Value),
+    /// Any other body: its text, or a digest when it is not text.
     Text(String),
 }
 

@@ -22,20 +22,25 @@ pub const MAX_FILE: u64 = 256 * 1024 * 1024;
 pub struct Recording {
     /// The format's version (1).
     pub kite_cassette: u32,
+    /// The exchanges, in the order they happened.
     pub exchanges: Vec<Exchange>,
 }
 
 /// One request and the response it got.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Exchange {
+    /// What was sent.
     pub request: StoredRequest,
+    /// What came back.
     pub response: StoredResponse,
 }
 
 /// A request as recorded: never with credentials.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StoredRequest {
+    /// The HTTP method (`POST`, `GET`, ...).
     pub method: String,
+    /// The URL it went to; replay matches its path and query.
     pub url: String,
     /// Allow-listed headers only (`content-type`, `accept`, API versions and betas).
     pub headers: BTreeMap<String, String>,
@@ -46,7 +51,9 @@ pub struct StoredRequest {
 /// A response as recorded.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StoredResponse {
+    /// The HTTP status.
     pub status: u16,
+    /// Allow-listed headers only (`content-type`, `retry-after`, `x-should-retry`).
     pub headers: BTreeMap<String, String>,
     /// The file holding the body as received.
     pub body: String,
@@ -59,7 +66,9 @@ pub struct StoredResponse {
 /// after the request was sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
+    /// The byte offset in the body where the chunk ends.
     pub end: usize,
+    /// Milliseconds after the request was sent that the chunk arrived.
     pub at_ms: u64,
 }
 

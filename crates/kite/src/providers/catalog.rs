@@ -41,6 +41,16 @@ impl Endpoint {
         self.transport = Some(Arc::new(transport));
         self
     }
+
+    /// `m`, its requests sent the way this endpoint says: through its transport, or over the
+    /// network with its timeouts. (The base URL is given when `m` is made.)
+    pub fn carry<A: Api + Clone>(&self, m: HttpModel<A>) -> Result<HttpModel<A>, Error> {
+        Ok(match (&self.transport, self.timeouts) {
+            (Some(t), _) => m.transport(t.clone()),
+            (None, Some(t)) => m.transport(ReqwestTransport::shared()?.with_timeouts(t)),
+            (None, None) => m,
+        })
+    }
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -260,12 +270,7 @@ impl Provider {
             }
             None => {}
         }
-        if let Some(t) = &endpoint.transport {
-            m = m.transport(t.clone());
-        } else if let Some(t) = endpoint.timeouts {
-            m = m.transport(ReqwestTransport::shared()?.with_timeouts(t));
-        }
-        Ok(m)
+        endpoint.carry(m)
     }
 }
 

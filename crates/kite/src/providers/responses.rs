@@ -31,8 +31,11 @@ pub type OpenAiResponses = HttpModel<Responses>;
 /// `initial`, then each wait `factor` times longer, up to `max`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PollPolicy {
+    /// The first wait (default 1 s).
     pub initial: Duration,
+    /// The longest wait between two asks (default 20 s).
     pub max: Duration,
+    /// How much longer each wait is than the one before (default 1.5).
     pub factor: f64,
     /// Give up (with a timeout error) after this long; `None` waits as long as it takes.
     pub timeout: Option<Duration>,
