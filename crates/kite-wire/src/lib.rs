@@ -30,7 +30,8 @@ mod str;
 pub use codec::{Api, Auth, Codec, ResumePoint, StreamDecoder};
 
 /// kite's finish reason for a provider's name of it (`stop`, `end_turn`, `max_tokens`,
-/// `tool_use`, ...); a name kite does not know is kept as [`FinishReason::Other`].
+/// `tool_use`, ...); a name kite does not know is kept as
+/// [`FinishReason::Other`](kite_core::FinishReason::Other).
 pub fn finish_reason(wire: &str) -> kite_core::FinishReason {
     use kite_core::FinishReason;
     match wire {

@@ -1,9 +1,9 @@
 //! OpenAI Chat Completions (`POST /v1/chat/completions`) and the servers that speak it.
 //!
-//! - [`encode_request`] writes a [`Request`](kite_core::Request) as the JSON body.
+//! - [`encode_request`] writes a `Request` as the JSON body.
 //! - [`decode_response`] reads a non-streamed JSON body into a
-//!   [`Response`](kite_core::Response).
-//! - [`ChatStreamDecoder`] reads a streamed (SSE) body into [`Event`](kite_core::Event)s.
+//!   `Response`.
+//! - [`ChatStreamDecoder`] reads a streamed (SSE) body into `Event`s.
 //!
 //! Servers differ in small ways; a [`Dialect`] names which one is spoken. Decoding accepts
 //! every dialect's output whatever the dialect: `reasoning_content` / `reasoning` fields,
