@@ -371,6 +371,17 @@ pub trait Frames: Send {
     }
 }
 
+/// An event kite has no meaning for, passed on as the provider sent it: named `kind`, with
+/// its JSON payload (or its text, when the payload is not JSON).
+pub(crate) fn unknown(kind: &str, data: &[u8]) -> Event {
+    let data = serde_json::from_slice(data)
+        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(data).into_owned()));
+    Event::Unknown {
+        kind: kind.to_owned(),
+        data,
+    }
+}
+
 /// The largest event a stream may send (its data and its unfinished line): far above any
 /// real one, and a bound on what a server can make kite hold.
 pub const MAX_EVENT: usize = 16 * 1024 * 1024;

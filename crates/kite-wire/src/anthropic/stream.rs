@@ -64,10 +64,7 @@ impl Frames for AnthropicFrames {
             "ping" => {}
             // Fields at the top level, or (as some servers send them) under `error`.
             "error" => return Err(errors::from_event(data)),
-            other => out.push(Event::Unknown {
-                kind: other.to_owned(),
-                data: serde_json::from_slice(data).unwrap_or_default(),
-            }),
+            other => out.push(crate::sse::unknown(other, data)),
         }
         Ok(false)
     }

@@ -38,12 +38,7 @@ impl Frames for ChatFrames {
             "" | "message" | "chunk" => {}
             "error" => return Err(errors::from_event(data)),
             other => {
-                let data = serde_json::from_slice(data)
-                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(data).into_owned()));
-                out.push(Event::Unknown {
-                    kind: other.to_owned(),
-                    data,
-                });
+                out.push(crate::sse::unknown(other, data));
                 return Ok(false);
             }
         }

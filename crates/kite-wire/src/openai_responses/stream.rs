@@ -87,10 +87,7 @@ impl Frames for ResponsesFrames {
                 || k.ends_with(".added")
                 || k == "response.in_progress"
                 || k.starts_with("response.web_search_call.") => {}
-            other => out.push(Event::Unknown {
-                kind: other.to_owned(),
-                data: serde_json::from_slice(data).unwrap_or_default(),
-            }),
+            other => out.push(crate::sse::unknown(other, data)),
         }
         Ok(false)
     }
