@@ -4,7 +4,8 @@ use crate::AgentError;
 use crate::audit::AuditSink;
 use crate::calls::cancelled_record;
 use crate::hooks::{Flow, Hooks, ToolDecision};
-use crate::run::{Decision, Next, Run, StopReason, ToolRecord};
+use crate::run::Run;
+use crate::steps::{Decision, Next, StopReason, ToolRecord};
 use crate::stream::{AgentEvent, AgentStream, Sink};
 use crate::tool::Tool;
 use crate::toolset::ToolSet;
@@ -224,6 +225,9 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             .iter()
             .map(|p| cancelled_record(turn, &p.call))
             .collect();
+        for r in &records {
+            run.decide(&r.call.id, Decision::Skip("the run was cancelled".into()));
+        }
         if !records.is_empty() {
             run.tools_ran(records)?;
         }

@@ -5,7 +5,8 @@
 use crate::AgentError;
 use crate::agent::Agent;
 use crate::hooks::Flow;
-use crate::run::{CallStatus, Decision, PlannedCall, Run, StopReason, ToolRecord};
+use crate::run::Run;
+use crate::steps::{CallStatus, Decision, PlannedCall, StopReason, ToolRecord};
 use crate::stream::{AgentEvent, Sink};
 use crate::tool::{ContextPatch, ToolContext, ToolError};
 use futures_util::{FutureExt, StreamExt};

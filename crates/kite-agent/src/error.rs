@@ -21,5 +21,5 @@ pub enum AgentError {
     },
     /// A step was reported to a run that does not fit where it stands.
     #[error(transparent)]
-    Step(#[from] crate::run::StepError),
+    Step(#[from] crate::steps::StepError),
 }

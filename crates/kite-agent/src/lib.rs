@@ -19,6 +19,7 @@ mod conversation;
 mod error;
 mod hooks;
 mod run;
+mod steps;
 mod stream;
 mod tool;
 mod toolset;
@@ -28,7 +29,8 @@ pub use audit::AuditSink;
 pub use conversation::Conversation;
 pub use error::AgentError;
 pub use hooks::{Flow, Hooks, ToolDecision};
-pub use run::{CallStatus, Decision, Next, PlannedCall, Run, StepError, StopReason, ToolRecord};
+pub use run::Run;
+pub use steps::{CallStatus, Decision, Next, PlannedCall, StepError, StopReason, ToolRecord};
 pub use stream::{AgentEvent, AgentStream};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

@@ -97,3 +97,13 @@ fn the_specs_a_set_offers_share_their_schemas() {
         &second[0].parameters
     ));
 }
+
+#[test]
+fn records_for_calls_not_yet_decided_are_refused() {
+    let mut run = asked_for_two_calls();
+    assert!(run.decide("a", Decision::Run));
+    assert!(run.decide("b", Decision::Deferred));
+    let both = vec![record(&run, "a", "now"), record(&run, "b", "calculate")];
+    assert!(run.tools_ran(both).is_err(), "b waits for approval");
+    assert_eq!(run.tool_calls().len(), 0);
+}

@@ -25,7 +25,7 @@ pub(crate) struct AskArgs {
     provider: Option<ProviderChoice>,
     /// OpenAI's API to use. Default: chat, except for deep-research models, which only
     /// Responses serves.
-    #[arg(long)]
+    #[arg(long, ignore_case = true)]
     api: Option<ApiChoice>,
     /// The model. Default: the provider's inexpensive default.
     #[arg(long, short, env = "KITE_MODEL")]

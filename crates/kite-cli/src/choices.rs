@@ -10,16 +10,14 @@ use kite::{OpenAiApi, Provider, TranscriptFormat};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ProviderChoice(pub Provider);
 
-const PROVIDERS: [ProviderChoice; 6] = {
-    let p = Provider::ALL;
-    [
-        ProviderChoice(p[0]),
-        ProviderChoice(p[1]),
-        ProviderChoice(p[2]),
-        ProviderChoice(p[3]),
-        ProviderChoice(p[4]),
-        ProviderChoice(p[5]),
-    ]
+const PROVIDERS: [ProviderChoice; Provider::ALL.len()] = {
+    let mut out = [ProviderChoice(Provider::ALL[0]); Provider::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = ProviderChoice(Provider::ALL[i]);
+        i += 1;
+    }
+    out
 };
 
 impl ValueEnum for ProviderChoice {
@@ -35,7 +33,15 @@ impl ValueEnum for ProviderChoice {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ApiChoice(pub OpenAiApi);
 
-const APIS: [ApiChoice; 2] = [ApiChoice(OpenAiApi::ALL[0]), ApiChoice(OpenAiApi::ALL[1])];
+const APIS: [ApiChoice; OpenAiApi::ALL.len()] = {
+    let mut out = [ApiChoice(OpenAiApi::ALL[0]); OpenAiApi::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = ApiChoice(OpenAiApi::ALL[i]);
+        i += 1;
+    }
+    out
+};
 
 impl ValueEnum for ApiChoice {
     fn value_variants<'a>() -> &'a [Self] {
@@ -50,16 +56,14 @@ impl ValueEnum for ApiChoice {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FormatChoice(pub TranscriptFormat);
 
-const FORMATS: [FormatChoice; 6] = {
-    let f = TranscriptFormat::ALL;
-    [
-        FormatChoice(f[0]),
-        FormatChoice(f[1]),
-        FormatChoice(f[2]),
-        FormatChoice(f[3]),
-        FormatChoice(f[4]),
-        FormatChoice(f[5]),
-    ]
+const FORMATS: [FormatChoice; TranscriptFormat::ALL.len()] = {
+    let mut out = [FormatChoice(TranscriptFormat::ALL[0]); TranscriptFormat::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = FormatChoice(TranscriptFormat::ALL[i]);
+        i += 1;
+    }
+    out
 };
 
 impl ValueEnum for FormatChoice {

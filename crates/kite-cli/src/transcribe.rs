@@ -30,7 +30,7 @@ pub(crate) struct TranscribeArgs {
     #[arg(long)]
     prompt: Option<String>,
     /// The transcript's format.
-    #[arg(long)]
+    #[arg(long, ignore_case = true)]
     format: Option<FormatChoice>,
     /// Print the text as it is recognised (models that stream: gpt-4o-transcribe and later).
     #[arg(long)]

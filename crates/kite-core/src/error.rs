@@ -125,7 +125,8 @@ impl ApiError {
         e
     }
 
-    /// Sets the provider's code and type.
+    /// Sets the provider's code and type, keeping the kind. To classify by what they say,
+    /// as the codecs do, use `kite_wire::errors::api_error`.
     pub fn with_code(mut self, code: Option<String>, error_type: Option<String>) -> Self {
         self.code = code;
         self.error_type = error_type;

@@ -37,7 +37,9 @@ fn parse_http_date(s: &str) -> Option<u64> {
     let year: u64 = it.next()?.parse().ok()?;
     let mut hms = it.next()?.split(':').map(|p| p.parse::<u64>().ok());
     let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    if it.next()? != "GMT" || !(1..=31).contains(&day) || year < 1970 {
+    let in_range =
+        (1..=31).contains(&day) && (1970..=9999).contains(&year) && h < 24 && m < 60 && sec < 61;
+    if it.next()? != "GMT" || !in_range {
         return None;
     }
     // Days from civil (Howard Hinnant's algorithm).
@@ -72,6 +74,19 @@ mod tests {
             Some(Duration::from_secs(7))
         );
         assert_eq!(parse_retry_after("soon", 0), None);
+    }
+
+    #[test]
+    fn a_date_out_of_range_is_no_date() {
+        // Each of these once overflowed the arithmetic.
+        for date in [
+            "Sun, 06 Nov 99999999999999 08:49:37 GMT",
+            "Sun, 06 Nov 1994 99999999999999:49:37 GMT",
+            "Sun, 06 Nov 1994 08:99999999999999:37 GMT",
+            "Sun, 06 Nov 1994 08:49:99999999999999 GMT",
+        ] {
+            assert_eq!(parse_retry_after(date, 0), None, "{date}");
+        }
     }
 
     #[test]

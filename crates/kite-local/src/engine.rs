@@ -1,18 +1,15 @@
 //! The model in process: loading, and generating on a thread of its own.
 
-use crate::grammar;
+use crate::plan::Plan;
 use crate::prompt::{self, CHATML, TemplateMessage};
 use crate::split::Splitter;
-use kite_core::{
-    Capabilities, Error, Event, EventStream, FinishReason, Model, Request, ToolChoice, Usage,
-};
+use kite_core::{Capabilities, Error, Event, EventStream, FinishReason, Model, Request, Usage};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::sampling::LlamaSampler;
 use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::{Arc, OnceLock, mpsc as std_mpsc};
@@ -90,40 +87,6 @@ struct Job {
     messages: Vec<TemplateMessage>,
     plan: Plan,
     events: Sender,
-}
-
-/// How tokens are chosen, and when generation stops.
-struct Plan {
-    /// The tool-call grammar, and whether the model must call (else it may answer first).
-    grammar: Option<(String, bool)>,
-    temperature: Option<f64>,
-    top_p: Option<f64>,
-    seed: Option<i64>,
-    max_tokens: Option<u32>,
-    stop: Vec<String>,
-}
-
-impl Plan {
-    fn of(req: &Request) -> Result<Self, Error> {
-        let has_tools = !req.tools.is_empty();
-        let grammar = match &req.tool_choice {
-            Some(ToolChoice::Required) => Some((grammar::tool_call(&req.tools, None)?, true)),
-            Some(ToolChoice::Tool(name)) => {
-                Some((grammar::tool_call(&req.tools, Some(name))?, true))
-            }
-            Some(ToolChoice::None) => None,
-            _ if has_tools => Some((grammar::tool_call(&req.tools, None)?, false)),
-            _ => None,
-        };
-        Ok(Self {
-            grammar,
-            temperature: req.temperature,
-            top_p: req.top_p,
-            seed: req.seed,
-            max_tokens: req.max_tokens,
-            stop: req.stop.clone(),
-        })
-    }
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -260,7 +223,7 @@ fn send(tx: &Sender, e: Event) -> bool {
     tx.blocking_send(Ok(e)).is_ok()
 }
 
-fn engine<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Error + '_ {
+pub(crate) fn engine<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Error + '_ {
     move |e| Error::Engine(format!("{what}: {e}"))
 }
 
@@ -356,7 +319,7 @@ impl Shared {
                 .map_err(engine("cannot read the prompt"))?;
         }
 
-        let mut sampler = self.sampler(plan)?;
+        let mut sampler = plan.sampler(&self.model, self.config.repeat_penalty)?;
         if !send(
             tx,
             Event::Start {
@@ -428,49 +391,4 @@ impl Shared {
         }
         Ok(())
     }
-
-    /// Grammar first (when tools are in play), then repetition penalty, then greedy choice or
-    /// seeded sampling.
-    fn sampler(&self, plan: &Plan) -> Result<LlamaSampler, Error> {
-        let mut chain = Vec::new();
-        match &plan.grammar {
-            Some((g, true)) => chain.push(
-                LlamaSampler::grammar(&self.model, g, "root")
-                    .map_err(engine("the tool grammar does not compile"))?,
-            ),
-            // Free text until the model opens a call, then a well-formed call.
-            Some((g, false)) => chain.push(
-                LlamaSampler::grammar_lazy(&self.model, g, "root", ["<tool_call>"], &[])
-                    .map_err(engine("the tool grammar does not compile"))?,
-            ),
-            None => {}
-        }
-        if self.config.repeat_penalty != 1.0 {
-            chain.push(LlamaSampler::penalties(
-                self.model.n_vocab(),
-                64,
-                self.config.repeat_penalty,
-                0.0,
-                0.0,
-            ));
-        }
-        match plan.temperature {
-            Some(t) if t > 0.0 => {
-                if let Some(p) = plan.top_p {
-                    chain.push(LlamaSampler::top_p(p as f32, 1));
-                }
-                chain.push(LlamaSampler::temp(t as f32));
-                let seed = plan.seed.map_or_else(rand_seed, |s| s as u32);
-                chain.push(LlamaSampler::dist(seed));
-            }
-            _ => chain.push(LlamaSampler::greedy()),
-        }
-        Ok(LlamaSampler::chain_simple(chain))
-    }
-}
-
-fn rand_seed() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
 }

@@ -16,6 +16,7 @@
 mod engine;
 mod grammar;
 mod install;
+mod plan;
 mod prompt;
 mod split;
 mod workers;

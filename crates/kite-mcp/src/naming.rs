@@ -62,6 +62,10 @@ pub(crate) fn expose(
         } else {
             base.clone()
         };
+        if base.is_empty() {
+            tracing::warn!(server = %o.server, "a tool with an empty name; not offered");
+            continue;
+        }
         if !taken.insert(name.clone()) {
             tracing::warn!(server = %o.server, tool = %o.remote.name, "tool name taken; not offered");
             continue;

@@ -50,12 +50,14 @@ fn too_large(message: &str) -> bool {
     if message.starts_with("Request too large") {
         return true;
     }
+    // Digits may be grouped: `1,000,000` or `1_000_000`.
     let number_after = |label: &str| -> Option<u64> {
         let rest = &message[message.find(label)? + label.len()..];
         let digits: String = rest
             .trim_start()
             .chars()
-            .take_while(|c| c.is_ascii_digit())
+            .take_while(|c| c.is_ascii_digit() || *c == ',' || *c == '_')
+            .filter(char::is_ascii_digit)
             .collect();
         digits.parse().ok()
     };
@@ -69,9 +71,10 @@ fn too_large(message: &str) -> bool {
 pub fn decode_error(status: u16, body: &[u8]) -> ApiError {
     let text = String::from_utf8_lossy(body);
     let mut err = match serde_json::from_slice::<Value>(body) {
-        Ok(v) => from_value(Some(status), &v)
-            .unwrap_or_else(|| ApiError::new(Some(status), fallback_message(status, &text))),
-        Err(_) => ApiError::new(Some(status), fallback_message(status, &text)),
+        Ok(v) => from_value(Some(status), &v).unwrap_or_else(|| {
+            api_error(Some(status), fallback_message(status, &text), None, None)
+        }),
+        Err(_) => api_error(Some(status), fallback_message(status, &text), None, None),
     };
     err.body = Some(text.into_owned());
     err
@@ -84,7 +87,7 @@ pub fn from_value(status: Option<u16>, v: &Value) -> Option<ApiError> {
     let inner = match obj.get("error") {
         Some(Value::Object(e)) => e,
         Some(Value::String(s)) => {
-            return Some(ApiError::new(status, s.clone()));
+            return Some(api_error(status, s.clone(), None, None));
         }
         _ => {
             // Mistral / FastAPI style bodies.

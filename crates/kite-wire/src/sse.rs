@@ -48,6 +48,7 @@ impl Frame<'_> {
 /// What a stream held: non-empty lines, comment lines, field lines (`data`, `event`, `id`,
 /// `retry`), dispatched events, and whether it ended in the middle of an event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Seen {
     /// Non-empty lines.
     pub lines: u64,
@@ -103,7 +104,7 @@ impl SseDecoder {
     /// the specification says: the stream was cut off in the middle of it.
     pub fn end(&mut self) {
         let tail = &self.buf[self.pos..];
-        let field = [&b"data:"[..], b"data\n", b":", b"event:", b"id:", b"retry:"];
+        let field = [&b"data:"[..], b":", b"event:", b"id:", b"retry:"];
         let tail_is_field = tail == b"data" || field.iter().any(|f| tail.starts_with(f));
         self.seen.cut |= self.has_data || tail_is_field;
         self.buf.clear();
@@ -394,6 +395,8 @@ pub struct SseStream<F> {
     /// The response is complete, or an error ended it: nothing more is decoded.
     closed: bool,
     head: Vec<u8>,
+    /// Events read on earlier connections of a resumed stream.
+    earlier: u64,
 }
 
 impl<F: Frames + Default> SseStream<F> {
@@ -457,20 +460,25 @@ impl<F: Frames> crate::StreamDecoder for SseStream<F> {
         }
         self.closed = true;
         let seen = self.sse.seen();
-        if seen.frames > 0 {
-            return self.frames.eof(out);
-        }
-        if seen.fields > 0 || seen.cut || self.head.is_empty() {
+        if seen.cut {
             return Err(Error::transport(
                 TransportErrorKind::ConnectionClosed,
-                "the connection closed before the first event was complete",
+                "the stream ended in the middle of an event",
+            ));
+        }
+        if seen.frames + self.earlier > 0 {
+            return self.frames.eof(out);
+        }
+        if seen.fields > 0 || self.head.is_empty() {
+            return Err(Error::transport(
+                TransportErrorKind::ConnectionClosed,
+                "the stream ended before its first event was complete",
             ));
         }
         if seen.comments > 0 && seen.comments == seen.lines {
             return Err(Error::transport(
                 TransportErrorKind::ConnectionClosed,
-                "the connection closed with no answer: the server sent only keep-alive \
-                 comments",
+                "the server sent only keep-alive comments, and no answer",
             ));
         }
         Err(Error::decode(
@@ -484,7 +492,9 @@ impl<F: Frames> crate::StreamDecoder for SseStream<F> {
     }
 
     fn resumed(&mut self) {
+        self.earlier += self.sse.seen().frames;
         self.sse = SseDecoder::new();
+        self.head.clear();
         self.closed = false;
     }
 }

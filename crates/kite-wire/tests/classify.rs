@@ -63,3 +63,28 @@ fn api_errors_are_classified_from_status_code_and_type() {
     .to_string();
     assert_eq!(shown, "provider error 401 (invalid_api_key): bad key");
 }
+
+#[test]
+fn a_request_too_large_is_told_from_a_passing_rate_limit() {
+    let kind = |message: &str| {
+        api_error(Some(429), message, Some("rate_limit_exceeded".into()), None).kind
+    };
+    assert_eq!(
+        kind("Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000."),
+        ApiErrorKind::RequestTooLarge
+    );
+    assert_eq!(
+        kind(
+            "Rate limit reached on tokens per min: Limit 1,000,000, Used 999,000, Requested 20,000."
+        ),
+        ApiErrorKind::RateLimited
+    );
+    assert_eq!(
+        kind("tokens per min: Limit 1_000, Requested 2_000"),
+        ApiErrorKind::RequestTooLarge
+    );
+    // A 429 whose error is a plain string is classified by its words too.
+    let e =
+        kite_wire::errors::decode_error(429, br#"{"error":"Request too large for this limit"}"#);
+    assert_eq!(e.kind, ApiErrorKind::RequestTooLarge);
+}

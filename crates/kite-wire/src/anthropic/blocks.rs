@@ -3,7 +3,7 @@
 use super::NAMESPACE;
 use super::wire::{self, Block, Delta, WireUsage};
 use crate::str::{Str, text, value};
-use kite_core::{Error, Event, FinishReason, Metadata, ToolCall, Usage};
+use kite_core::{Event, FinishReason, Metadata, ToolCall, Usage};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -41,19 +41,11 @@ pub(super) struct Blocks {
     calls: u32,
 }
 
-fn bad(what: &str, e: serde_json::Error, raw: &RawValue) -> Error {
-    Error::decode(format!("{what}: {e}"), raw.get())
-}
-
 impl Blocks {
-    /// A block opens; whatever content it already holds is emitted.
-    pub(super) fn start(
-        &mut self,
-        index: u32,
-        raw: &RawValue,
-        out: &mut Vec<Event>,
-    ) -> Result<(), Error> {
-        let block: Block = wire::read(raw).map_err(|e| bad("content block", e, raw))?;
+    /// A block opens; whatever content it already holds is emitted. A block whose fields
+    /// do not have the shapes kite reads passes through whole, as one it has no type for.
+    pub(super) fn start(&mut self, index: u32, raw: &RawValue, out: &mut Vec<Event>) {
+        let block: Block = wire::read(raw).unwrap_or_default();
         let open = match block.kind.as_ref().map_or("", |k| k.as_str()) {
             "text" => {
                 if let Some(text) = block.text.filter(|t| !t.as_str().is_empty()) {
@@ -102,7 +94,6 @@ impl Blocks {
             },
         };
         self.open.push((index, open));
-        Ok(())
     }
 
     fn find(&mut self, index: u32) -> Option<&mut Open> {
@@ -112,14 +103,9 @@ impl Blocks {
             .map(|(_, o)| o)
     }
 
-    /// A delta for an open block.
-    pub(super) fn delta(
-        &mut self,
-        index: u32,
-        raw: &RawValue,
-        out: &mut Vec<Event>,
-    ) -> Result<(), Error> {
-        let delta: Delta = wire::read(raw).map_err(|e| bad("block delta", e, raw))?;
+    /// A delta for an open block; one kite cannot read passes through.
+    pub(super) fn delta(&mut self, index: u32, raw: &RawValue, out: &mut Vec<Event>) {
+        let delta: Delta = wire::read(raw).unwrap_or_default();
         let kind = delta.kind.as_ref().map_or("", |k| k.as_str());
         match (kind, self.find(index)) {
             ("text_delta", _) => {
@@ -155,7 +141,6 @@ impl Blocks {
                 data: value(raw),
             }),
         }
-        Ok(())
     }
 
     /// A block closes: reasoning gets its signature, a tool call its whole input.

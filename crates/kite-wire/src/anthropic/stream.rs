@@ -1,11 +1,12 @@
 //! Streamed (SSE) Messages responses.
 
 use super::blocks::Blocks;
-use super::wire::StreamEvent;
+use super::wire::{Delta, MessageHead, StreamEvent, read};
 use crate::errors;
 use crate::finish_reason;
 use crate::sse::{Frames, SseStream};
 use kite_core::{Error, Event, TransportErrorKind};
+use serde_json::value::RawValue;
 
 /// Decodes a streamed Messages response.
 pub type AnthropicStreamDecoder = SseStream<AnthropicFrames>;
@@ -24,10 +25,14 @@ impl Frames for AnthropicFrames {
         // The event name and the payload's `type` agree; the payload is authoritative.
         let kind = v.kind.as_ref().map_or(event, |k| k.as_str());
         let index = v.index.unwrap_or(0);
-        let missing = |what: &str| Error::decode(format!("{kind} without {what}"), data);
         match kind {
             "message_start" => {
-                let m = v.message.ok_or_else(|| missing("a message"))?;
+                let m: MessageHead = match v.message {
+                    Some(raw) => {
+                        read(raw).map_err(|e| Error::decode(format!("message_start: {e}"), data))?
+                    }
+                    None => MessageHead::default(),
+                };
                 out.push(Event::Start {
                     id: m.id.map(|s| s.into_string()),
                     model: m.model.map(|s| s.into_string()),
@@ -37,21 +42,18 @@ impl Frames for AnthropicFrames {
                 }
             }
             "content_block_start" => {
-                let block = v.content_block.ok_or_else(|| missing("a content block"))?;
-                self.blocks.start(index, block, out)?;
+                let block = v.content_block.unwrap_or(RawValue::NULL);
+                self.blocks.start(index, block, out);
             }
             "content_block_delta" => {
-                let delta = v.delta.ok_or_else(|| missing("a delta"))?;
-                self.blocks.delta(index, delta, out)?;
+                let delta = v.delta.unwrap_or(RawValue::NULL);
+                self.blocks.delta(index, delta, out);
             }
             "content_block_stop" => self.blocks.stop(index, out),
             "message_delta" => {
-                if let Some(raw) = v.delta {
-                    let delta: super::wire::Delta = super::wire::read(raw)
-                        .map_err(|e| Error::decode(format!("message delta: {e}"), raw.get()))?;
-                    if let Some(r) = delta.stop_reason {
-                        self.blocks.finish = Some(finish_reason(r.as_str()));
-                    }
+                let delta: Delta = v.delta.and_then(|raw| read(raw).ok()).unwrap_or_default();
+                if let Some(r) = delta.stop_reason {
+                    self.blocks.finish = Some(finish_reason(r.as_str()));
                 }
                 if let Some(u) = &v.usage {
                     self.blocks.usage(u);

@@ -24,7 +24,7 @@ pub fn response_events(body: &[u8]) -> Result<Vec<Event>, Error> {
     }];
     let mut blocks = Blocks::default();
     for (i, block) in content.into_iter().enumerate() {
-        blocks.start(i as u32, block, &mut out)?;
+        blocks.start(i as u32, block, &mut out);
         blocks.stop(i as u32, &mut out);
     }
     if let Some(u) = &m.usage {

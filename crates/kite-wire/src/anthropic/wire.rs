@@ -13,9 +13,9 @@ pub(super) struct StreamEvent<'a> {
     pub kind: Option<Str<'a>>,
     #[serde(default)]
     pub index: Option<u32>,
-    /// `message_start`'s message.
+    /// `message_start`'s message (or, in an `error` event, the error's message).
     #[serde(default, borrow)]
-    pub message: Option<Box<MessageHead<'a>>>,
+    pub message: Option<&'a RawValue>,
     /// `content_block_start`'s block.
     #[serde(default, borrow)]
     pub content_block: Option<&'a RawValue>,
@@ -27,7 +27,7 @@ pub(super) struct StreamEvent<'a> {
 }
 
 /// A message's id, model and usage: `message_start`'s message.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 pub(super) struct MessageHead<'a> {
     #[serde(default, borrow)]
     pub id: Option<Str<'a>>,
@@ -55,7 +55,7 @@ pub(super) struct WholeMessage<'a> {
 }
 
 /// A content block as it opens (or whole, in a whole message).
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 pub(super) struct Block<'a> {
     #[serde(rename = "type", default, borrow)]
     pub kind: Option<Str<'a>>,
@@ -79,7 +79,7 @@ pub(super) struct Block<'a> {
 }
 
 /// A block's delta (`text_delta`, `thinking_delta`, ...) or `message_delta`'s delta.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 pub(super) struct Delta<'a> {
     #[serde(rename = "type", default, borrow)]
     pub kind: Option<Str<'a>>,

@@ -3,7 +3,7 @@
 
 use super::NAMESPACE;
 use super::wire::{Item, WireResponse};
-use crate::errors::api_error;
+use crate::errors::{self, api_error};
 use crate::str::{Str, text, value};
 use kite_core::{Error, Event, FinishReason, Metadata, ToolCall, Usage};
 use serde_json::Value;
@@ -19,10 +19,15 @@ fn kind<'a>(item: &'a Item) -> &'a str {
     item.kind.as_ref().map_or("", Str::as_str)
 }
 
-/// `raw` read as an item.
-pub(super) fn item(raw: &RawValue) -> Result<Item<'_>, Error> {
-    serde_json::from_str(raw.get())
-        .map_err(|e| Error::decode(format!("output item: {e}"), raw.get()))
+/// `raw` read as an item; one whose fields do not have the shapes kite reads is one kite
+/// has no type for.
+fn item(raw: &RawValue) -> Item<'_> {
+    serde_json::from_str(raw.get()).unwrap_or_default()
+}
+
+/// The message part an output item is: its index, saturated.
+fn part(output_index: u64) -> u32 {
+    u32::try_from(output_index).unwrap_or(u32::MAX)
 }
 
 impl Items {
@@ -35,17 +40,11 @@ impl Items {
         i
     }
 
-    pub(super) fn added(
-        &mut self,
-        output_index: u64,
-        raw: &RawValue,
-        out: &mut Vec<Event>,
-    ) -> Result<(), Error> {
-        let item = item(raw)?;
+    pub(super) fn added(&mut self, output_index: u64, raw: &RawValue, out: &mut Vec<Event>) {
+        let item = item(raw);
         if kind(&item) == "function_call" {
             self.start_call(output_index, item, out);
         }
-        Ok(())
     }
 
     fn start_call(&mut self, output_index: u64, item: Item, out: &mut Vec<Event>) {
@@ -64,19 +63,18 @@ impl Items {
         raw: &RawValue,
         whole: bool,
         out: &mut Vec<Event>,
-    ) -> Result<(), Error> {
-        let item = item(raw)?;
+    ) {
+        let item = item(raw);
+        let part = part(output_index);
         match kind(&item) {
             "message" => {
                 if whole {
-                    for part in item.content.into_iter().flatten() {
-                        match part.kind.as_ref().map(Str::as_str) {
-                            Some("output_text") => {
-                                out.push(Event::text(output_index as u32, text(part.text)))
-                            }
+                    for c in item.content.into_iter().flatten() {
+                        match c.kind.as_ref().map(Str::as_str) {
+                            Some("output_text") => out.push(Event::text(part, text(c.text))),
                             Some("refusal") => out.push(Event::RefusalDelta {
-                                part: output_index as u32,
-                                text: text(part.refusal),
+                                part,
+                                text: text(c.refusal),
                             }),
                             _ => {}
                         }
@@ -93,25 +91,25 @@ impl Items {
                         .collect();
                     let text = text.join("\n\n");
                     if !text.is_empty() {
-                        out.push(Event::reasoning(output_index as u32, text));
+                        out.push(Event::reasoning(part, text));
                     }
                 }
                 out.push(Event::ReasoningEnd {
-                    part: output_index as u32,
+                    part,
                     metadata: Metadata::with(NAMESPACE, "item", value(raw)),
                 });
             }
             "function_call" => {
                 let index = self.call_index(output_index);
-                let (call_id, name) = (text(item.call_id), text(item.name));
                 if whole {
                     out.push(Event::ToolCallStart {
                         index,
-                        id: call_id.clone(),
-                        name: name.clone(),
+                        id: text(item.call_id.clone()),
+                        name: text(item.name.clone()),
                     });
                 }
-                let mut call = ToolCall::new(call_id, name, text(item.arguments));
+                let mut call =
+                    ToolCall::new(text(item.call_id), text(item.name), text(item.arguments));
                 call.metadata = Metadata::with(NAMESPACE, "item_id", Value::String(text(item.id)));
                 out.push(Event::ToolCallEnd { index, call });
             }
@@ -120,7 +118,6 @@ impl Items {
                 data: value(raw),
             }),
         }
-        Ok(())
     }
 
     /// The response ended: usage and why; or the error that failed it.
@@ -131,12 +128,11 @@ impl Items {
     ) -> Result<(), Error> {
         let status = response.status.as_ref().map(Str::as_str);
         if status == Some("failed") {
-            let err = response.error.as_ref();
-            let message = err.and_then(|e| e.message.as_ref()).map_or("", Str::as_str);
-            let code = err
-                .and_then(|e| e.code.as_ref())
-                .map(|c| c.as_str().to_owned());
-            return Err(api_error(None, message, code, None).into());
+            // The error as the server wrote it, whatever its shape.
+            let error = serde_json::json!({"error": response.error.map(value)});
+            let e = errors::from_value(None, &error)
+                .unwrap_or_else(|| api_error(None, "the response failed", None, None));
+            return Err(e.into());
         }
         let usage = response.usage.as_ref().map(Usage::from).unwrap_or_default();
         out.push(Event::Usage { usage });

@@ -1,12 +1,12 @@
 //! Streamed (SSE) Responses.
 
 use super::items::{Items, start};
-use super::wire::StreamEvent;
+use super::wire::{StreamEvent, WireResponse};
 use crate::ResumePoint;
 use crate::errors;
 use crate::sse::{Frames, SseStream};
-use crate::str::text;
 use kite_core::{Error, Event, TransportErrorKind};
+use serde_json::value::RawValue;
 
 /// Decodes a streamed Responses response.
 pub type ResponsesStreamDecoder = SseStream<ResponsesFrames>;
@@ -42,29 +42,29 @@ impl Frames for ResponsesFrames {
         let output_index = v.output_index.unwrap_or(0);
         // An output item is one part of the message.
         let part = u32::try_from(output_index).unwrap_or(u32::MAX);
-        let missing = |what: &str| Error::decode(format!("{kind} without {what}"), data);
+        let none = WireResponse::default();
         match kind {
             "response.created" => {
-                let response = v.response.as_ref().ok_or_else(|| missing("a response"))?;
+                let response = v.response.as_deref().unwrap_or(&none);
                 self.id = response.id.as_ref().map(|s| s.as_str().to_owned());
                 self.background = response.background == Some(true);
                 start(response, out);
             }
             "response.output_item.added" => {
-                let item = v.item.ok_or_else(|| missing("an item"))?;
-                self.items.added(output_index, item, out)?;
+                let item = v.item.unwrap_or(RawValue::NULL);
+                self.items.added(output_index, item, out);
             }
             "response.output_item.done" => {
-                let item = v.item.ok_or_else(|| missing("an item"))?;
-                self.items.done(output_index, item, false, out)?;
+                let item = v.item.unwrap_or(RawValue::NULL);
+                self.items.done(output_index, item, false, out);
             }
-            "response.output_text.delta" => out.push(Event::text(part, text(v.delta))),
+            "response.output_text.delta" => out.push(Event::text(part, v.delta.text())),
             "response.refusal.delta" => out.push(Event::RefusalDelta {
                 part,
-                text: text(v.delta),
+                text: v.delta.text(),
             }),
             "response.reasoning_summary_text.delta" => {
-                out.push(Event::reasoning(part, text(v.delta)))
+                out.push(Event::reasoning(part, v.delta.text()))
             }
             "response.reasoning_summary_part.added" if v.summary_index.unwrap_or(0) > 0 => {
                 out.push(Event::reasoning(part, "\n\n"))
@@ -73,11 +73,11 @@ impl Frames for ResponsesFrames {
                 let index = self.items.call_index(output_index);
                 out.push(Event::ToolCallDelta {
                     index,
-                    arguments: text(v.delta),
+                    arguments: v.delta.text(),
                 });
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let response = v.response.as_ref().ok_or_else(|| missing("a response"))?;
+                let response = v.response.as_deref().unwrap_or(&none);
                 self.items.end(response, out)?;
                 return Ok(true);
             }

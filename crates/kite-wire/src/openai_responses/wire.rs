@@ -2,7 +2,7 @@
 //! other field is skipped. Items kite keeps or passes through whole are held as raw JSON and
 //! turned into values only then.
 
-use crate::str::Str;
+use crate::str::{AnyStr, Str};
 use kite_core::Usage;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -18,8 +18,9 @@ pub(super) struct StreamEvent<'a> {
     pub output_index: Option<u64>,
     #[serde(default)]
     pub summary_index: Option<u64>,
+    /// A text delta (other events may carry deltas of other shapes).
     #[serde(default, borrow)]
-    pub delta: Option<Str<'a>>,
+    pub delta: AnyStr<'a>,
     #[serde(default, borrow)]
     pub item: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -27,7 +28,7 @@ pub(super) struct StreamEvent<'a> {
 }
 
 /// A response: whole, stored, or as `response.created` and `response.completed` carry it.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 pub(super) struct WireResponse<'a> {
     #[serde(default, borrow)]
     pub id: Option<Str<'a>>,
@@ -41,19 +42,11 @@ pub(super) struct WireResponse<'a> {
     pub output: Option<Vec<&'a RawValue>>,
     #[serde(default)]
     pub usage: Option<WireUsage>,
+    /// Why it failed, in whatever shape the server wrote it.
     #[serde(default, borrow)]
-    pub error: Option<WireError<'a>>,
+    pub error: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub incomplete_details: Option<Incomplete<'a>>,
-}
-
-/// Why a response failed.
-#[derive(Deserialize)]
-pub(super) struct WireError<'a> {
-    #[serde(default, borrow)]
-    pub message: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    pub code: Option<Str<'a>>,
 }
 
 /// Why a response is incomplete.
@@ -64,7 +57,7 @@ pub(super) struct Incomplete<'a> {
 }
 
 /// An output item.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 pub(super) struct Item<'a> {
     #[serde(rename = "type", default, borrow)]
     pub kind: Option<Str<'a>>,

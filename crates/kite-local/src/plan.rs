@@ -1,0 +1,93 @@
+//! How the local model chooses tokens for one call, and when it stops: worked out from the
+//! request on the caller's thread, so the model's worker never sees the request itself.
+
+use crate::engine::engine;
+use crate::grammar;
+use kite_core::{Error, Request, ToolChoice};
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+
+/// How tokens are chosen, and when generation stops.
+pub(crate) struct Plan {
+    /// The tool-call grammar, and whether the model must call (else it may answer first).
+    grammar: Option<(String, bool)>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    seed: Option<i64>,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) stop: Vec<String>,
+}
+
+impl Plan {
+    pub(crate) fn of(req: &Request) -> Result<Self, Error> {
+        let has_tools = !req.tools.is_empty();
+        let grammar = match &req.tool_choice {
+            Some(ToolChoice::Required) => Some((grammar::tool_call(&req.tools, None)?, true)),
+            Some(ToolChoice::Tool(name)) => {
+                Some((grammar::tool_call(&req.tools, Some(name))?, true))
+            }
+            Some(ToolChoice::None) => None,
+            _ if has_tools => Some((grammar::tool_call(&req.tools, None)?, false)),
+            _ => None,
+        };
+        Ok(Self {
+            grammar,
+            temperature: req.temperature,
+            top_p: req.top_p,
+            seed: req.seed,
+            max_tokens: req.max_tokens,
+            stop: req.stop.clone(),
+        })
+    }
+}
+
+impl Plan {
+    /// Grammar first (when tools are in play), then repetition penalty, then greedy choice or
+    /// seeded sampling.
+    pub(crate) fn sampler(
+        &self,
+        model: &LlamaModel,
+        repeat_penalty: f32,
+    ) -> Result<LlamaSampler, Error> {
+        let mut chain = Vec::new();
+        match &self.grammar {
+            Some((g, true)) => chain.push(
+                LlamaSampler::grammar(model, g, "root")
+                    .map_err(engine("the tool grammar does not compile"))?,
+            ),
+            // Free text until the model opens a call, then a well-formed call.
+            Some((g, false)) => chain.push(
+                LlamaSampler::grammar_lazy(model, g, "root", ["<tool_call>"], &[])
+                    .map_err(engine("the tool grammar does not compile"))?,
+            ),
+            None => {}
+        }
+        if repeat_penalty != 1.0 {
+            chain.push(LlamaSampler::penalties(
+                model.n_vocab(),
+                64,
+                repeat_penalty,
+                0.0,
+                0.0,
+            ));
+        }
+        match self.temperature {
+            Some(t) if t > 0.0 => {
+                if let Some(p) = self.top_p {
+                    chain.push(LlamaSampler::top_p(p as f32, 1));
+                }
+                chain.push(LlamaSampler::temp(t as f32));
+                let seed = self.seed.map_or_else(rand_seed, |s| s as u32);
+                chain.push(LlamaSampler::dist(seed));
+            }
+            _ => chain.push(LlamaSampler::greedy()),
+        }
+        Ok(LlamaSampler::chain_simple(chain))
+    }
+}
+
+fn rand_seed() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+}
