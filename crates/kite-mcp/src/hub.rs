@@ -19,7 +19,7 @@ use crate::tool::{Caller, McpTool};
 use kite_agent::{Tool, ToolSet};
 #[allow(deprecated)] // current in protocol 2025-11-25, which kite speaks
 use rmcp::model::Root;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -278,23 +278,33 @@ impl Hub {
     pub fn bind<C: Send + Sync + 'static>(&self, set: &ToolSet<C>) {
         let set = set.clone();
         let caller = self.caller();
-        let added: Mutex<HashSet<String>> = Mutex::new(HashSet::new());
+        // The tools this binding put in the set, by name: a tool of the same name that is
+        // not one of these is the set's own, and is never replaced or removed.
+        let added: Mutex<HashMap<String, Arc<dyn Tool<C>>>> = Mutex::new(HashMap::new());
         let listener = move |inner: &Inner| {
             let mut added = added.lock().unwrap_or_else(|e| e.into_inner());
-            let reserved: HashSet<String> = set
-                .names()
-                .into_iter()
-                .filter(|n| !added.contains(n))
-                .collect();
+            let ours = |name: &str| {
+                let (Some(mine), Some(now)) = (added.get(name), set.get(name)) else {
+                    return false;
+                };
+                Arc::ptr_eq(mine, &now)
+            };
+            let reserved: HashSet<String> = set.names().into_iter().filter(|n| !ours(n)).collect();
             let exposed = inner.exposed(&reserved);
-            let now: HashSet<String> = exposed.iter().map(|e| e.name.clone()).collect();
-            for gone in added.difference(&now) {
-                set.remove(gone);
+            let now: HashSet<&str> = exposed.iter().map(|e| e.name.as_str()).collect();
+            for gone in added.keys().filter(|n| !now.contains(n.as_str())) {
+                if ours(gone) {
+                    set.remove(gone);
+                }
             }
+            let mut next = HashMap::new();
             for e in exposed {
-                set.add_arc(Arc::new(McpTool::new(caller.clone(), e)));
+                let name = e.name.clone();
+                let tool: Arc<dyn Tool<C>> = Arc::new(McpTool::new(caller.clone(), e));
+                set.add_arc(tool.clone());
+                next.insert(name, tool);
             }
-            *added = now;
+            *added = next;
         };
         listener(&self.inner);
         self.inner

@@ -274,6 +274,27 @@ async fn a_server_tool_named_like_one_in_the_set_never_replaces_it() {
 }
 
 #[tokio::test]
+async fn a_tool_the_program_puts_in_place_of_a_server_tool_stays() {
+    let hub = Hub::new();
+    hub.add("everything", everything().allow(["echo"]))
+        .await
+        .unwrap();
+    let set: ToolSet<()> = ToolSet::new();
+    hub.bind(&set);
+    assert_eq!(set.names(), ["echo"]);
+    // The program replaces the server's tool with its own; when the server goes, its own
+    // tool is not taken away with it.
+    set.add(Local);
+    assert!(hub.remove("everything"));
+    assert_eq!(set.names(), ["echo"]);
+    assert_eq!(
+        set.get("echo").unwrap().spec().description,
+        "the program's own echo"
+    );
+    hub.shutdown();
+}
+
+#[tokio::test]
 async fn a_scripted_model_calls_an_mcp_tool_and_gets_its_real_result() {
     let hub = Hub::new();
     hub.add("everything", everything()).await.unwrap();

@@ -79,7 +79,9 @@ pub trait Api: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// The error an answer with an error `status` and `body` stands for.
+    /// The error an answer with an error `status` and `body` stands for. (kite-http's
+    /// retries tell a spent quota from a passing rate limit with
+    /// [`errors::decode_error`](crate::errors::decode_error), whatever this returns.)
     fn decode_error(&self, status: u16, body: &[u8]) -> ApiError {
         errors::decode_error(status, body)
     }

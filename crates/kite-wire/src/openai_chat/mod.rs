@@ -60,6 +60,7 @@ pub const NAMESPACE: &str = "chat";
 
 /// Which server speaks the protocol; decides the few request fields that differ.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Dialect {
     /// api.openai.com: `max_completion_tokens`, `stream_options.include_usage`.
     #[default]

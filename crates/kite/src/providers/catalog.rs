@@ -65,6 +65,7 @@ impl std::fmt::Debug for Endpoint {
 
 /// A provider kite knows by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Provider {
     /// OpenAI Chat Completions.
     OpenAi,
@@ -227,7 +228,7 @@ impl Provider {
         })
     }
 
-    /// The provider's speech-to-text endpoint, with its key from the environment, at
+    /// The provider's speech-to-text API, with its key from the environment, at
     /// `endpoint`.
     pub fn transcriber(self, endpoint: &Endpoint) -> Result<Transcriber, Error> {
         if self == Provider::Anthropic {
