@@ -42,6 +42,10 @@ pub use kite_local as local;
 #[cfg(feature = "mcp")]
 pub use kite_mcp as mcp;
 
+/// Stored conversations and portable conversation state (feature `store`).
+#[cfg(feature = "store")]
+pub use kite_store as store;
+
 /// Codecs, for callers that bring their own HTTP client.
 pub use kite_wire as wire;
 

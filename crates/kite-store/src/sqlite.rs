@@ -1,0 +1,321 @@
+//! The embedded default: one SQLite file (WAL mode) under the XDG data folder.
+//!
+//! Each operation runs on tokio's blocking pool with the one connection, so a slow disk
+//! never stalls the runtime. A turn is one `BEGIN IMMEDIATE` transaction that checks the
+//! conversation's version first: writers in other processes wait for the lock (up to the
+//! busy timeout), then find the version moved and are refused rather than interleaved.
+
+use crate::model::{new_id, now_ms, title_of};
+use crate::{Conversation, Store, StoreError, StoreFuture, StoredTurn, Turn};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The schema, one step per version; a store is brought up to date when opened.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        provider TEXT,
+        model TEXT,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        version INTEGER NOT NULL
+    );
+    CREATE TABLE turns (
+        conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        number INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        archived INTEGER NOT NULL DEFAULT 0,
+        body TEXT NOT NULL,
+        PRIMARY KEY (conversation, number)
+    );
+    CREATE INDEX conversations_by_update ON conversations (updated_ms DESC);
+"];
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY: Duration = Duration::from_secs(10);
+
+/// Conversations in one SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// `$XDG_DATA_HOME/kite/conversations.db` (by default `~/.local/share/kite/...`).
+    pub fn default_path() -> Option<PathBuf> {
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+        Some(data.join("kite").join("conversations.db"))
+    }
+
+    /// Opens (or creates) the store at `path`, bringing its schema up to date.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let p = path.clone();
+        let conn = blocking(move || open(&p)).await?;
+        Ok(Self {
+            path,
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// The file it keeps conversations in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` with the connection on the blocking pool.
+    fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let conn = self.conn.clone();
+        let path = self.path.clone();
+        Box::pin(blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut conn).map_err(|e| at(e, &path))
+        }))
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| StoreError::Backend(format!("the store's task failed: {e}")))?
+}
+
+/// Names the file in an error that did not know it.
+fn at(e: StoreError, path: &Path) -> StoreError {
+    match e {
+        StoreError::Corrupt { message, .. } => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// A database error as a store error: a file that is no database is `Corrupt`.
+fn db(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: PathBuf::new(),
+            message: e.to_string(),
+        },
+        _ => StoreError::Backend(e.to_string()),
+    }
+}
+
+fn open(path: &Path) -> Result<Connection, StoreError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError::Backend(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let conn = Connection::open(path).map_err(|e| at(db(e), path))?;
+    conn.busy_timeout(BUSY).map_err(db)?;
+    let setup = || -> Result<(), rusqlite::Error> {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+    };
+    setup().map_err(|e| at(db(e), path))?;
+    migrate(&conn, path)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| at(db(e), path))?;
+    let known = MIGRATIONS.len() as i64;
+    if version > known {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found: version,
+            known,
+        });
+    }
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.unchecked_transaction().map_err(db)?;
+        tx.execute_batch(step).map_err(db)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)
+            .map_err(db)?;
+        tx.commit().map_err(db)?;
+    }
+    Ok(())
+}
+
+fn conversation(r: &rusqlite::Row<'_>) -> Result<Conversation, rusqlite::Error> {
+    Ok(Conversation {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        provider: r.get(2)?,
+        model: r.get(3)?,
+        created_ms: r.get(4)?,
+        updated_ms: r.get(5)?,
+        version: r.get(6)?,
+    })
+}
+
+const COLUMNS: &str = "id, title, provider, model, created_ms, updated_ms, version";
+
+fn get(conn: &Connection, id: &str) -> Result<Conversation, StoreError> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM conversations WHERE id = ?1"),
+        [id],
+        conversation,
+    )
+    .optional()
+    .map_err(db)?
+    .ok_or_else(|| StoreError::NotFound(id.to_owned()))
+}
+
+impl Store for SqliteStore {
+    fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
+        let title = title_of(title);
+        self.with(move |conn| {
+            let now = now_ms();
+            let c = Conversation {
+                id: new_id(),
+                title,
+                provider: None,
+                model: None,
+                created_ms: now,
+                updated_ms: now,
+                version: 0,
+            };
+            conn.execute(
+                &format!(
+                    "INSERT INTO conversations ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                ),
+                params![
+                    c.id,
+                    c.title,
+                    c.provider,
+                    c.model,
+                    c.created_ms,
+                    c.updated_ms,
+                    c.version
+                ],
+            )
+            .map_err(db)?;
+            Ok(c)
+        })
+    }
+
+    fn get(&self, id: &str) -> StoreFuture<'_, Conversation> {
+        let id = id.to_owned();
+        self.with(move |conn| get(conn, &id))
+    }
+
+    fn list(&self) -> StoreFuture<'_, Vec<Conversation>> {
+        self.with(|conn| {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM conversations ORDER BY updated_ms DESC, id"
+                ))
+                .map_err(db)?;
+            let rows = stmt.query_map([], conversation).map_err(db)?;
+            rows.collect::<Result<_, _>>().map_err(db)
+        })
+    }
+
+    fn turns(&self, id: &str) -> StoreFuture<'_, Vec<StoredTurn>> {
+        let id = id.to_owned();
+        self.with(move |conn| {
+            get(conn, &id)?;
+            let mut stmt = conn
+                .prepare(
+                    "SELECT number, created_ms, archived, body FROM turns \
+                     WHERE conversation = ?1 ORDER BY number",
+                )
+                .map_err(db)?;
+            let rows = stmt
+                .query_map([&id], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
+                .map_err(db)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (number, created_ms, archived, body) = row.map_err(db)?;
+                let turn: Turn = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+                    path: PathBuf::new(),
+                    message: format!("turn {number} of {id} is not readable: {e}"),
+                })?;
+                out.push(StoredTurn {
+                    number,
+                    created_ms,
+                    archived: archived != 0,
+                    turn,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    fn append(&self, id: &str, version: i64, turn: Turn) -> StoreFuture<'_, i64> {
+        let id = id.to_owned();
+        let turn = turn.settled();
+        self.with(move |conn| {
+            let body = serde_json::to_string(&turn)
+                .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db)?;
+            let found = get(&tx, &id)?.version;
+            if found != version {
+                return Err(StoreError::Conflict {
+                    id,
+                    expected: version,
+                    found,
+                });
+            }
+            let now = now_ms();
+            let next = version + 1;
+            tx.execute(
+                "INSERT INTO turns (conversation, number, created_ms, body) VALUES (?1, ?2, ?3, ?4)",
+                params![id, next, now, body],
+            )
+            .map_err(db)?;
+            tx.execute(
+                "UPDATE conversations SET version = ?2, updated_ms = ?3, \
+                 provider = COALESCE(?4, provider), model = COALESCE(?5, model) WHERE id = ?1",
+                params![id, next, now, turn.provider, turn.model],
+            )
+            .map_err(db)?;
+            tx.commit().map_err(db)?;
+            Ok(next)
+        })
+    }
+
+    fn delete(&self, id: &str) -> StoreFuture<'_, bool> {
+        let id = id.to_owned();
+        self.with(move |conn| {
+            let n = conn
+                .execute("DELETE FROM conversations WHERE id = ?1", [&id])
+                .map_err(db)?;
+            Ok(n > 0)
+        })
+    }
+}
