@@ -4,6 +4,7 @@ use crate::choices::{ApiChoice, ProviderChoice};
 use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::{Output, error_line};
 use crate::output::{err, errln, outln};
+use crate::waiting::Waiting;
 use clap::Args;
 use kite::agent::builtin;
 use kite::local::{LocalConfig, LocalModel};
@@ -80,6 +81,15 @@ pub(crate) struct AskArgs {
     #[arg(long)]
     json: bool,
     /// The question; `-` reads it from standard input.
+    /// Continue the last conversation.
+    #[arg(long = "continue", short = 'c')]
+    continue_last: bool,
+    /// Continue the stored conversation ID.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
+    conversation: Option<String>,
+    /// Do not store this question and its answer.
+    #[arg(long, conflicts_with_all = ["continue_last", "conversation"])]
+    no_store: bool,
     #[arg(required = true, num_args = 1..)]
     prompt: Vec<String>,
 }
@@ -128,6 +138,7 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
         return Ok(true);
     }
     let (model, model_name) = choose_model(args, &loaded.config.http)?;
+    let answered_by = model_name.clone();
     let tool_choice = args.tool_choice.as_deref().map(|c| match c {
         "auto" => ToolChoice::Auto,
         "required" => ToolChoice::Required,
@@ -197,24 +208,41 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
         .http
         .timeouts(args.at.timeout, args.at.idle_timeout)
         .response;
-    let result = converse(&agent, prompt, out, limit).await;
+    let mut thread = match args.no_store {
+        true => None,
+        false => {
+            let store = crate::history::open(&loaded.config.store).await?;
+            let id = args.conversation.as_deref();
+            Some(crate::history::Thread::begin(store, args.continue_last, id).await?)
+        }
+    };
+    let question = Message::user(prompt);
+    let mut history = thread.as_ref().map_or_else(Vec::new, |t| t.history.clone());
+    history.push(question.clone());
+    let result = converse(&agent, history, out, limit).await;
     if let Some(hub) = hub {
         hub.close().await;
     }
-    result
+    let (answered, run) = result?;
+    if let (Some(thread), Some(run)) = (&mut thread, &run) {
+        thread
+            .save(question, run.new_messages(), run.usage(), &answered_by)
+            .await?;
+    }
+    Ok(answered)
 }
 
-/// Runs the loop, printing as it goes, until it ends or stdout's reader goes away; true
-/// when the model answered. On a terminal, a wait for the model of more than a moment is
+/// Runs the loop on `history`, printing as it goes, until it ends or stdout's reader goes
+/// away; true when the model answered, with the run. On a terminal, a wait for the model of more than a moment is
 /// shown with its length; a model that says nothing for `limit` (a stream of keep-alive
 /// comments, say) is given up on.
 async fn converse(
     agent: &Agent,
-    prompt: String,
+    history: Vec<Message>,
     out: &mut Output,
     limit: std::time::Duration,
-) -> Result<bool, AgentError> {
-    let mut stream = agent.run_stream((), vec![Message::user(prompt)]);
+) -> Result<(bool, Option<kite::Run>), AgentError> {
+    let mut stream = agent.run_stream((), history);
     let mut waiting = Waiting::new(std::io::stderr().is_terminal(), limit);
     let mut ticks = tokio::time::interval(std::time::Duration::from_millis(250));
     loop {
@@ -222,10 +250,10 @@ async fn converse(
             event = stream.next() => {
                 waiting.event(event.as_ref().and_then(|e| e.as_ref().ok()));
                 match event {
-                    Some(Ok(AgentEvent::Done(run))) => return Ok(out.done(&run)),
+                    Some(Ok(AgentEvent::Done(run))) => return Ok((out.done(&run), Some(*run))),
                     Some(Ok(e)) => out.event(&e),
                     Some(Err(e)) => return Err(e),
-                    None => return Ok(false),
+                    None => return Ok((false, None)),
                 }
                 if crate::output::stdout_closed() {
                     // Dropping the stream cancels the model call.
@@ -234,72 +262,6 @@ async fn converse(
             }
             _ = ticks.tick() => waiting.tick(out.mid_line())?,
         }
-    }
-}
-
-/// The line `kite: waiting for the model… 12s` on a terminal's stderr while the model is
-/// silent (no tool running), cleared as soon as anything arrives.
-struct Waiting {
-    on: bool,
-    limit: std::time::Duration,
-    since: tokio::time::Instant,
-    tools_running: usize,
-    shown: bool,
-}
-
-impl Waiting {
-    /// After this long without news, the wait is shown.
-    const AFTER: std::time::Duration = std::time::Duration::from_secs(2);
-
-    fn new(on: bool, limit: std::time::Duration) -> Self {
-        Self {
-            on,
-            limit,
-            since: tokio::time::Instant::now(),
-            tools_running: 0,
-            shown: false,
-        }
-    }
-
-    fn event(&mut self, e: Option<&AgentEvent>) {
-        // An event the API does not define is no news from the model: a stream of them
-        // must not keep a silent model alive.
-        if let Some(AgentEvent::Model(kite::Event::Unknown { .. })) = e {
-            return;
-        }
-        match e {
-            Some(AgentEvent::ToolStarted { .. }) => self.tools_running += 1,
-            Some(AgentEvent::ToolFinished { .. }) => {
-                self.tools_running = self.tools_running.saturating_sub(1)
-            }
-            _ => {}
-        }
-        self.since = tokio::time::Instant::now();
-        if self.shown {
-            err!("\r\x1b[K");
-            self.shown = false;
-        }
-    }
-
-    /// A tick of the clock; `mid_line` when the answer stopped in the middle of a line,
-    /// which the waiting line would overwrite, so it is not shown then.
-    fn tick(&mut self, mid_line: bool) -> Result<(), Error> {
-        let silent = self.since.elapsed();
-        if self.tools_running > 0 {
-            return Ok(());
-        }
-        if silent >= self.limit {
-            self.event(None);
-            return Err(Error::transport(
-                kite::TransportErrorKind::RequestTimeout,
-                format!("no answer within {:?}: the model said nothing", self.limit),
-            ));
-        }
-        if self.on && !mid_line && silent >= Self::AFTER {
-            err!("\r\x1b[Kkite: waiting for the model… {}s", silent.as_secs());
-            self.shown = true;
-        }
-        Ok(())
     }
 }
 

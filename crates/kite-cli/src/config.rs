@@ -5,7 +5,7 @@
 //! directory (`$XDG_CONFIG_HOME`, else `~/.config`). With none of them, the configuration
 //! is empty.
 
-pub(crate) use crate::settings::{Config, HttpConfig, parse, seconds};
+pub(crate) use crate::settings::{Config, HttpConfig, StoreConfig, parse, seconds};
 use kite::Error;
 use std::path::{Path, PathBuf};
 

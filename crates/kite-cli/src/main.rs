@@ -5,6 +5,7 @@ mod cassette;
 mod choices;
 mod config;
 mod endpoint;
+mod history;
 mod logging;
 mod mcp;
 mod model;
@@ -13,6 +14,7 @@ mod responses;
 mod settings;
 mod signals;
 mod transcribe;
+mod waiting;
 
 use crate::output::errln;
 use clap::{Parser, Subcommand};

@@ -16,6 +16,23 @@ pub(crate) struct Config {
     /// `[http]`: how long calls to providers may take.
     #[serde(default)]
     pub http: HttpConfig,
+    /// `[store]`: where conversations are kept.
+    #[serde(default)]
+    pub store: StoreConfig,
+}
+
+/// The `[store]` table: where conversations are kept. `KITE_STORE_URL` overrides it.
+///
+/// ```toml
+/// [store]
+/// url = "postgres://kite@db.internal/kite"   # or a SQLite file's path
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StoreConfig {
+    /// A `postgres://` URL, or the path of a SQLite file. Default: `conversations.db` in
+    /// kite's XDG data folder.
+    pub url: Option<String>,
 }
 
 /// The `[http]` table: deadlines of calls to providers, in seconds.

@@ -26,8 +26,20 @@ pub(crate) fn kite() -> Command {
     }
     // No configuration from the machine: tests bring their own kite.toml.
     c.env("XDG_CONFIG_HOME", "/nonexistent/kite-tests");
+    // Conversations go to a store of the test's own, never the user's.
+    c.env("KITE_STORE_URL", fresh_store());
     c.env("KITE_LOG", "off");
     c
+}
+
+/// The path of a new, empty conversation store.
+pub(crate) fn fresh_store() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("kite-cli-tests-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    dir.join(format!("conversations-{n}.db"))
 }
 
 pub(crate) struct Run {

@@ -1,0 +1,110 @@
+//! `kite ask` keeps its conversations: `-c` continues the last one and `--conversation ID` a
+//! given one (the provider receives the earlier turns), `--no-store` keeps nothing, and a
+//! store that is no database is one clear error.
+
+mod common;
+
+use common::{fresh_store, kite, run};
+use kite_testkit::{ReplayServer, Reply, fixture};
+
+const TEXT: &str = "openai/chat-completions/stream-text-with-usage/response.sse";
+
+async fn ask(
+    server: &ReplayServer,
+    store: &std::path::Path,
+    extra: &[&str],
+    prompt: &str,
+) -> common::Run {
+    run(kite()
+        .env("KITE_STORE_URL", store)
+        .args(["ask", "--model", "m", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .args(extra)
+        .arg(prompt))
+    .await
+}
+
+fn sent_messages(server: &ReplayServer, n: usize) -> Vec<String> {
+    let body: serde_json::Value = serde_json::from_str(&server.requests()[n].body_text()).unwrap();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}: {}", m["role"].as_str().unwrap(), m["content"]))
+        .collect()
+}
+
+#[tokio::test]
+async fn continue_sends_the_earlier_turns() {
+    let store = fresh_store();
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture(TEXT)),
+        Reply::sse(fixture(TEXT)),
+        Reply::sse(fixture(TEXT)),
+    ])
+    .await;
+    let first = ask(&server, &store, &[], "Count to three.").await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let answer = first.stdout.trim().to_owned();
+    assert!(!answer.is_empty());
+
+    let second = ask(&server, &store, &["-c"], "And back?").await;
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let sent = sent_messages(&server, 1);
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert!(sent[0].contains("Count to three."), "{sent:?}");
+    assert!(
+        sent[1].starts_with("assistant") && sent[1].contains('1'),
+        "{sent:?}"
+    );
+    assert!(sent[2].contains("And back?"), "{sent:?}");
+
+    // --no-store sends nothing earlier and keeps nothing: the next -c still sees two turns.
+    let alone = ask(&server, &store, &["--no-store"], "Alone.").await;
+    assert_eq!(alone.code, 0, "{}", alone.stderr);
+    assert_eq!(sent_messages(&server, 2).len(), 1);
+}
+
+#[tokio::test]
+async fn a_named_conversation_is_continued_and_an_unknown_one_is_an_error() {
+    let store = fresh_store();
+    let server = ReplayServer::start(vec![Reply::sse(fixture(TEXT))]).await;
+    let r = ask(
+        &server,
+        &store,
+        &["--conversation", "0123456789abcdef"],
+        "Hi.",
+    )
+    .await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("no conversation 0123456789abcdef"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(server.requests().len(), 0, "nothing was sent");
+
+    let r = ask(&server, &store, &["-c"], "Hi.").await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("no stored conversation"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn a_store_that_is_no_database_is_named_with_what_to_do() {
+    let store = fresh_store();
+    std::fs::write(&store, vec![0x5a; 4096]).unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(fixture(TEXT))]).await;
+    let r = ask(&server, &store, &[], "Hi.").await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&store.display().to_string()) && r.stderr.contains("move it aside"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        vec![0x5a; 4096],
+        "the file is untouched"
+    );
+    assert_eq!(server.requests().len(), 0);
+}
