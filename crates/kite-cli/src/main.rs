@@ -4,6 +4,7 @@ mod ask;
 mod cassette;
 mod choices;
 mod config;
+mod conversations;
 mod endpoint;
 mod history;
 mod logging;
@@ -42,6 +43,9 @@ enum Command {
     /// Inspect recorded traffic (cassettes) and scan it for keys.
     #[command(subcommand)]
     Cassette(cassette::CassetteCommand),
+    /// List, show, delete or export stored conversations.
+    #[command(subcommand)]
+    Conversations(conversations::ConversationsCommand),
     /// Check the MCP servers configured in kite.toml.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
             Command::Ask(args) => ask::run(*args, config).await,
             Command::Mcp(cmd) => mcp::run(cmd, config).await,
             Command::Cassette(cmd) => cassette::run(cmd),
+            Command::Conversations(cmd) => conversations::run(cmd, config).await,
             Command::Model(cmd) => model::run(cmd),
             Command::Responses(args) => responses::run(args).await,
             Command::Transcribe(args) => transcribe::run(*args, config).await,

@@ -108,3 +108,56 @@ async fn a_store_that_is_no_database_is_named_with_what_to_do() {
     );
     assert_eq!(server.requests().len(), 0);
 }
+
+#[tokio::test]
+async fn stored_conversations_are_listed_shown_exported_and_deleted() {
+    let store = fresh_store();
+    let server = ReplayServer::start(vec![Reply::sse(fixture(TEXT))]).await;
+    let r = ask(&server, &store, &[], "Count to three, please.").await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let conversations = |args: &[&str]| {
+        let mut c = kite();
+        c.env("KITE_STORE_URL", &store)
+            .arg("conversations")
+            .args(args);
+        c
+    };
+
+    let listed = run(&mut conversations(&["list", "--json"])).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let c: serde_json::Value = serde_json::from_str(listed.stdout.trim()).unwrap();
+    assert_eq!(c["title"], "Count to three, please.");
+    assert_eq!(c["version"], 1);
+    assert_eq!(c["model"], "m");
+    let id = c["id"].as_str().unwrap().to_owned();
+
+    let shown = run(&mut conversations(&["show", &id])).await;
+    assert!(
+        shown.stdout.contains("user: Count to three, please."),
+        "{}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("assistant: 1"), "{}", shown.stdout);
+
+    let md = run(&mut conversations(&["export", &id])).await;
+    assert!(
+        md.stdout.starts_with("# Count to three, please."),
+        "{}",
+        md.stdout
+    );
+    assert!(md.stdout.contains("## Assistant"), "{}", md.stdout);
+    let js = run(&mut conversations(&["export", &id, "--format", "json"])).await;
+    let v: serde_json::Value = serde_json::from_str(&js.stdout).unwrap();
+    assert_eq!(v["turns"][0]["number"], 1);
+
+    let gone = run(&mut conversations(&["delete", &id])).await;
+    assert_eq!(
+        (gone.code, gone.stdout.trim()),
+        (0, format!("deleted {id}").as_str())
+    );
+    let again = run(&mut conversations(&["delete", &id])).await;
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("no conversation"), "{}", again.stderr);
+    let listed = run(&mut conversations(&["list"])).await;
+    assert_eq!(listed.stdout, "");
+}

@@ -1,0 +1,157 @@
+//! `kite conversations`: list, show, delete and export the stored conversations.
+
+use crate::config;
+use crate::output::{errln, out, outln};
+use clap::{Subcommand, ValueEnum};
+use kite::store::{Store, StoredTurn};
+use kite::{Error, Message, Part, Role};
+use serde_json::json;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub(crate) enum ConversationsCommand {
+    /// The stored conversations, most recent first.
+    List {
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A conversation's turns.
+    Show {
+        /// The conversation's id.
+        id: String,
+        /// The turns as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deletes a conversation.
+    Delete {
+        /// The conversation's id.
+        id: String,
+    },
+    /// Writes a conversation out, archived turns included.
+    Export {
+        /// The conversation's id.
+        id: String,
+        /// The format.
+        #[arg(long, value_enum, default_value_t = Format::Markdown, ignore_case = true)]
+        format: Format,
+    },
+}
+
+/// How a conversation is exported.
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum Format {
+    /// Readable Markdown.
+    Markdown,
+    /// The conversation and its turns as JSON.
+    Json,
+}
+
+pub(crate) async fn run(cmd: ConversationsCommand, config: Option<&Path>) -> Result<(), ExitCode> {
+    command(cmd, config).await.map_err(|e| {
+        errln!("kite: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+async fn command(cmd: ConversationsCommand, config: Option<&Path>) -> Result<(), Error> {
+    let loaded = config::load(config)?;
+    let store = crate::history::open(&loaded.config.store).await?;
+    let store: &dyn Store = &*store;
+    let err = Error::other;
+    match cmd {
+        ConversationsCommand::List { json } => {
+            for c in store.list().await.map_err(err)? {
+                if json {
+                    outln!("{}", serde_json::to_string(&c).unwrap_or_default());
+                } else {
+                    outln!("{}  {:>3} turns  {}", c.id, c.version, c.title);
+                }
+            }
+        }
+        ConversationsCommand::Show { id, json } => {
+            let turns = store.turns(&id).await.map_err(err)?;
+            if json {
+                outln!("{}", serde_json::to_string(&turns).unwrap_or_default());
+            } else {
+                for t in &turns {
+                    show(t);
+                }
+            }
+        }
+        ConversationsCommand::Delete { id } => {
+            if !store.delete(&id).await.map_err(err)? {
+                return Err(Error::Config(format!("no conversation {id}")));
+            }
+            outln!("deleted {id}");
+        }
+        ConversationsCommand::Export { id, format } => {
+            let c = store.get(&id).await.map_err(err)?;
+            let turns = store.turns(&id).await.map_err(err)?;
+            match format {
+                Format::Json => outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"conversation": c, "turns": turns}))
+                        .unwrap_or_default()
+                ),
+                Format::Markdown => {
+                    outln!("# {}\n", c.title);
+                    for t in &turns {
+                        markdown(t);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A turn as lines: who said what, tool calls and their results.
+fn show(t: &StoredTurn) {
+    let archived = if t.archived { " (archived)" } else { "" };
+    outln!("--- turn {}{archived}", t.number);
+    for m in &t.turn.messages {
+        for line in lines(m) {
+            outln!("{line}");
+        }
+    }
+}
+
+fn markdown(t: &StoredTurn) {
+    for m in &t.turn.messages {
+        let who = match m.role {
+            Role::User => "You",
+            Role::Assistant => "Assistant",
+            Role::Tool => "Tools",
+            _ => "System",
+        };
+        outln!("## {who}\n");
+        for line in lines(m) {
+            out!("{line}\n");
+        }
+        outln!();
+    }
+}
+
+/// What a message says, a line per part.
+fn lines(m: &Message) -> Vec<String> {
+    let who = match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+        _ => "system",
+    };
+    m.parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(format!("{who}: {text}")),
+            Part::Refusal { text } => Some(format!("{who} (refused): {text}")),
+            Part::ToolCall(c) => Some(format!("[tool] {}({})", c.name, c.arguments)),
+            Part::ToolResult(r) => Some(format!("[tool] -> {}", r.text_content())),
+            Part::Image { .. } => Some(format!("{who}: [an image]")),
+            _ => None,
+        })
+        .collect()
+}
