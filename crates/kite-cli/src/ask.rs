@@ -34,7 +34,7 @@ pub(crate) struct AskArgs {
     #[command(flatten)]
     at: EndpointArgs,
     /// System instructions.
-    #[arg(long)]
+    #[arg(long, short = 's')]
     system: Option<String>,
     /// Limit each answer's length in tokens (at least 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]

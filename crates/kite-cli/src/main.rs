@@ -43,6 +43,13 @@ enum Command {
     /// Inspect recorded traffic (cassettes) and scan it for keys.
     #[command(subcommand)]
     Cassette(cassette::CassetteCommand),
+    /// Print a shell's completion script (e.g. `kite completions bash >
+    /// ~/.local/share/bash-completion/completions/kite`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// List, show, delete or export stored conversations.
     #[command(subcommand)]
     Conversations(conversations::ConversationsCommand),
@@ -87,6 +94,13 @@ fn main() -> ExitCode {
             Command::Ask(args) => ask::run(*args, config).await,
             Command::Mcp(cmd) => mcp::run(cmd, config).await,
             Command::Cassette(cmd) => cassette::run(cmd),
+            Command::Completions { shell } => {
+                let mut cli = <Cli as clap::CommandFactory>::command();
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut cli, "kite", &mut script);
+                output::out!("{}", String::from_utf8_lossy(&script));
+                Ok(())
+            }
             Command::Conversations(cmd) => conversations::run(cmd, config).await,
             Command::Model(cmd) => model::run(cmd),
             Command::Responses(args) => responses::run(args).await,

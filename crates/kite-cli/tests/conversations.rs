@@ -1,6 +1,6 @@
 //! `kite ask` keeps its conversations: `-c` continues the last one and `--conversation ID` a
 //! given one (the provider receives the earlier turns), `--no-store` keeps nothing, and a
-//! store that is no database is one clear error.
+//! store that is no database is one clear error; `kite conversations` and `kite completions`.
 
 mod common;
 
@@ -160,4 +160,24 @@ async fn stored_conversations_are_listed_shown_exported_and_deleted() {
     assert!(again.stderr.contains("no conversation"), "{}", again.stderr);
     let listed = run(&mut conversations(&["list"])).await;
     assert_eq!(listed.stdout, "");
+}
+
+#[tokio::test]
+async fn completions_are_printed_for_each_shell() {
+    for (shell, mark) in [
+        ("bash", "_kite()"),
+        ("zsh", "#compdef kite"),
+        ("fish", "complete -c kite"),
+    ] {
+        let r = run(kite().args(["completions", shell])).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stdout.contains(mark),
+            "{shell}: {}",
+            &r.stdout[..r.stdout.len().min(200)]
+        );
+        assert!(r.stdout.contains("conversations"), "{shell}");
+    }
+    let r = run(kite().args(["completions", "tcsh"])).await;
+    assert_eq!(r.code, 2);
 }
