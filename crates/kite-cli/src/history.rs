@@ -74,14 +74,10 @@ impl Thread {
             ),
             (false, None) => None,
         };
-        let mut history = Vec::new();
-        if let Some(c) = &conversation {
-            for t in store.turns(&c.id).await.map_err(error)? {
-                if !t.archived {
-                    history.extend(t.turn.messages);
-                }
-            }
-        }
+        let history = match &conversation {
+            Some(c) => kite::store::history(&store.turns(&c.id).await.map_err(error)?),
+            None => Vec::new(),
+        };
         Ok(Self {
             store,
             conversation,

@@ -26,6 +26,7 @@
 //! # }).unwrap();
 //! ```
 
+pub mod compact;
 mod error;
 mod model;
 mod postgres;
@@ -34,7 +35,7 @@ mod state;
 mod store;
 
 pub use error::StoreError;
-pub use model::{Conversation, StoredTurn, Turn};
+pub use model::{Conversation, StoredTurn, Turn, history};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use state::{State, StateError};

@@ -37,6 +37,9 @@ pub struct Turn {
     pub provider: Option<String>,
     /// The model that answered.
     pub model: Option<String>,
+    /// A summary compaction wrote in place of the turns it archived.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summary: bool,
 }
 
 impl Turn {
@@ -85,6 +88,19 @@ pub struct StoredTurn {
     pub archived: bool,
     /// The turn.
     pub turn: Turn,
+}
+
+/// The messages to send the model: the live turns' messages, a summary first (it stands for
+/// everything before the turns kept verbatim), then the others in order. Archived turns are
+/// left out.
+pub fn history(turns: &[StoredTurn]) -> Vec<kite_core::Message> {
+    let live = turns.iter().filter(|t| !t.archived);
+    let (summaries, rest): (Vec<_>, Vec<_>) = live.partition(|t| t.turn.summary);
+    summaries
+        .into_iter()
+        .chain(rest)
+        .flat_map(|t| t.turn.messages.iter().cloned())
+        .collect()
 }
 
 /// A new conversation id: 128 random bits as hex.

@@ -142,6 +142,54 @@ async fn get(
         .ok_or_else(|| StoreError::NotFound(id.to_owned()))
 }
 
+/// Adds `turn` to conversation `id` seen at `version`, in one transaction that locks the
+/// conversation's row, checks the version and, when compacting, archives the turns numbered
+/// up to `archive_through`.
+async fn add_turn(
+    client: &mut Client,
+    id: &str,
+    version: i64,
+    turn: &Turn,
+    archive_through: Option<i64>,
+) -> Result<i64, StoreError> {
+    let body = serde_json::to_string(turn)
+        .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
+    let tx = client.transaction().await.map_err(db)?;
+    let found = get(&tx, id, true).await?.version;
+    if found != version {
+        return Err(StoreError::Conflict {
+            id: id.to_owned(),
+            expected: version,
+            found,
+        });
+    }
+    if let Some(through) = archive_through {
+        tx.execute(
+            "UPDATE turns SET archived = TRUE WHERE conversation = $1 AND number <= $2",
+            &[&id, &through],
+        )
+        .await
+        .map_err(db)?;
+    }
+    let now = now_ms();
+    let next = version + 1;
+    tx.execute(
+        "INSERT INTO turns (conversation, number, created_ms, body) VALUES ($1, $2, $3, $4)",
+        &[&id, &next, &now, &body],
+    )
+    .await
+    .map_err(db)?;
+    tx.execute(
+        "UPDATE conversations SET version = $2, updated_ms = $3, \
+         provider = COALESCE($4, provider), model = COALESCE($5, model) WHERE id = $1",
+        &[&id, &next, &now, &turn.provider, &turn.model],
+    )
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(next)
+}
+
 impl Store for PostgresStore {
     fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
         let title = title_of(title);
@@ -235,35 +283,25 @@ impl Store for PostgresStore {
         let id = id.to_owned();
         let turn = turn.settled();
         Box::pin(async move {
-            let body = serde_json::to_string(&turn)
-                .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
-            let mut client = self.client.lock().await;
-            let tx = client.transaction().await.map_err(db)?;
-            let found = get(&tx, &id, true).await?.version;
-            if found != version {
-                return Err(StoreError::Conflict {
-                    id,
-                    expected: version,
-                    found,
-                });
-            }
-            let now = now_ms();
-            let next = version + 1;
-            tx.execute(
-                "INSERT INTO turns (conversation, number, created_ms, body) VALUES ($1, $2, $3, $4)",
-                &[&id, &next, &now, &body],
+            add_turn(&mut *self.client.lock().await, &id, version, &turn, None).await
+        })
+    }
+
+    fn compact(&self, id: &str, version: i64, through: i64, summary: Turn) -> StoreFuture<'_, i64> {
+        let id = id.to_owned();
+        let summary = Turn {
+            summary: true,
+            ..summary.settled()
+        };
+        Box::pin(async move {
+            add_turn(
+                &mut *self.client.lock().await,
+                &id,
+                version,
+                &summary,
+                Some(through),
             )
             .await
-            .map_err(db)?;
-            tx.execute(
-                "UPDATE conversations SET version = $2, updated_ms = $3, \
-                 provider = COALESCE($4, provider), model = COALESCE($5, model) WHERE id = $1",
-                &[&id, &next, &now, &turn.provider, &turn.model],
-            )
-            .await
-            .map_err(db)?;
-            tx.commit().await.map_err(db)?;
-            Ok(next)
         })
     }
 

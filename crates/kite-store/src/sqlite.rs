@@ -186,6 +186,52 @@ fn get(conn: &Connection, id: &str) -> Result<Conversation, StoreError> {
     .ok_or_else(|| StoreError::NotFound(id.to_owned()))
 }
 
+/// Adds `turn` to conversation `id` seen at `version`, in one transaction that first checks
+/// the version and, when compacting, archives the turns numbered up to `archive_through`.
+fn add_turn(
+    conn: &mut Connection,
+    id: &str,
+    version: i64,
+    turn: &Turn,
+    archive_through: Option<i64>,
+) -> Result<i64, StoreError> {
+    let body = serde_json::to_string(turn)
+        .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let found = get(&tx, id)?.version;
+    if found != version {
+        return Err(StoreError::Conflict {
+            id: id.to_owned(),
+            expected: version,
+            found,
+        });
+    }
+    if let Some(through) = archive_through {
+        tx.execute(
+            "UPDATE turns SET archived = 1 WHERE conversation = ?1 AND number <= ?2",
+            params![id, through],
+        )
+        .map_err(db)?;
+    }
+    let now = now_ms();
+    let next = version + 1;
+    tx.execute(
+        "INSERT INTO turns (conversation, number, created_ms, body) VALUES (?1, ?2, ?3, ?4)",
+        params![id, next, now, body],
+    )
+    .map_err(db)?;
+    tx.execute(
+        "UPDATE conversations SET version = ?2, updated_ms = ?3, \
+         provider = COALESCE(?4, provider), model = COALESCE(?5, model) WHERE id = ?1",
+        params![id, next, now, turn.provider, turn.model],
+    )
+    .map_err(db)?;
+    tx.commit().map_err(db)?;
+    Ok(next)
+}
+
 impl Store for SqliteStore {
     fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
         let title = title_of(title);
@@ -277,36 +323,16 @@ impl Store for SqliteStore {
     fn append(&self, id: &str, version: i64, turn: Turn) -> StoreFuture<'_, i64> {
         let id = id.to_owned();
         let turn = turn.settled();
-        self.with(move |conn| {
-            let body = serde_json::to_string(&turn)
-                .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db)?;
-            let found = get(&tx, &id)?.version;
-            if found != version {
-                return Err(StoreError::Conflict {
-                    id,
-                    expected: version,
-                    found,
-                });
-            }
-            let now = now_ms();
-            let next = version + 1;
-            tx.execute(
-                "INSERT INTO turns (conversation, number, created_ms, body) VALUES (?1, ?2, ?3, ?4)",
-                params![id, next, now, body],
-            )
-            .map_err(db)?;
-            tx.execute(
-                "UPDATE conversations SET version = ?2, updated_ms = ?3, \
-                 provider = COALESCE(?4, provider), model = COALESCE(?5, model) WHERE id = ?1",
-                params![id, next, now, turn.provider, turn.model],
-            )
-            .map_err(db)?;
-            tx.commit().map_err(db)?;
-            Ok(next)
-        })
+        self.with(move |conn| add_turn(conn, &id, version, &turn, None))
+    }
+
+    fn compact(&self, id: &str, version: i64, through: i64, summary: Turn) -> StoreFuture<'_, i64> {
+        let id = id.to_owned();
+        let summary = Turn {
+            summary: true,
+            ..summary.settled()
+        };
+        self.with(move |conn| add_turn(conn, &id, version, &summary, Some(through)))
     }
 
     fn delete(&self, id: &str) -> StoreFuture<'_, bool> {

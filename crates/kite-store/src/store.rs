@@ -30,6 +30,11 @@ pub trait Store: Send + Sync {
     /// `id`, which the writer saw at `version`; returns the new version.
     fn append(&self, id: &str, version: i64, turn: Turn) -> StoreFuture<'_, i64>;
 
+    /// Compacts conversation `id`, which the writer saw at `version`: turns numbered up to
+    /// `through` are archived (kept, but no longer sent to the model) and `summary` is
+    /// appended, marked as one, in the same transaction; returns the new version.
+    fn compact(&self, id: &str, version: i64, through: i64, summary: Turn) -> StoreFuture<'_, i64>;
+
     /// Deletes conversation `id` and its turns; false when there was none.
     fn delete(&self, id: &str) -> StoreFuture<'_, bool>;
 }

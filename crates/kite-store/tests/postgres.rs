@@ -133,6 +133,7 @@ async fn the_store_contract_holds_on_postgres() {
     suite::round_trip(&store).await;
     suite::a_stale_writer_is_refused(&store).await;
     suite::a_cut_turn_is_stored_as_far_as_it_is_consistent(&store).await;
+    suite::compaction_archives_and_summarizes_in_one_step(&store).await;
     // Two writers with connections of their own, as two machines would have; the schema is
     // brought up to date once.
     let other = cluster.store().await;

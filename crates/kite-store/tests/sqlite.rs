@@ -42,6 +42,11 @@ async fn a_cut_turn_is_stored_as_far_as_it_is_consistent() {
 }
 
 #[tokio::test]
+async fn compaction_archives_and_summarizes_in_one_step() {
+    suite::compaction_archives_and_summarizes_in_one_step(&fresh("compact").await).await;
+}
+
+#[tokio::test]
 async fn the_file_is_in_wal_mode_and_keeps_what_was_written() {
     let store = fresh("reopen").await;
     let c = store.create("kept").await.unwrap();

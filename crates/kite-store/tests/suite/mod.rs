@@ -159,3 +159,30 @@ pub(crate) async fn a_cut_turn_is_stored_as_far_as_it_is_consistent(store: &dyn 
     assert_eq!(ids, ["c1"]);
     assert_eq!(stored.messages[1].text(), "Checking.");
 }
+
+/// Compaction archives the older turns and adds the summary in one step, refused when stale.
+pub(crate) async fn compaction_archives_and_summarizes_in_one_step(store: &dyn Store) {
+    let c = store.create("compact").await.unwrap();
+    let mut v = 0;
+    for n in 0..3 {
+        v = store
+            .append(&c.id, v, turn(&format!("q{n}"), &format!("a{n}")))
+            .await
+            .unwrap();
+    }
+    let summary = Turn::new(vec![Message::user("summary of q0 and q1")]);
+    assert!(matches!(
+        store.compact(&c.id, 2, 2, summary.clone()).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    assert_eq!(store.compact(&c.id, v, 2, summary).await.unwrap(), 4);
+    let turns = store.turns(&c.id).await.unwrap();
+    let archived: Vec<bool> = turns.iter().map(|t| t.archived).collect();
+    assert_eq!(archived, [true, true, false, false]);
+    assert!(turns[3].turn.summary);
+    let sent: Vec<String> = kite_store::history(&turns)
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(sent, ["summary of q0 and q1", "q2", "a2"]);
+}

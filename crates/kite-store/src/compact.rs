@@ -1,0 +1,151 @@
+//! Compaction: when a conversation grows past its policy, the older turns are summarized
+//! with a model call and archived (kept in the store, no longer sent), and the last turns
+//! stay verbatim. Turns are whole units (a user message and everything it led to), so a
+//! tool call is never separated from its result.
+
+use crate::{Store, StoreError, StoredTurn, Turn};
+use kite_core::{Message, Model, Request};
+
+/// The prompt the summary is asked for with, when the user has not written their own.
+pub const DEFAULT_PROMPT: &str = "You condense conversations. Summarize the conversation \
+below so that it can continue without it: keep every fact, decision, name, number and open \
+question, what tools were used and what they returned, and what the user wants. Write it as \
+notes, in the conversation's language, with nothing else.";
+
+/// When a conversation is compacted, and how many of its last turns stay verbatim.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Policy {
+    /// When the live turns hold more than `max` messages.
+    Messages {
+        /// The most messages sent as they are.
+        max: usize,
+        /// Turns kept verbatim.
+        keep: usize,
+    },
+    /// When the live turns' messages take more than `max` bytes (as stored JSON).
+    Bytes {
+        /// The most bytes sent as they are (50 000, say).
+        max: usize,
+        /// Turns kept verbatim.
+        keep: usize,
+    },
+    /// When the prompt passes `max` tokens (some way below the model's context window): as
+    /// the provider reported for the last turn, plus an estimate of a token per 4 bytes for
+    /// what came after it or where nothing was reported.
+    Tokens {
+        /// The most tokens sent.
+        max: u64,
+        /// Turns kept verbatim.
+        keep: usize,
+    },
+}
+
+impl Policy {
+    fn keep(&self) -> usize {
+        match *self {
+            Policy::Messages { keep, .. }
+            | Policy::Bytes { keep, .. }
+            | Policy::Tokens { keep, .. } => keep,
+        }
+    }
+
+    /// Whether `turns` (the live ones) are past this policy.
+    pub fn due(&self, turns: &[StoredTurn]) -> bool {
+        let bytes = |t: &StoredTurn| serde_json::to_string(&t.turn.messages).map_or(0, |s| s.len());
+        match *self {
+            Policy::Messages { max, .. } => {
+                turns.iter().map(|t| t.turn.messages.len()).sum::<usize>() > max
+            }
+            Policy::Bytes { max, .. } => turns.iter().map(bytes).sum::<usize>() > max,
+            Policy::Tokens { max, .. } => {
+                let reported = turns
+                    .iter()
+                    .rposition(|t| t.turn.usage.input_tokens > 0)
+                    .map(|i| (i, &turns[i].turn.usage));
+                let (known, after) = match reported {
+                    Some((i, u)) => (u.input_tokens + u.output_tokens, &turns[i + 1..]),
+                    None => (0, turns),
+                };
+                let estimate = after.iter().map(bytes).sum::<usize>() as u64 / 4;
+                known + estimate > max
+            }
+        }
+    }
+}
+
+/// Why compaction failed. The conversation is as it was.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompactError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The summary could not be had from the model.
+    #[error("the summary failed: {0}")]
+    Model(#[from] kite_core::Error),
+}
+
+/// Compacts conversation `id` when `policy` says so (or always, with `force`): the older
+/// turns are summarized by `model` (called `model_name`) with `prompt` as its system
+/// prompt, then archived, and the summary is stored in their place. Returns the new
+/// version, or `None` when nothing needed compacting.
+pub async fn compact(
+    store: &dyn Store,
+    id: &str,
+    model: &dyn Model,
+    model_name: &str,
+    policy: &Policy,
+    prompt: &str,
+    force: bool,
+) -> Result<Option<i64>, CompactError> {
+    let version = store.get(id).await?.version;
+    let turns = store.turns(id).await?;
+    let live: Vec<StoredTurn> = turns.into_iter().filter(|t| !t.archived).collect();
+    if (!force && !policy.due(&live)) || live.len() <= policy.keep() {
+        return Ok(None);
+    }
+    let older = &live[..live.len() - policy.keep()];
+    let through = older.last().map_or(0, |t| t.number);
+    let transcript = transcript(&crate::history(older));
+    let request = Request::new(model_name)
+        .system(prompt)
+        .message(Message::user(transcript));
+    let answer = model.complete(&request).await?;
+    let text = answer.text();
+    if text.trim().is_empty() {
+        return Err(
+            kite_core::Error::InvalidRequest("the model wrote an empty summary".into()).into(),
+        );
+    }
+    let mut summary = Turn::new(vec![Message::user(format!(
+        "(A summary of the conversation so far, written when it grew long.)\n\n{text}"
+    ))]);
+    summary.usage = answer.usage;
+    Ok(Some(store.compact(id, version, through, summary).await?))
+}
+
+/// Messages as a transcript to summarize: who said what, tool calls and their results.
+fn transcript(messages: &[Message]) -> String {
+    use kite_core::{Part, Role};
+    let mut out = String::new();
+    for m in messages {
+        let who = match m.role {
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::Tool => "Tool",
+            _ => "System",
+        };
+        for p in &m.parts {
+            let line = match p {
+                Part::Text { text } | Part::Refusal { text } => format!("{who}: {text}"),
+                Part::ToolCall(c) => format!("{who} called {}({})", c.name, c.arguments),
+                Part::ToolResult(r) => format!("Tool result: {}", r.text_content()),
+                _ => continue,
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
