@@ -103,13 +103,49 @@ pub fn history(turns: &[StoredTurn]) -> Vec<kite_core::Message> {
         .collect()
 }
 
+impl Conversation {
+    /// A new, empty conversation titled by the first words of `title`.
+    pub(crate) fn begin(title: &str) -> Self {
+        let now = now_ms();
+        Self {
+            id: new_id(),
+            title: title_of(title),
+            provider: None,
+            model: None,
+            created_ms: now,
+            updated_ms: now,
+            version: 0,
+        }
+    }
+
+    /// Refuses a writer that saw this conversation at another `version`.
+    pub(crate) fn check(&self, version: i64) -> Result<(), crate::StoreError> {
+        match self.version == version {
+            true => Ok(()),
+            false => Err(crate::StoreError::Conflict {
+                id: self.id.clone(),
+                expected: version,
+                found: self.version,
+            }),
+        }
+    }
+}
+
+impl Turn {
+    /// The turn as stored: JSON.
+    pub(crate) fn body(&self) -> Result<String, crate::StoreError> {
+        serde_json::to_string(self)
+            .map_err(|e| crate::StoreError::Backend(format!("cannot write the turn: {e}")))
+    }
+}
+
 /// A new conversation id: 128 random bits as hex.
-pub(crate) fn new_id() -> String {
+fn new_id() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
 /// A title from the first words of `text`.
-pub(crate) fn title_of(text: &str) -> String {
+fn title_of(text: &str) -> String {
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match one_line.char_indices().nth(60) {
         Some((i, _)) => format!("{}…", &one_line[..i]),

@@ -6,7 +6,7 @@
 //! refused rather than interleaved. Connections go unencrypted: use a local socket, a
 //! private network, or a TLS-terminating proxy.
 
-use crate::model::{new_id, now_ms, title_of};
+use crate::model::now_ms;
 use crate::{Conversation, Store, StoreError, StoreFuture, StoredTurn, Turn};
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, NoTls, Row};
@@ -152,17 +152,9 @@ async fn add_turn(
     turn: &Turn,
     archive_through: Option<i64>,
 ) -> Result<i64, StoreError> {
-    let body = serde_json::to_string(turn)
-        .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
+    let body = turn.body()?;
     let tx = client.transaction().await.map_err(db)?;
-    let found = get(&tx, id, true).await?.version;
-    if found != version {
-        return Err(StoreError::Conflict {
-            id: id.to_owned(),
-            expected: version,
-            found,
-        });
-    }
+    get(&tx, id, true).await?.check(version)?;
     if let Some(through) = archive_through {
         tx.execute(
             "UPDATE turns SET archived = TRUE WHERE conversation = $1 AND number <= $2",
@@ -192,18 +184,8 @@ async fn add_turn(
 
 impl Store for PostgresStore {
     fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
-        let title = title_of(title);
+        let c = Conversation::begin(title);
         Box::pin(async move {
-            let now = now_ms();
-            let c = Conversation {
-                id: new_id(),
-                title,
-                provider: None,
-                model: None,
-                created_ms: now,
-                updated_ms: now,
-                version: 0,
-            };
             self.client
                 .lock()
                 .await

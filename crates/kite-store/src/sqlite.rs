@@ -5,7 +5,7 @@
 //! conversation's version first: writers in other processes wait for the lock (up to the
 //! busy timeout), then find the version moved and are refused rather than interleaved.
 
-use crate::model::{new_id, now_ms, title_of};
+use crate::model::now_ms;
 use crate::{Conversation, Store, StoreError, StoreFuture, StoredTurn, Turn};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -195,19 +195,11 @@ fn add_turn(
     turn: &Turn,
     archive_through: Option<i64>,
 ) -> Result<i64, StoreError> {
-    let body = serde_json::to_string(turn)
-        .map_err(|e| StoreError::Backend(format!("cannot write the turn: {e}")))?;
+    let body = turn.body()?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)?;
-    let found = get(&tx, id)?.version;
-    if found != version {
-        return Err(StoreError::Conflict {
-            id: id.to_owned(),
-            expected: version,
-            found,
-        });
-    }
+    get(&tx, id)?.check(version)?;
     if let Some(through) = archive_through {
         tx.execute(
             "UPDATE turns SET archived = 1 WHERE conversation = ?1 AND number <= ?2",
@@ -234,18 +226,8 @@ fn add_turn(
 
 impl Store for SqliteStore {
     fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
-        let title = title_of(title);
+        let c = Conversation::begin(title);
         self.with(move |conn| {
-            let now = now_ms();
-            let c = Conversation {
-                id: new_id(),
-                title,
-                provider: None,
-                model: None,
-                created_ms: now,
-                updated_ms: now,
-                version: 0,
-            };
             conn.execute(
                 &format!(
                     "INSERT INTO conversations ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
