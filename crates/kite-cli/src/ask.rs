@@ -81,6 +81,10 @@ pub(crate) struct AskArgs {
     #[arg(long)]
     json: bool,
     /// The question; `-` reads it from standard input.
+    /// Attach a file to the question: an image (png, jpeg, gif, webp) as an image, any
+    /// other file as its text.
+    #[arg(long = "attach", short = 'a', value_name = "FILE")]
+    attach: Vec<std::path::PathBuf>,
     /// Continue the last conversation.
     #[arg(long = "continue", short = 'c')]
     continue_last: bool,
@@ -178,6 +182,19 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
 
     if let Some(hub) = &hub {
         hub.bind(agent.tools());
+        let servers = hub.servers();
+        if !servers.is_empty() {
+            let tools: usize = servers.iter().map(|s| s.tools.len()).sum();
+            let up = servers
+                .iter()
+                .filter(|s| matches!(s.status, kite::mcp::ServerStatus::Up { .. }))
+                .count();
+            errln!(
+                "kite: {tools} tools from {up} of {} MCP servers in kite.toml (--no-mcp leaves \
+                 them out)",
+                servers.len()
+            );
+        }
     }
     if tool_choice == Some(ToolChoice::Required) && agent.tools().specs().is_empty() {
         return Err(Error::Config(
@@ -216,7 +233,7 @@ async fn ask(args: &AskArgs, config: Option<&Path>, out: &mut Output) -> Result<
             Some(crate::history::Thread::begin(store, args.continue_last, id).await?)
         }
     };
-    let question = Message::user(prompt);
+    let question = crate::attach::question(prompt, &args.attach)?;
     let mut history = thread.as_ref().map_or_else(Vec::new, |t| t.history.clone());
     history.push(question.clone());
     let result = converse(&agent, history, out, limit).await;

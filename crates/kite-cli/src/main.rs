@@ -1,6 +1,7 @@
 //! The `kite` command.
 
 mod ask;
+mod attach;
 mod cassette;
 mod choices;
 mod config;

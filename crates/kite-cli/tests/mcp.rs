@@ -288,6 +288,14 @@ async fn kite_ask_offers_configured_mcp_tools_and_sends_back_their_real_results(
     let r = run(&mut ask(dir.path(), &server, &[])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("19 + 23 = 42."), "{}", r.stdout);
+    // One line says what the configured servers added.
+    assert!(
+        r.stderr.contains(
+            "kite: 8 tools from 2 of 3 MCP servers in kite.toml (--no-mcp leaves them out)"
+        ),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains(r#"MCP server "broken": cannot connect"#)
             && r.stderr.contains("its tools are not offered"),

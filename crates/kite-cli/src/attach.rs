@@ -1,0 +1,52 @@
+//! `-a FILE`: files attached to the question. An image goes as an image part, base64 with its
+//! media type; any other file must be text, and goes as a text part naming the file.
+
+use kite::{Error, Message, Part, Role};
+use std::path::Path;
+
+/// The most an attachment may hold: far above what a provider accepts in one message.
+const MAX: u64 = 20 * 1024 * 1024;
+
+/// The user's question with its attachments.
+pub(crate) fn question(prompt: String, files: &[std::path::PathBuf]) -> Result<Message, Error> {
+    let mut parts = vec![Part::text(prompt)];
+    for f in files {
+        parts.push(part(f)?);
+    }
+    Ok(Message::new(Role::User, parts))
+}
+
+fn part(path: &Path) -> Result<Part, Error> {
+    let cannot = |why: String| Error::Config(format!("cannot attach {}: {why}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(cannot("not a file".into()));
+    }
+    if meta.len() > MAX {
+        return Err(cannot(format!("larger than {} MiB", MAX >> 20)));
+    }
+    let bytes = std::fs::read(path).map_err(|e| cannot(e.to_string()))?;
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let image = match ext.as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "webp" => Some("image/webp"),
+        _ => None,
+    };
+    if let Some(media_type) = image {
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        return Ok(Part::image_base64(media_type, data));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| cannot("neither an image (png, jpeg, gif, webp) nor text".into()))?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok(Part::text(format!("{name}:\n{text}")))
+}
