@@ -1,13 +1,47 @@
-//! The HTTP client under an MCP session: rmcp's reqwest client, taught to recover a session
+//! The HTTP transport under an MCP session: rmcp's reqwest client, taught to recover a session
 //! the server has forgotten, and transport failures told without rmcp's type names.
 
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The Streamable HTTP transport to `url`: the configured `headers` (marked sensitive) and
+/// bearer `token` on every request, redirects only within the origin.
+pub(crate) fn http_transport(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    token: Option<String>,
+) -> Result<StreamableHttpClientTransport<SessionAware>, String> {
+    let mut custom = HashMap::new();
+    for (k, v) in headers {
+        let name =
+            http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
+        let mut value = http::HeaderValue::from_str(v)
+            .map_err(|_| format!("header {k:?}: not a valid value"))?;
+        value.set_sensitive(true);
+        custom.insert(name, value);
+    }
+    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    if let Some(token) = token {
+        cfg = cfg.auth_header(token);
+    }
+    let client = reqwest::Client::builder()
+        .redirect(kite_http::same_origin_redirects())
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    Ok(StreamableHttpClientTransport::with_client(
+        SessionAware(client),
+        cfg,
+    ))
+}
 
 /// What went wrong in a transport, without rmcp's type names.
 pub(crate) fn transport_message(error: &rmcp::transport::DynamicTransportError) -> String {
@@ -33,7 +67,7 @@ pub(crate) fn transport_message(error: &rmcp::transport::DynamicTransportError) 
 /// would wait until its deadline. A request that was sent within a session and is answered
 /// with an id-less error is therefore treated as a session the server no longer knows.
 #[derive(Clone)]
-pub(crate) struct SessionAware(pub reqwest::Client);
+pub(crate) struct SessionAware(reqwest::Client);
 
 /// What was posted: a request, within a session or not.
 struct Asked {

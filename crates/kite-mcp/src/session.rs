@@ -7,7 +7,7 @@ use crate::child;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
 use crate::handler::{Answerers, Handler, Notice, Notices};
-use crate::http_client::{SessionAware, transport_message};
+use crate::http_client::{http_transport, transport_message};
 use crate::secrets::{bearer_token, secrets_of, stderr_end};
 use kite_http::redact_all as redact;
 use rmcp::ServiceExt;
@@ -16,10 +16,7 @@ use rmcp::model::{
     ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -128,30 +125,9 @@ impl Session {
                     handler.serve(process).await
                 }
                 TransportConfig::Http { url, headers, .. } => {
-                    let mut custom = HashMap::new();
-                    for (k, v) in headers {
-                        let name = http::HeaderName::from_bytes(k.as_bytes())
-                            .map_err(|e| connect_error(format!("header {k:?}: {e}")))?;
-                        let mut value = http::HeaderValue::from_str(v).map_err(|_| {
-                            connect_error(format!("header {k:?}: not a valid value"))
-                        })?;
-                        value.set_sensitive(true);
-                        custom.insert(name, value);
-                    }
-                    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom);
-                    if let Some(token) = bearer_token(config).map_err(&connect_error)? {
-                        cfg = cfg.auth_header(token);
-                    }
-                    let client = reqwest::Client::builder()
-                        .redirect(kite_http::same_origin_redirects())
-                        .connect_timeout(Duration::from_secs(10))
-                        .build()
-                        .map_err(|e| connect_error(format!("cannot build the HTTP client: {e}")))?;
-                    let client = SessionAware(client);
-                    handler
-                        .serve(StreamableHttpClientTransport::with_client(client, cfg))
-                        .await
+                    let token = bearer_token(config).map_err(&connect_error)?;
+                    let transport = http_transport(url, headers, token).map_err(&connect_error)?;
+                    handler.serve(transport).await
                 }
             };
             let service = service.map_err(|e| {
