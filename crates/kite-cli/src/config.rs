@@ -35,7 +35,17 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     };
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
-    let config = parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    let config = parse(&text).map_err(|e| {
+        // The error quotes the file: a password in any URL in it must not show.
+        for word in text.split(|c: char| c.is_whitespace() || "\"'[],{}=".contains(c)) {
+            if word.contains("://") {
+                kite::mcp::url_secrets(word)
+                    .iter()
+                    .for_each(|v| crate::logging::secret(v));
+            }
+        }
+        Error::Config(format!("{}: {e}", path.display()))
+    })?;
     // What servers are sent is as secret as a provider's key.
     for server in config.mcp.servers.values() {
         match &server.transport {

@@ -113,7 +113,7 @@ fn show(t: &StoredTurn) {
     let archived = if t.archived { " (archived)" } else { "" };
     outln!("--- turn {}{archived}", t.number);
     for m in &t.turn.messages {
-        for line in lines(m) {
+        for line in lines(m, true) {
             outln!("{line}");
         }
     }
@@ -128,29 +128,36 @@ fn markdown(t: &StoredTurn) {
             _ => "System",
         };
         outln!("## {who}\n");
-        for line in lines(m) {
-            out!("{line}\n");
+        for line in lines(m, false) {
+            // A line of the conversation never passes for a heading of the export.
+            for l in line.lines() {
+                match l.starts_with('#') {
+                    true => out!("\\{l}\n"),
+                    false => out!("{l}\n"),
+                }
+            }
         }
         outln!();
     }
 }
 
-/// What a message says, a line per part.
-fn lines(m: &Message) -> Vec<String> {
-    let who = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-        _ => "system",
+/// What a message says, a line per part, each after who said it when `named`.
+fn lines(m: &Message, named: bool) -> Vec<String> {
+    let who = match (named, m.role) {
+        (false, _) => String::new(),
+        (true, Role::User) => "user: ".into(),
+        (true, Role::Assistant) => "assistant: ".into(),
+        (true, Role::Tool) => "tool: ".into(),
+        (true, _) => "system: ".into(),
     };
     m.parts
         .iter()
         .filter_map(|p| match p {
-            Part::Text { text } => Some(format!("{who}: {text}")),
-            Part::Refusal { text } => Some(format!("{who} (refused): {text}")),
+            Part::Text { text } => Some(format!("{who}{text}")),
+            Part::Refusal { text } => Some(format!("{who}(refused) {text}")),
             Part::ToolCall(c) => Some(format!("[tool] {}({})", c.name, c.arguments)),
             Part::ToolResult(r) => Some(format!("[tool] -> {}", r.text_content())),
-            Part::Image { .. } => Some(format!("{who}: [an image]")),
+            Part::Image { .. } => Some(format!("{who}[an image]")),
             _ => None,
         })
         .collect()

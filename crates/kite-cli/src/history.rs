@@ -4,7 +4,7 @@
 
 use crate::config::StoreConfig;
 use kite::store::{Conversation, PostgresStore, SqliteStore, Store, StoreError, Turn};
-use kite::{Error, Message, Usage};
+use kite::{Error, Message, Part, Usage};
 use std::path::PathBuf;
 
 /// A store error as kite's, which the CLI reports.
@@ -26,6 +26,10 @@ pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> 
                 .for_each(|v| crate::logging::secret(&v));
             Ok(Box::new(PostgresStore::connect(&u).await.map_err(error)?))
         }
+        Some(u) if u.contains("://") && !u.starts_with("sqlite://") => Err(Error::Config(format!(
+            "the store URL {:?} is neither a postgres:// URL nor a SQLite file's path",
+            u.split("://").next().unwrap_or_default()
+        ))),
         Some(u) => {
             let path = PathBuf::from(u.strip_prefix("sqlite://").unwrap_or(&u));
             Ok(Box::new(SqliteStore::open(path).await.map_err(error)?))
@@ -96,7 +100,14 @@ impl Thread {
     ) -> Result<String, Error> {
         let conversation = match self.conversation.take() {
             Some(c) => c,
-            None => self.store.create(&question.text()).await.map_err(error)?,
+            None => {
+                // Titled by the question alone, not the files attached to it.
+                let title = match question.parts.first() {
+                    Some(Part::Text { text }) => text.clone(),
+                    _ => question.text(),
+                };
+                self.store.create(&title).await.map_err(error)?
+            }
         };
         let mut messages = vec![question];
         messages.extend_from_slice(answers);

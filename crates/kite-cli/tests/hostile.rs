@@ -948,3 +948,23 @@ async fn a_token_in_an_mcp_servers_url_is_never_shown() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_broken_kite_toml_never_shows_a_password_it_quotes() {
+    let dir = scratch("toml-password");
+    let path = dir.join("kite.toml");
+    for text in [
+        "[store]\nurl = \"postgres://u:sekritpass@127.0.0.1:9/db\n",
+        "[store]\nurl = [\"postgres://u:sekritpass@127.0.0.1:9/db\"]\n",
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let r = run(kite()
+            .arg("--config")
+            .arg(&path)
+            .args(["ask", "--local", "hi"]))
+        .await;
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stderr.contains("kite.toml"), "{}", r.stderr);
+        assert!(!r.stderr.contains("sekritpass"), "{}", r.stderr);
+    }
+}

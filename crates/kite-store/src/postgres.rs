@@ -33,6 +33,9 @@ const MIGRATIONS: &[&str] = &["
     CREATE INDEX conversations_by_update ON conversations (updated_ms DESC);
 "];
 
+/// How long reaching the database, and its first answers, may take.
+const CONNECT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Conversations in a Postgres database.
 pub struct PostgresStore {
     client: Mutex<Client>,
@@ -55,14 +58,15 @@ fn db(e: tokio_postgres::Error) -> StoreError {
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user@host/db`, or key=value form) and
     /// brings its schema up to date.
+    /// A server that accepts the connection but does not answer is given up on after 10 s.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let reach = |m: String| StoreError::Backend(format!("cannot reach the database: {m}"));
         let (mut client, connection) =
-            tokio_postgres::connect(url, NoTls)
+            tokio::time::timeout(CONNECT, tokio_postgres::connect(url, NoTls))
                 .await
+                .map_err(|_| reach(format!("no answer within {} s", CONNECT.as_secs())))?
                 .map_err(|e| match db(e) {
-                    StoreError::Backend(m) => {
-                        StoreError::Backend(format!("cannot reach the database: {m}"))
-                    }
+                    StoreError::Backend(m) => reach(m),
                     other => other,
                 })?;
         tokio::spawn(async move {
@@ -70,7 +74,9 @@ impl PostgresStore {
                 tracing::warn!(error = %e, "the conversation database connection ended");
             }
         });
-        migrate(&mut client).await?;
+        tokio::time::timeout(CONNECT, migrate(&mut client))
+            .await
+            .map_err(|_| StoreError::Backend("the database did not answer in time".into()))??;
         Ok(Self {
             client: Mutex::new(client),
         })

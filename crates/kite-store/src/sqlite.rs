@@ -123,11 +123,18 @@ fn db(e: rusqlite::Error) -> StoreError {
 }
 
 fn open(path: &Path) -> Result<Connection, StoreError> {
+    // Conversations are private: folders made for them are the user's alone, and so is a
+    // new file (SQLite gives its journal files the same permissions).
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
+        private_dirs(dir)
             .map_err(|e| StoreError::Backend(format!("cannot create {}: {e}", dir.display())))?;
     }
+    let new = !path.exists();
     let conn = Connection::open(path).map_err(|e| at(db(e), path))?;
+    if new {
+        private_file(path)
+            .map_err(|e| StoreError::Backend(format!("cannot protect {}: {e}", path.display())))?;
+    }
     conn.busy_timeout(BUSY).map_err(db)?;
     let setup = || -> Result<(), rusqlite::Error> {
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -137,6 +144,31 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     setup().map_err(|e| at(db(e), path))?;
     migrate(&conn, path)?;
     Ok(conn)
+}
+
+#[cfg(unix)]
+fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(not(unix))]
+fn private_file(_: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {

@@ -140,3 +140,21 @@ async fn the_store_contract_holds_on_postgres() {
     suite::two_writers_neither_lose_nor_interleave(&store, &other).await;
     assert!(!store.list().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_given_up_on() {
+    let silent = kite_testkit::SilentServer::start().await;
+    let port = silent
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let started = std::time::Instant::now();
+    let url = format!("host=127.0.0.1 port={port} user=kite password=hunter2 dbname=x");
+    let err = PostgresStore::connect(&url).await.unwrap_err().to_string();
+    assert!(err.contains("no answer"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+}

@@ -108,3 +108,16 @@ async fn a_store_from_a_newer_kite_is_refused() {
         Err(StoreError::TooNew { found: 99, .. })
     ));
 }
+
+#[tokio::test]
+async fn a_new_store_is_readable_by_its_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = folder("private");
+    let store = SqliteStore::open(dir.join("deep/er/conversations.db"))
+        .await
+        .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(store.path()), 0o600);
+    assert_eq!(mode(&dir.join("deep/er")), 0o700);
+    assert_eq!(mode(&dir.join("deep")), 0o700);
+}
