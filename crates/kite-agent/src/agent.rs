@@ -191,9 +191,14 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     /// Streams the rest of a run (a new one, or one resumed after approval).
     pub fn resume_stream(&self, mut run: Run<C>) -> AgentStream<C> {
         let agent = self.clone();
-        AgentStream::new(move |sink, cancel| async move {
-            agent.drive_inner(&mut run, &cancel, Some(&sink)).await?;
-            Ok(run)
+        AgentStream::new(move |sink, cancel, failed| async move {
+            match agent.drive_inner(&mut run, &cancel, Some(&sink)).await {
+                Ok(_) => Ok(run),
+                Err(e) => {
+                    *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(run);
+                    Err(e)
+                }
+            }
         })
     }
 

@@ -55,22 +55,35 @@ pub struct AgentStream<C> {
     sink: Sink<C>,
     driver: Option<Driver<C>>,
     cancel: CancellationToken,
+    failed: Stash<C>,
 }
+
+/// Where the driver leaves its run when it fails, for [`AgentStream::failed_run`].
+pub(crate) type Stash<C> = Arc<Mutex<Option<Run<C>>>>;
 
 impl<C: Send + 'static> AgentStream<C> {
     pub(crate) fn new<F, Fut>(drive: F) -> Self
     where
-        F: FnOnce(Sink<C>, CancellationToken) -> Fut,
+        F: FnOnce(Sink<C>, CancellationToken, Stash<C>) -> Fut,
         Fut: Future<Output = Result<Run<C>, AgentError>> + Send + 'static,
     {
         let queue = Arc::new(Mutex::new(VecDeque::new()));
         let cancel = CancellationToken::new();
-        let driver = Box::pin(drive(Sink(queue.clone()), cancel.clone()));
+        let failed = Stash::default();
+        let driver = Box::pin(drive(Sink(queue.clone()), cancel.clone(), failed.clone()));
         Self {
             sink: Sink(queue),
             driver: Some(driver),
             cancel,
+            failed,
         }
+    }
+
+    /// After the stream ended with an error: the run as far as it got, its history one a
+    /// provider accepts except perhaps for tool calls planned but not yet run (what the
+    /// failed step would have added is not in it). `None` before an error, or once taken.
+    pub fn failed_run(&mut self) -> Option<Run<C>> {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// Ends the run at the next step; the stream then ends with [`AgentEvent::Done`].

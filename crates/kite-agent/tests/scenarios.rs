@@ -811,3 +811,26 @@ async fn a_forced_tool_choice_is_lifted_once_tools_have_run() {
         Some(StopReason::TurnLimit { max_turns: 2 })
     );
 }
+
+#[tokio::test]
+async fn a_failed_streamed_run_hands_back_what_it_did_before_the_error() {
+    let model = ScriptedModel::new()
+        .tool_calls(&[("c1", "weather", json!({"city": "Paris"}))])
+        .error(kite_core::Error::decode("the stream broke", "{"));
+    let agent = agent(&model);
+    let mut stream = agent.run_stream((), vec![Message::user("Weather in Paris?")]);
+    assert!(stream.failed_run().is_none(), "nothing failed yet");
+    let mut error = None;
+    while let Some(item) = stream.next().await {
+        if let Err(e) = item {
+            error = Some(e);
+        }
+    }
+    assert!(error.is_some(), "the second model call failed");
+    let run = stream.failed_run().expect("the run as far as it got");
+    let added = run.new_messages();
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert!(added[0].tool_calls().any(|c| c.id == "c1"));
+    assert!(matches!(&added[1].parts[0], Part::ToolResult(r) if r.call_id == "c1"));
+    assert!(stream.failed_run().is_none(), "taken once");
+}

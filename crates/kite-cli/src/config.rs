@@ -28,14 +28,15 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         None => candidates().into_iter().find(|p| p.is_file()),
     };
     let Some(path) = path else {
-        return Ok(Loaded {
-            path: None,
-            config: Config::default(),
-        });
+        let config = Config {
+            prompts: prompts_file(None)?,
+            ..Config::default()
+        };
+        return Ok(Loaded { path: None, config });
     };
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
-    let config = parse(&text).map_err(|e| {
+    let mut config = parse(&text).map_err(|e| {
         // The error quotes the file: a password in any URL in it must not show.
         for word in text.split(|c: char| c.is_whitespace() || "\"'[],{}=".contains(c)) {
             if word.contains("://") {
@@ -81,20 +82,53 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             }
         }
     }
+    for name in config.providers.keys() {
+        kite::Provider::parse(name)
+            .map_err(|e| Error::Config(format!("{}: [providers.{name}]: {e}", path.display())))?;
+    }
+    let named = config.prompts.file.take().map(|f| match path.parent() {
+        Some(dir) => dir.join(f),
+        None => f,
+    });
+    config.prompts = std::mem::take(&mut config.prompts).or(prompts_file(named)?);
     Ok(Loaded {
         path: Some(path),
         config,
     })
 }
 
+/// The prompts file: the one `[prompts] file` names (`named`), which must exist, else
+/// `kite/prompts.toml` in the XDG config folder if there is one.
+fn prompts_file(named: Option<PathBuf>) -> Result<crate::settings::Prompts, Error> {
+    let path = match named {
+        Some(p) => p,
+        None => match config_dir().map(|d| d.join("kite/prompts.toml")) {
+            Some(p) if p.is_file() => p,
+            _ => return Ok(Default::default()),
+        },
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Error::Config(format!(
+            "cannot read the prompts file {}: {e}",
+            path.display()
+        ))
+    })?;
+    crate::settings::parse_prompts(&text)
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+}
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`.
+fn config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+}
+
 /// Where a configuration is looked for when none is named, in order.
 fn candidates() -> Vec<PathBuf> {
     let mut out = vec![PathBuf::from("kite.toml")];
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if let Some(dir) = xdg {
+    if let Some(dir) = config_dir() {
         out.push(dir.join("kite/kite.toml"));
     }
     out

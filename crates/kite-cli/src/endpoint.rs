@@ -9,7 +9,7 @@ use kite::{Api, Endpoint, Error, HttpModel};
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub(crate) struct EndpointArgs {
     /// Send requests here instead (llama.cpp, vLLM, Ollama, a proxy). Without --provider,
     /// the key is taken from KITE_API_KEY, if set.

@@ -47,12 +47,12 @@ pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> 
     }
 }
 
-/// A conversation `kite ask` adds a turn to: an earlier one, or one made when the turn is
-/// saved.
+/// The stored conversation a session's turns join: an earlier one, or one made when its
+/// first turn is saved.
 pub(crate) struct Thread {
     store: Box<dyn Store>,
     conversation: Option<Conversation>,
-    /// The messages of its turns so far (archived ones left out).
+    /// The messages of its turns so far (archived ones left out, the summary first).
     pub history: Vec<Message>,
 }
 
@@ -63,34 +63,52 @@ impl Thread {
         last: bool,
         id: Option<&str>,
     ) -> Result<Self, Error> {
-        let conversation = match (last, id) {
-            (_, Some(id)) => Some(store.get(id).await.map_err(error)?),
-            (true, None) => Some(
-                store
-                    .list()
-                    .await
-                    .map_err(error)?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| {
-                        Error::Config("there is no stored conversation to continue".into())
-                    })?,
-            ),
-            (false, None) => None,
-        };
-        let history = match &conversation {
-            Some(c) => kite::store::history(&store.turns(&c.id).await.map_err(error)?),
-            None => Vec::new(),
-        };
-        Ok(Self {
+        let mut thread = Self {
             store,
-            conversation,
-            history,
-        })
+            conversation: None,
+            history: Vec::new(),
+        };
+        match (last, id) {
+            (_, Some(id)) => thread.load(id).await?,
+            (true, None) => {
+                let last = thread.store.list().await.map_err(error)?.into_iter().next();
+                let last = last.ok_or_else(|| {
+                    Error::Config("there is no stored conversation to continue".into())
+                })?;
+                thread.load(&last.id).await?;
+            }
+            (false, None) => {}
+        }
+        Ok(thread)
     }
 
-    /// Saves a turn: the user's `question` and the messages it led to. A conversation another
-    /// process added to meanwhile takes the turn after its own.
+    /// The store.
+    pub(crate) fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    /// The stored conversation, once there is one.
+    pub(crate) fn conversation(&self) -> Option<&Conversation> {
+        self.conversation.as_ref()
+    }
+
+    /// Leaves the conversation: the next turn starts a new one.
+    pub(crate) fn reset(&mut self) {
+        self.conversation = None;
+        self.history.clear();
+    }
+
+    /// Switches to the stored conversation `id`, read again from the store.
+    pub(crate) async fn load(&mut self, id: &str) -> Result<(), Error> {
+        let conversation = self.store.get(id).await.map_err(error)?;
+        self.history = kite::store::history(&self.store.turns(id).await.map_err(error)?);
+        self.conversation = Some(conversation);
+        Ok(())
+    }
+
+    /// Saves a turn: the user's `question` and the messages it led to, as far as they are
+    /// consistent (a tool call cut off before its result is left out). A conversation
+    /// another process added to meanwhile takes the turn after its own.
     pub(crate) async fn save(
         &mut self,
         question: Message,
@@ -98,7 +116,7 @@ impl Thread {
         usage: Usage,
         model: &str,
     ) -> Result<String, Error> {
-        let conversation = match self.conversation.take() {
+        let mut conversation = match self.conversation.take() {
             Some(c) => c,
             None => {
                 // Titled by the question alone, not the files attached to it.
@@ -111,22 +129,33 @@ impl Thread {
         };
         let mut messages = vec![question];
         messages.extend_from_slice(answers);
-        let mut turn = Turn::new(messages);
+        let mut turn = Turn::new(messages).settled();
         turn.usage = usage;
         turn.model = Some(model.to_owned());
         let id = conversation.id.clone();
-        let mut version = conversation.version;
+        let mut result = Err(StoreError::NotFound(id.clone()));
         for _ in 0..3 {
-            match self.store.append(&id, version, turn.clone()).await {
-                Ok(_) => return Ok(id),
-                Err(StoreError::Conflict { found, .. }) => version = found,
-                Err(e) => return Err(error(e)),
+            result = self
+                .store
+                .append(&id, conversation.version, turn.clone())
+                .await;
+            match &result {
+                Err(StoreError::Conflict { found, .. }) => conversation.version = *found,
+                _ => break,
             }
         }
-        Err(error(StoreError::Conflict {
-            id,
-            expected: version,
-            found: version,
-        }))
+        match result {
+            Ok(version) => {
+                conversation.version = version;
+                self.conversation = Some(conversation);
+                self.history.extend(turn.messages);
+                Ok(id)
+            }
+            Err(e) => {
+                // The conversation stays current, so the next turn can still be saved.
+                self.conversation = Some(conversation);
+                Err(error(e))
+            }
+        }
     }
 }

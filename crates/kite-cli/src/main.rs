@@ -3,16 +3,22 @@
 mod ask;
 mod attach;
 mod cassette;
+mod chat;
+mod chat_commands;
 mod choices;
+mod choose;
 mod config;
 mod conversations;
 mod endpoint;
 mod history;
 mod logging;
+mod markdown;
 mod mcp;
 mod model;
+mod models;
 mod output;
 mod responses;
+mod session;
 mod settings;
 mod signals;
 mod transcribe;
@@ -41,6 +47,8 @@ struct Cli {
 enum Command {
     /// Ask a model and stream its answer.
     Ask(Box<ask::AskArgs>),
+    /// Chat in the terminal; every turn is stored.
+    Chat(Box<chat::ChatArgs>),
     /// Inspect recorded traffic (cassettes) and scan it for keys.
     #[command(subcommand)]
     Cassette(cassette::CassetteCommand),
@@ -57,6 +65,9 @@ enum Command {
     /// Check the MCP servers configured in kite.toml.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// The models kite knows for each provider, and the provider's own list when its key
+    /// is set.
+    Models(models::ModelsArgs),
     /// Manage the embedded local model.
     #[command(subcommand)]
     Model(model::ModelCommand),
@@ -93,7 +104,9 @@ fn main() -> ExitCode {
         let config = config.as_deref();
         match cli.command {
             Command::Ask(args) => ask::run(*args, config).await,
+            Command::Chat(args) => chat::run(*args, config).await,
             Command::Mcp(cmd) => mcp::run(cmd, config).await,
+            Command::Models(args) => models::run(args, config).await,
             Command::Cassette(cmd) => cassette::run(cmd),
             Command::Completions { shell } => {
                 let mut cli = <Cli as clap::CommandFactory>::command();

@@ -43,6 +43,26 @@ pub(crate) fn write_out(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Writes kite's own terminal control (clearing the screen, a rendered answer whose text
+/// was made safe already) to stdout as it is, secrets still hidden.
+pub(crate) fn write_raw(text: &str) {
+    if stdout_closed() {
+        return;
+    }
+    let text = crate::logging::redact(text);
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            errln!("kite: cannot write the output: {e}");
+            STDOUT_FAILED.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Whether writing stdout failed for a reason other than its reader going away.
 pub(crate) fn stdout_failed() -> bool {
     STDOUT_FAILED.load(Ordering::Relaxed)
@@ -112,6 +132,11 @@ pub(crate) struct Output {
     json: bool,
     wrote_text: bool,
     at_line_start: bool,
+    /// With `--no-stream`: the answer so far, printed when the run stops.
+    held: Option<String>,
+    /// On a terminal: the answer rendered as Markdown, block by block.
+    markdown: Option<crate::markdown::Markdown>,
+    conversation: Option<String>,
 }
 
 impl Output {
@@ -120,6 +145,66 @@ impl Output {
             json,
             wrote_text: false,
             at_line_start: true,
+            held: None,
+            markdown: None,
+            conversation: None,
+        }
+    }
+
+    /// Renders the answer as Markdown (on a terminal), unless `json`.
+    pub(crate) fn markdown(mut self, on: bool) -> Self {
+        if on && !self.json {
+            self.markdown = Some(crate::markdown::Markdown::new());
+        }
+        self
+    }
+
+    /// Holds the answer's text back until the run stops (`--no-stream`), unless `json`.
+    pub(crate) fn whole(mut self, whole: bool) -> Self {
+        if whole && !self.json {
+            self.held = Some(String::new());
+        }
+        self
+    }
+
+    /// The stored conversation the turn joined, which the `done` line names.
+    pub(crate) fn conversation(&mut self, id: &str) {
+        self.conversation = Some(id.to_owned());
+    }
+
+    /// Some of the answer's text.
+    fn text(&mut self, text: &str) {
+        match (&mut self.held, &mut self.markdown) {
+            (Some(held), _) => held.push_str(text),
+            (None, Some(md)) => {
+                let rendered = md.push(text);
+                self.raw(&rendered);
+            }
+            (None, None) => {
+                out!("{text}");
+                self.wrote_text = true;
+                self.at_line_start = text.ends_with('\n');
+            }
+        }
+    }
+
+    /// Rendered text, written as it is.
+    fn raw(&mut self, rendered: &str) {
+        if !rendered.is_empty() {
+            write_raw(rendered);
+            self.wrote_text = true;
+            self.at_line_start = rendered.ends_with('\n');
+        }
+    }
+
+    /// Prints the text held back, if any.
+    fn release(&mut self) {
+        if let Some(held) = self.held.as_mut().map(std::mem::take)
+            && !held.is_empty()
+        {
+            self.held = None;
+            self.text(&held);
+            self.held = Some(String::new());
         }
     }
 
@@ -132,9 +217,7 @@ impl Output {
         }
         match e {
             AgentEvent::Model(Event::TextDelta { text, .. } | Event::RefusalDelta { text, .. }) => {
-                out!("{text}");
-                self.wrote_text = true;
-                self.at_line_start = text.ends_with('\n');
+                self.text(text)
             }
             AgentEvent::ToolStarted { call } => {
                 self.end_line();
@@ -170,10 +253,11 @@ impl Output {
                 _ => Value::Null,
             };
             line(
-                &json!({"type": "done", "finish_reason": finish, "stop": stop_name(&stop), "turns": run.turns()}),
+                &json!({"type": "done", "finish_reason": finish, "stop": stop_name(&stop), "turns": run.turns(), "conversation": self.conversation}),
             );
             return answered;
         }
+        self.release();
         self.end_line();
         match stop {
             Some(StopReason::TurnLimit { max_turns }) => {
@@ -191,6 +275,9 @@ impl Output {
     }
 
     fn end_line(&mut self) {
+        if let Some(rest) = self.markdown.as_mut().map(|md| md.finish()) {
+            self.raw(&rest);
+        }
         if self.wrote_text && !self.at_line_start {
             outln!();
             self.at_line_start = true;
@@ -201,6 +288,7 @@ impl Output {
         if self.json {
             line(&json_error(e));
         } else {
+            self.release();
             self.end_line();
         }
     }

@@ -19,6 +19,121 @@ pub(crate) struct Config {
     /// `[store]`: where conversations are kept.
     #[serde(default)]
     pub store: StoreConfig,
+    /// `[defaults]`: what `kite ask` and `kite chat` use when no flag says otherwise.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// `[providers.NAME]`: a provider's own base URL and model.
+    #[serde(default)]
+    pub providers: std::collections::BTreeMap<String, ProviderDefaults>,
+    /// `[prompts]`: the default system prompt, the summary prompt and named roles.
+    #[serde(default)]
+    pub prompts: Prompts,
+    /// `[compact]`: when a stored conversation is compacted before a turn.
+    #[serde(default)]
+    pub compact: CompactConfig,
+}
+
+/// The `[defaults]` table. Flags and `KITE_*` variables win over it.
+///
+/// ```toml
+/// [defaults]
+/// provider = "anthropic"
+/// model = "claude-haiku-4-5"
+/// system = "Answer in one paragraph."   # or role = "NAME" from [prompts.roles]
+/// tools = ["now", "calculate"]          # or true for every built-in tool
+/// max_turns = 10
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Defaults {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub system: Option<String>,
+    pub role: Option<String>,
+    pub tools: Option<ToolsDefault>,
+    pub max_turns: Option<u32>,
+}
+
+/// `tools` in `[defaults]`: all built-in tools, none, or those named.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ToolsDefault {
+    All(bool),
+    Named(Vec<String>),
+}
+
+/// A `[providers.NAME]` table.
+///
+/// ```toml
+/// [providers.openai]
+/// base_url = "https://gateway.internal/v1"
+/// model = "gpt-4.1-mini"
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProviderDefaults {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+}
+
+/// The `[prompts]` table, or the prompts file it names (`file`, relative to kite.toml;
+/// default `kite/prompts.toml` in the XDG config folder), which holds the same keys. What
+/// kite.toml says wins over the file.
+///
+/// ```toml
+/// [prompts]
+/// system = "You are terse. Today is {date}."
+/// summarize = "Summarize the conversation as notes."
+/// [prompts.roles]
+/// reviewer = "You review Rust code for bugs."
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Prompts {
+    pub file: Option<std::path::PathBuf>,
+    pub system: Option<String>,
+    pub summarize: Option<String>,
+    #[serde(default)]
+    pub roles: std::collections::BTreeMap<String, String>,
+}
+
+impl Prompts {
+    /// These prompts, with what `other` (the prompts file) says where these are silent.
+    pub(crate) fn or(mut self, other: Prompts) -> Prompts {
+        self.system = self.system.or(other.system);
+        self.summarize = self.summarize.or(other.summarize);
+        for (name, text) in other.roles {
+            self.roles.entry(name).or_insert(text);
+        }
+        self
+    }
+}
+
+/// The `[compact]` table: when a stored conversation is compacted before a turn.
+///
+/// ```toml
+/// [compact]
+/// policy = "tokens"   # tokens (default), bytes, messages, or off
+/// max = 50000         # default: three quarters of the model's context window
+/// keep = 4            # turns kept verbatim
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompactConfig {
+    pub policy: Option<CompactPolicy>,
+    pub max: Option<u64>,
+    pub keep: Option<usize>,
+}
+
+/// What `[compact] policy` measures.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum CompactPolicy {
+    #[default]
+    Tokens,
+    Bytes,
+    Messages,
+    Off,
 }
 
 /// The `[store]` table: where conversations are kept. `KITE_STORE_URL` overrides it.
@@ -98,4 +213,13 @@ pub(crate) fn seconds(s: &str) -> Result<Duration, String> {
 /// The configuration in `text` (a `kite.toml`), or what is wrong with it.
 pub(crate) fn parse(text: &str) -> Result<Config, String> {
     toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())
+}
+
+/// The prompts file's content (`text`), or what is wrong with it.
+pub(crate) fn parse_prompts(text: &str) -> Result<Prompts, String> {
+    let prompts: Prompts = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    match prompts.file {
+        Some(_) => Err("a prompts file cannot name another (`file`)".into()),
+        None => Ok(prompts),
+    }
 }

@@ -32,6 +32,37 @@ impl Interrupt {
     }
 }
 
+/// Whether a chat turn has claimed Ctrl-C (see [`Claim`]).
+static CLAIMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Where a claimed Ctrl-C is told.
+fn claimed_notice() -> &'static tokio::sync::Notify {
+    static NOTICE: std::sync::OnceLock<tokio::sync::Notify> = std::sync::OnceLock::new();
+    NOTICE.get_or_init(tokio::sync::Notify::new)
+}
+
+/// While held, Ctrl-C (SIGINT) does not end kite: it cancels what the holder does (a chat's
+/// turn), which learns of it through [`Claim::interrupted`].
+pub(crate) struct Claim(());
+
+impl Claim {
+    pub(crate) fn new() -> Self {
+        CLAIMED.store(true, std::sync::atomic::Ordering::SeqCst);
+        Claim(())
+    }
+
+    /// Resolves at the next Ctrl-C.
+    pub(crate) async fn interrupted(&self) {
+        claimed_notice().notified().await
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        CLAIMED.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Resolves when the first of these signals arrives. A signal that cannot be watched is
 /// left to its default.
 pub(crate) async fn interrupted() -> Interrupt {
@@ -40,10 +71,15 @@ pub(crate) async fn interrupted() -> Interrupt {
         use tokio::signal::unix::{SignalKind, signal};
         let watch = |kind: SignalKind, what: Interrupt| async move {
             match signal(kind) {
-                Ok(mut s) => {
+                Ok(mut s) => loop {
                     s.recv().await;
-                    what
-                }
+                    let claimed = CLAIMED.load(std::sync::atomic::Ordering::SeqCst);
+                    if matches!(what, Interrupt::Int) && claimed {
+                        claimed_notice().notify_waiters();
+                        continue;
+                    }
+                    break what;
+                },
                 Err(_) => std::future::pending().await,
             }
         };

@@ -12,6 +12,8 @@ pub(crate) struct Waiting {
     since: tokio::time::Instant,
     tools_running: usize,
     shown: bool,
+    /// A spinner from the first moment (`kite chat`), rather than a line after a while.
+    spinner: Option<usize>,
 }
 
 impl Waiting {
@@ -25,7 +27,14 @@ impl Waiting {
             since: tokio::time::Instant::now(),
             tools_running: 0,
             shown: false,
+            spinner: None,
         }
+    }
+
+    /// Shows a spinner while the model is silent, from the start.
+    pub(crate) fn spinner(mut self) -> Self {
+        self.spinner = Some(0);
+        self
     }
 
     pub(crate) fn event(&mut self, e: Option<&AgentEvent>) {
@@ -62,7 +71,19 @@ impl Waiting {
                 format!("no answer within {:?}: the model said nothing", self.limit),
             ));
         }
-        if self.on && !mid_line && silent >= Self::AFTER {
+        if !self.on || mid_line {
+            return Ok(());
+        }
+        if let Some(frame) = &mut self.spinner {
+            const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+            *frame = (*frame + 1) % FRAMES.len();
+            err!(
+                "\r\x1b[K\x1b[2m{} {}s\x1b[0m",
+                FRAMES[*frame],
+                silent.as_secs()
+            );
+            self.shown = true;
+        } else if silent >= Self::AFTER {
             err!("\r\x1b[Kkite: waiting for the model… {}s", silent.as_secs());
             self.shown = true;
         }

@@ -623,6 +623,7 @@ fn steady(stdout: &str) -> Vec<Value> {
             let mut v: Value = serde_json::from_str(l).unwrap();
             if let Some(o) = v.as_object_mut() {
                 o.remove("duration_ms");
+                o.remove("conversation");
             }
             v
         })

@@ -162,6 +162,26 @@ impl LocalModel {
     pub fn name(&self) -> &str {
         &self.shared.name
     }
+
+    /// How many tokens `text` takes in the model's own tokenizer (the GGUF's). Safe to call
+    /// while the model generates: tokenizing only reads the vocabulary.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.shared
+            .model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .len()
+    }
+
+    /// The most tokens one call may hold, prompt and answer: the configured context size,
+    /// at most what the model was trained with.
+    pub fn context_window(&self) -> u32 {
+        self.shared
+            .config
+            .context_size
+            .min(self.shared.model.n_ctx_train())
+            .max(1)
+    }
 }
 
 /// Refuses files that cannot be a GGUF model before llama.cpp sees them.

@@ -3,7 +3,7 @@
 //! stay verbatim. Turns are whole units (a user message and everything it led to), so a
 //! tool call is never separated from its result.
 
-use crate::{Store, StoreError, StoredTurn, Turn};
+use crate::{Estimate, Store, StoreError, StoredTurn, TokenCounter, Turn};
 use kite_core::{Message, Model, Request};
 
 /// The prompt the summary is asked for with, when the user has not written their own.
@@ -31,8 +31,8 @@ pub enum Policy {
         keep: usize,
     },
     /// When the prompt passes `max` tokens (some way below the model's context window): as
-    /// the provider reported for the last turn, plus an estimate of a token per 4 bytes for
-    /// what came after it or where nothing was reported.
+    /// the provider reported for the last turn, plus the [`Compactor`]'s count of what came
+    /// after it or where nothing was reported.
     Tokens {
         /// The most tokens sent.
         max: u64,
@@ -49,15 +49,48 @@ impl Policy {
             | Policy::Tokens { keep, .. } => keep,
         }
     }
+}
 
-    /// Whether `turns` (the live ones) are past this policy.
+/// Compacts conversations: a [`Policy`], the prompt the summary is asked for with
+/// ([`DEFAULT_PROMPT`] unless given), and what counts tokens where the provider reported
+/// none ([`Estimate`] unless given).
+pub struct Compactor<'a> {
+    policy: Policy,
+    prompt: &'a str,
+    tokens: &'a dyn TokenCounter,
+}
+
+impl<'a> Compactor<'a> {
+    /// Compaction by `policy`, with the default prompt and the estimate.
+    pub fn new(policy: Policy) -> Self {
+        Self {
+            policy,
+            prompt: DEFAULT_PROMPT,
+            tokens: &Estimate,
+        }
+    }
+
+    /// The summary's prompt (from the user's prompts file, say).
+    pub fn prompt(mut self, prompt: &'a str) -> Self {
+        self.prompt = prompt;
+        self
+    }
+
+    /// What counts tokens where no usage was reported: the model's own tokenizer.
+    pub fn tokens(mut self, counter: &'a dyn TokenCounter) -> Self {
+        self.tokens = counter;
+        self
+    }
+
+    /// Whether `turns` (the live ones) are past the policy. For tokens: what the provider
+    /// reported for the last turn that has usage, plus the count of what came after it.
     pub fn due(&self, turns: &[StoredTurn]) -> bool {
-        let bytes = |t: &StoredTurn| serde_json::to_string(&t.turn.messages).map_or(0, |s| s.len());
-        match *self {
+        let json = |t: &StoredTurn| serde_json::to_string(&t.turn.messages).unwrap_or_default();
+        match self.policy {
             Policy::Messages { max, .. } => {
                 turns.iter().map(|t| t.turn.messages.len()).sum::<usize>() > max
             }
-            Policy::Bytes { max, .. } => turns.iter().map(bytes).sum::<usize>() > max,
+            Policy::Bytes { max, .. } => turns.iter().map(|t| json(t).len()).sum::<usize>() > max,
             Policy::Tokens { max, .. } => {
                 let reported = turns
                     .iter()
@@ -67,10 +100,50 @@ impl Policy {
                     Some((i, u)) => (u.input_tokens + u.output_tokens, &turns[i + 1..]),
                     None => (0, turns),
                 };
-                let estimate = after.iter().map(bytes).sum::<usize>() as u64 / 4;
-                known + estimate > max
+                let counted: u64 = after.iter().map(|t| self.tokens.count(&json(t))).sum();
+                known + counted > max
             }
         }
+    }
+
+    /// Compacts conversation `id` when the policy says so (or always, with `force`): the
+    /// older turns are summarized by `model` (called `model_name`), then archived, and the
+    /// summary is stored in their place. Returns the new version, or `None` when nothing
+    /// needed compacting.
+    pub async fn run(
+        &self,
+        store: &dyn Store,
+        id: &str,
+        model: &dyn Model,
+        model_name: &str,
+        force: bool,
+    ) -> Result<Option<i64>, CompactError> {
+        let version = store.get(id).await?.version;
+        let turns = store.turns(id).await?;
+        let live: Vec<StoredTurn> = turns.into_iter().filter(|t| !t.archived).collect();
+        let keep = self.policy.keep();
+        if (!force && !self.due(&live)) || live.len() <= keep {
+            return Ok(None);
+        }
+        let older = &live[..live.len() - keep];
+        let through = older.last().map_or(0, |t| t.number);
+        let transcript = transcript(&crate::history(older));
+        let request = Request::new(model_name)
+            .system(self.prompt)
+            .message(Message::user(transcript));
+        let answer = model.complete(&request).await?;
+        let text = answer.text();
+        if text.trim().is_empty() {
+            return Err(kite_core::Error::InvalidRequest(
+                "the model wrote an empty summary".into(),
+            )
+            .into());
+        }
+        let mut summary = Turn::new(vec![Message::user(format!(
+            "(A summary of the conversation so far, written when it grew long.)\n\n{text}"
+        ))]);
+        summary.usage = answer.usage;
+        Ok(Some(store.compact(id, version, through, summary).await?))
     }
 }
 
@@ -84,45 +157,6 @@ pub enum CompactError {
     /// The summary could not be had from the model.
     #[error("the summary failed: {0}")]
     Model(#[from] kite_core::Error),
-}
-
-/// Compacts conversation `id` when `policy` says so (or always, with `force`): the older
-/// turns are summarized by `model` (called `model_name`) with `prompt` as its system
-/// prompt, then archived, and the summary is stored in their place. Returns the new
-/// version, or `None` when nothing needed compacting.
-pub async fn compact(
-    store: &dyn Store,
-    id: &str,
-    model: &dyn Model,
-    model_name: &str,
-    policy: &Policy,
-    prompt: &str,
-    force: bool,
-) -> Result<Option<i64>, CompactError> {
-    let version = store.get(id).await?.version;
-    let turns = store.turns(id).await?;
-    let live: Vec<StoredTurn> = turns.into_iter().filter(|t| !t.archived).collect();
-    if (!force && !policy.due(&live)) || live.len() <= policy.keep() {
-        return Ok(None);
-    }
-    let older = &live[..live.len() - policy.keep()];
-    let through = older.last().map_or(0, |t| t.number);
-    let transcript = transcript(&crate::history(older));
-    let request = Request::new(model_name)
-        .system(prompt)
-        .message(Message::user(transcript));
-    let answer = model.complete(&request).await?;
-    let text = answer.text();
-    if text.trim().is_empty() {
-        return Err(
-            kite_core::Error::InvalidRequest("the model wrote an empty summary".into()).into(),
-        );
-    }
-    let mut summary = Turn::new(vec![Message::user(format!(
-        "(A summary of the conversation so far, written when it grew long.)\n\n{text}"
-    ))]);
-    summary.usage = answer.usage;
-    Ok(Some(store.compact(id, version, through, summary).await?))
 }
 
 /// Messages as a transcript to summarize: who said what, tool calls and their results.

@@ -33,6 +33,7 @@ mod postgres;
 mod sqlite;
 mod state;
 mod store;
+mod tokens;
 
 pub use error::StoreError;
 pub use model::{Conversation, StoredTurn, Turn, history};
@@ -40,3 +41,6 @@ pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use state::{State, StateError};
 pub use store::{Store, StoreFuture};
+#[cfg(feature = "tiktoken")]
+pub use tokens::Tiktoken;
+pub use tokens::{Estimate, TokenCounter};

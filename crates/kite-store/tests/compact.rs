@@ -3,7 +3,7 @@
 //! each policy triggers at its size.
 
 use kite_core::{Message, Part, Role, ToolCall, ToolResult, Usage};
-use kite_store::compact::{DEFAULT_PROMPT, Policy, compact};
+use kite_store::compact::{Compactor, Policy};
 use kite_store::{SqliteStore, Store, StoredTurn, Turn, history};
 use kite_testkit::ScriptedModel;
 
@@ -53,17 +53,11 @@ async fn older_turns_are_summarized_and_archived_and_the_last_kept_verbatim() {
         })
         .text("The user asked four questions.");
     let policy = Policy::Messages { max: 8, keep: 2 };
-    let done = compact(
-        &store,
-        &c.id,
-        &model,
-        "m",
-        &policy,
-        "Summarize, please.",
-        false,
-    )
-    .await
-    .unwrap();
+    let done = Compactor::new(policy)
+        .prompt("Summarize, please.")
+        .run(&store, &c.id, &model, "m", false)
+        .await
+        .unwrap();
     assert_eq!(done, Some(7));
 
     let turns = store.turns(&c.id).await.unwrap();
@@ -89,7 +83,8 @@ async fn older_turns_are_summarized_and_archived_and_the_last_kept_verbatim() {
 
     // Not due any more: nothing happens, and the model is not asked.
     let quiet = ScriptedModel::new();
-    let again = compact(&store, &c.id, &quiet, "m", &policy, DEFAULT_PROMPT, false)
+    let again = Compactor::new(policy)
+        .run(&store, &c.id, &quiet, "m", false)
         .await
         .unwrap();
     assert_eq!(again, None);
@@ -111,25 +106,25 @@ fn live(turns: Vec<Turn>) -> Vec<StoredTurn> {
 #[test]
 fn each_policy_triggers_at_its_size() {
     let four = live((1..=4).map(qa).collect());
-    assert!(!Policy::Messages { max: 8, keep: 1 }.due(&four));
-    assert!(Policy::Messages { max: 7, keep: 1 }.due(&four));
+    assert!(!Compactor::new(Policy::Messages { max: 8, keep: 1 }).due(&four));
+    assert!(Compactor::new(Policy::Messages { max: 7, keep: 1 }).due(&four));
 
     let bytes: usize = four
         .iter()
         .map(|t| serde_json::to_string(&t.turn.messages).unwrap().len())
         .sum();
     assert!(
-        !Policy::Bytes {
+        !Compactor::new(Policy::Bytes {
             max: bytes,
             keep: 1
-        }
+        })
         .due(&four)
     );
     assert!(
-        Policy::Bytes {
+        Compactor::new(Policy::Bytes {
             max: bytes - 1,
             keep: 1
-        }
+        })
         .due(&four)
     );
 
@@ -142,8 +137,34 @@ fn each_policy_triggers_at_its_size() {
         ..Usage::default()
     };
     let turns = live(reported);
-    assert!(!Policy::Tokens { max: 1000, keep: 1 }.due(&turns));
-    assert!(Policy::Tokens { max: 940, keep: 1 }.due(&turns));
+    assert!(!Compactor::new(Policy::Tokens { max: 1000, keep: 1 }).due(&turns));
+    assert!(Compactor::new(Policy::Tokens { max: 940, keep: 1 }).due(&turns));
+
+    // What came after the reported turn is counted by the tokenizer given.
+    let mut later = (1..=3).map(qa).collect::<Vec<_>>();
+    later[0].usage = Usage {
+        input_tokens: 100,
+        output_tokens: 10,
+        total_tokens: 110,
+        ..Usage::default()
+    };
+    let turns = live(later);
+    let per_turn = |_: &str| 45u64;
+    let policy = |max| Policy::Tokens { max, keep: 1 };
+    assert!(!Compactor::new(policy(200)).tokens(&per_turn).due(&turns));
+    assert!(Compactor::new(policy(199)).tokens(&per_turn).due(&turns));
+}
+
+#[cfg(feature = "tiktoken")]
+#[test]
+fn openai_models_are_counted_with_their_own_tokenizer() {
+    use kite_store::{Estimate, Tiktoken, TokenCounter};
+    let text = "internationalization ".repeat(50);
+    let o200k = Tiktoken::for_model("gpt-4o").count(&text);
+    assert!((40..=120).contains(&o200k), "{o200k}");
+    assert_ne!(o200k, Estimate.count(&text));
+    let cl100k = Tiktoken::for_model("gpt-4").count("hello world");
+    assert_eq!(cl100k, 2);
 }
 
 #[tokio::test]
@@ -152,16 +173,9 @@ async fn a_conversation_no_longer_than_what_is_kept_is_left_alone() {
     let c = store.create("short").await.unwrap();
     store.append(&c.id, 0, qa(1)).await.unwrap();
     let model = ScriptedModel::new();
-    let r = compact(
-        &store,
-        &c.id,
-        &model,
-        "m",
-        &Policy::Messages { max: 0, keep: 2 },
-        DEFAULT_PROMPT,
-        true,
-    )
-    .await
-    .unwrap();
+    let r = Compactor::new(Policy::Messages { max: 0, keep: 2 })
+        .run(&store, &c.id, &model, "m", true)
+        .await
+        .unwrap();
     assert_eq!(r, None);
 }

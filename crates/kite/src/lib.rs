@@ -27,8 +27,8 @@ pub use kite_agent::{
 pub use kite_core::*;
 pub use kite_wire::{Api, Auth, Codec};
 pub use providers::{
-    Anthropic, Endpoint, HttpModel, OpenAiApi, OpenAiCompatible, OpenAiResponses, PollPolicy,
-    Provider, Transcriber, TranscriptEvents, is_deep_research,
+    Anthropic, Endpoint, HttpModel, KnownModel, OpenAiApi, OpenAiCompatible, OpenAiResponses,
+    PollPolicy, Provider, Transcriber, TranscriptEvents, context_window, is_deep_research,
 };
 
 /// The tool-calling loop in full: tools, hooks, runs, built-in tools.

@@ -29,6 +29,8 @@ pub(crate) fn kite() -> Command {
     // Conversations go to a store of the test's own, never the user's.
     c.env("KITE_STORE_URL", fresh_store());
     c.env("KITE_LOG", "off");
+    // No input unless the test gives some: text piped in joins the question.
+    c.stdin(std::process::Stdio::null());
     c
 }
 

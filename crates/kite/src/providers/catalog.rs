@@ -256,7 +256,7 @@ impl Provider {
     /// `m` with the key from the environment and the endpoint's transport. The key may be
     /// absent only when the endpoint names a base URL or a transport (a cassette replays
     /// without one).
-    fn connect<A: Api + Clone>(
+    pub(super) fn connect<A: Api + Clone>(
         self,
         mut m: HttpModel<A>,
         endpoint: &Endpoint,

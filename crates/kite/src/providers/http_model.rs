@@ -147,6 +147,15 @@ impl<A: Api> HttpModel<A> {
         }
         self.inner.send(self.inner.authorize(req)?).await
     }
+
+    /// Sends a GET to `path` beside the API's own (`/models` for `/chat/completions`),
+    /// with the key, headers and retries of this model.
+    pub(crate) async fn get_beside(&self, path: &str) -> Result<HttpResponse, Error> {
+        let url = &self.inner.url;
+        let base = url.strip_suffix(self.inner.api.path()).unwrap_or(url);
+        let req = HttpRequest::new(http::Method::GET, format!("{base}{path}"));
+        self.inner.send(self.inner.authorize(req)?).await
+    }
 }
 
 impl<A: Api> Inner<A> {

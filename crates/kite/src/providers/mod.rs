@@ -4,10 +4,12 @@ mod apis;
 mod audio;
 mod catalog;
 mod http_model;
+mod models;
 mod responses;
 
 pub use apis::{Anthropic, OpenAiCompatible};
 pub use audio::{Transcriber, TranscriptEvents};
 pub use catalog::{Endpoint, OpenAiApi, Provider, is_deep_research};
 pub use http_model::HttpModel;
+pub use models::{KnownModel, context_window};
 pub use responses::{OpenAiResponses, PollPolicy};

@@ -1,0 +1,227 @@
+//! `kite chat`: a conversation in the terminal. A line editor (reedline) with history kept
+//! across sessions and multi-line input; every turn is stored and can be resumed
+//! (`-c`, `--conversation ID`); Ctrl-C while the model answers cancels that turn, and
+//! Ctrl-C on an empty line or Ctrl-D ends the chat. Lines starting with `/` are commands
+//! (`chat_commands.rs`). With standard input not a terminal, each line read is a message.
+
+use crate::choose::SessionArgs;
+use crate::output::{Output, errln, error_line};
+use crate::session::{Ended, Session};
+use clap::Args;
+use kite::{Error, Message};
+use reedline::{
+    DefaultPrompt, DefaultPromptSegment, EditCommand, Emacs, FileBackedHistory, KeyCode,
+    KeyModifiers, Reedline, ReedlineEvent, Signal, ValidationResult, Validator,
+    default_emacs_keybindings,
+};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> Result<(), ExitCode> {
+    match chat(args, config).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            errln!("kite: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<(), Error> {
+    let loaded = crate::config::load(config)?;
+    let mut session = Session::open(args.session, loaded).await?;
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    session.spinner = terminal;
+    let mut input = match terminal {
+        true => Input::editor()?,
+        false => Input::Lines,
+    };
+    greet(&session);
+    loop {
+        let Some(line) = input.read().await? else {
+            break;
+        };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if let Some(command) = text.strip_prefix('/') {
+            match crate::chat_commands::run(&mut session, command).await {
+                Ok(crate::chat_commands::Flow::Exit) => break,
+                Ok(crate::chat_commands::Flow::Go) => continue,
+                Err(e) => {
+                    errln!("kite: {e}");
+                    continue;
+                }
+            }
+        }
+        let mut out = Output::new(false).markdown(terminal);
+        let claim = crate::signals::Claim::new();
+        let ended = session
+            .turn(
+                Message::user(line.trim_end()),
+                &mut out,
+                claim.interrupted(),
+            )
+            .await;
+        drop(claim);
+        match ended {
+            Ok(Ended::Cancelled) => {
+                out.error(&Error::Cancelled.into());
+                errln!("kite: cancelled; the question is kept, ask the next one")
+            }
+            Ok(_) => {}
+            Err(_) if crate::output::stdout_closed() => break,
+            Err(e) => {
+                out.error(&e);
+                errln!("kite: {}", error_line(&e));
+            }
+        }
+    }
+    session.close().await;
+    Ok(())
+}
+
+/// One line saying who the chat is with, and which conversation it continues.
+fn greet(session: &Session) {
+    let continuing = session
+        .thread
+        .as_ref()
+        .and_then(|t| t.conversation().map(|c| (c, t.history.len())));
+    match continuing {
+        Some((c, messages)) => errln!(
+            "kite: chatting with {}, continuing “{}” ({messages} messages). /help for \
+             commands, Ctrl-D to leave.",
+            session.chosen.name,
+            c.title
+        ),
+        None => errln!(
+            "kite: chatting with {}. /help for commands, Ctrl-D to leave.",
+            session.chosen.name
+        ),
+    }
+}
+
+/// Where lines come from: the line editor on a terminal, else standard input's lines.
+enum Input {
+    Editor(Option<Box<Reedline>>),
+    Lines,
+}
+
+impl Input {
+    /// The line editor, with its history in kite's data folder.
+    fn editor() -> Result<Self, Error> {
+        let mut keys = default_emacs_keybindings();
+        // Ctrl-C comes back to kite, which clears a line or, on an empty one, leaves.
+        keys.add_binding(
+            KeyModifiers::CONTROL,
+            KeyCode::Char('c'),
+            ReedlineEvent::ExecuteHostCommand(CTRL_C.into()),
+        );
+        // Alt-Enter starts a new line in the message.
+        keys.add_binding(
+            KeyModifiers::ALT,
+            KeyCode::Enter,
+            ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
+        );
+        let mut editor = Reedline::create()
+            .with_edit_mode(Box::new(Emacs::new(keys)))
+            .with_validator(Box::new(Multiline));
+        if let Some(path) = history_path() {
+            match FileBackedHistory::with_file(1000, path.clone()) {
+                Ok(h) => editor = editor.with_history(Box::new(h)),
+                Err(e) => errln!(
+                    "kite: the chat history {} cannot be used ({e}); this chat's lines are \
+                     not kept",
+                    path.display()
+                ),
+            }
+        }
+        Ok(Input::Editor(Some(Box::new(editor))))
+    }
+
+    /// The next line, or `None` at the end (Ctrl-D, Ctrl-C on an empty line, end of input).
+    async fn read(&mut self) -> Result<Option<String>, Error> {
+        match self {
+            Input::Lines => tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                match std::io::stdin().read_line(&mut line) {
+                    Ok(0) => Ok(None),
+                    Ok(_) => Ok(Some(line)),
+                    Err(e) => Err(Error::Config(format!("cannot read standard input: {e}"))),
+                }
+            })
+            .await
+            .map_err(|e| Error::Config(format!("the input failed: {e}")))?,
+            Input::Editor(slot) => loop {
+                let Some(mut editor) = slot.take() else {
+                    return Ok(None);
+                };
+                let (editor, signal) = tokio::task::spawn_blocking(move || {
+                    let prompt = DefaultPrompt::new(
+                        DefaultPromptSegment::Basic("kite".into()),
+                        DefaultPromptSegment::Empty,
+                    );
+                    let signal = editor.read_line(&prompt);
+                    (editor, signal)
+                })
+                .await
+                .map_err(|e| Error::Config(format!("the line editor failed: {e}")))?;
+                let signal =
+                    signal.map_err(|e| Error::Config(format!("the line editor failed: {e}")))?;
+                let empty = editor.current_buffer_contents().trim().is_empty();
+                *slot = Some(editor);
+                match signal {
+                    Signal::Success(line) => return Ok(Some(line.replace("\\\n", "\n"))),
+                    Signal::HostCommand(c) if c == CTRL_C && !empty => {
+                        if let Some(editor) = slot.as_mut() {
+                            editor.run_edit_commands(&[EditCommand::Clear]);
+                        }
+                    }
+                    Signal::HostCommand(c) if c == CTRL_C => return Ok(None),
+                    Signal::CtrlD | Signal::CtrlC => return Ok(None),
+                    _ => {}
+                }
+            },
+        }
+    }
+}
+
+/// What Ctrl-C sends back from the line editor.
+const CTRL_C: &str = "kite:ctrl-c";
+
+/// A message goes on over several lines while a line ends with `\` or a ``` block is open;
+/// Alt-Enter also starts a new line.
+struct Multiline;
+
+impl Validator for Multiline {
+    fn validate(&self, line: &str) -> ValidationResult {
+        let fences = line
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```"))
+            .count();
+        if line.ends_with('\\') || fences % 2 == 1 {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Complete
+        }
+    }
+}
+
+/// `chat_history` in kite's XDG data folder.
+fn history_path() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    let dir = data.join("kite");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("chat_history"))
+}

@@ -1,0 +1,141 @@
+//! The chat's commands: lines starting with `/`.
+
+use crate::output::{errln, outln, write_raw};
+use crate::session::Session;
+use kite::Error;
+
+/// What the chat does after a command.
+pub(crate) enum Flow {
+    Go,
+    Exit,
+}
+
+/// The commands and what they do, for `/help`.
+const HELP: &[(&str, &str)] = &[
+    ("/help", "this list"),
+    (
+        "/exit, /quit",
+        "leave (also Ctrl-D, or Ctrl-C on an empty line)",
+    ),
+    ("/clear", "clear the screen"),
+    ("/reset", "start a new conversation"),
+    (
+        "/model [NAME]",
+        "show the model, or talk to NAME from now on",
+    ),
+    (
+        "/system [TEXT]",
+        "show the system prompt, or set it (`/system -` removes it)",
+    ),
+    ("/tools", "the tools the model may call"),
+    ("/conversations", "the stored conversations"),
+    ("/load ID", "continue the stored conversation ID"),
+    ("/compact", "summarize the older turns now"),
+    ("/usage", "tokens used in this chat"),
+];
+
+/// Runs `line` (a command, without its `/`).
+pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error> {
+    let (name, rest) = line
+        .trim()
+        .split_once(char::is_whitespace)
+        .map_or((line.trim(), ""), |(n, r)| (n, r.trim()));
+    match name {
+        "help" | "?" => help(),
+        "exit" | "quit" | "q" => return Ok(Flow::Exit),
+        "clear" => write_raw("\x1b[2J\x1b[3J\x1b[H"),
+        "reset" => match &mut session.thread {
+            Some(thread) => {
+                thread.reset();
+                errln!("kite: a new conversation begins");
+            }
+            None => errln!("kite: this chat is not stored (--no-store); nothing to reset"),
+        },
+        "model" if rest.is_empty() => outln!("{}", session.chosen.name),
+        "model" => {
+            session.switch_model(rest)?;
+            errln!("kite: now talking to {}", session.chosen.name);
+        }
+        "system" if rest.is_empty() => match &session.args.system {
+            Some(s) => outln!("{s}"),
+            None => errln!("kite: no system prompt"),
+        },
+        "system" => {
+            session.set_system(if rest == "-" { "" } else { rest })?;
+            errln!("kite: the system prompt is set for the next turns");
+        }
+        "tools" => tools(session),
+        "conversations" => conversations(session).await?,
+        "load" if rest.is_empty() => {
+            return Err(Error::Config(
+                "/load needs a conversation's id (see /conversations)".into(),
+            ));
+        }
+        "load" => {
+            let Some(thread) = &mut session.thread else {
+                return Err(Error::Config("this chat is not stored (--no-store)".into()));
+            };
+            thread.load(rest).await?;
+            errln!(
+                "kite: continuing {rest} ({} messages)",
+                thread.history.len()
+            );
+        }
+        "compact" => match session.compact(true).await? {
+            true => errln!("kite: compacted"),
+            false => errln!("kite: nothing to compact yet"),
+        },
+        "usage" => {
+            let (all, last) = (&session.usage, &session.last_usage);
+            outln!(
+                "this chat: {} tokens in, {} out; last turn: {} in, {} out",
+                all.input_tokens,
+                all.output_tokens,
+                last.input_tokens,
+                last.output_tokens
+            );
+        }
+        other => {
+            let names: Vec<&str> = HELP.iter().map(|(n, _)| *n).collect();
+            return Err(Error::Config(format!(
+                "unknown command /{other}; the commands are {}",
+                names.join(" ")
+            )));
+        }
+    }
+    Ok(Flow::Go)
+}
+
+fn help() {
+    for (name, what) in HELP {
+        outln!("  {name:<16} {what}");
+    }
+    outln!("  Alt-Enter, or a line ending in \\, goes on to a new line.");
+}
+
+fn tools(session: &Session) {
+    let specs = session.agent.tools().specs();
+    if specs.is_empty() {
+        errln!("kite: no tools (offer some with --tools, --tool NAME or kite.toml)");
+    }
+    for t in specs {
+        let first = t.description.lines().next().unwrap_or_default();
+        outln!("  {:<24} {first}", t.name);
+    }
+}
+
+async fn conversations(session: &Session) -> Result<(), Error> {
+    let Some(thread) = &session.thread else {
+        return Err(Error::Config("this chat is not stored (--no-store)".into()));
+    };
+    let current = thread.conversation().map(|c| c.id.clone());
+    for c in thread.store().list().await.map_err(Error::other)? {
+        let mark = if Some(&c.id) == current.as_ref() {
+            "*"
+        } else {
+            " "
+        };
+        outln!("{mark} {}  {:>3} turns  {}", c.id, c.version, c.title);
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! `kite models`: the models kite knows for each provider, with their context windows, and
+//! the provider's own list when its key is set (or `--base-url` names a server).
+
+use crate::choices::ProviderChoice;
+use crate::endpoint::EndpointArgs;
+use crate::output::{errln, outln};
+use clap::Args;
+use kite::Provider;
+use serde_json::json;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub(crate) struct ModelsArgs {
+    /// Only this provider.
+    #[arg(long, ignore_case = true)]
+    provider: Option<ProviderChoice>,
+    #[command(flatten)]
+    at: EndpointArgs,
+    /// One JSON object per provider, for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), ExitCode> {
+    let loaded = crate::config::load(config).map_err(|e| {
+        errln!("kite: {e}");
+        ExitCode::FAILURE
+    })?;
+    let providers: Vec<Provider> = match args.provider {
+        Some(p) => vec![p.0],
+        // OpenAI's two APIs serve the same models.
+        None => Provider::ALL
+            .into_iter()
+            .filter(|p| *p != Provider::OpenAiResponses)
+            .collect(),
+    };
+    let mut failed = false;
+    for p in providers {
+        let mut at = args.at.clone();
+        if at.base_url.is_none() {
+            at.base_url = loaded
+                .config
+                .providers
+                .get(p.name())
+                .and_then(|o| o.base_url.clone());
+        }
+        let key_set = std::env::var(p.key_var()).is_ok_and(|k| !k.trim().is_empty());
+        let listed = match key_set || at.base_url.is_some() {
+            false => None,
+            true => Some(match at.endpoint(&loaded.config.http) {
+                Ok(endpoint) => p.list_models(&endpoint).await,
+                Err(e) => Err(e),
+            }),
+        };
+        if let Some(Err(e)) = &listed {
+            errln!("kite: {} could not list its models: {e}", p.name());
+            failed = true;
+        }
+        let listed = listed.and_then(Result::ok);
+        print(p, listed.as_deref(), key_set, args.json);
+    }
+    match failed {
+        true => Err(ExitCode::FAILURE),
+        false => Ok(()),
+    }
+}
+
+fn print(p: Provider, listed: Option<&[String]>, key_set: bool, as_json: bool) {
+    let known = p.known_models();
+    if as_json {
+        let known: Vec<_> = known
+            .iter()
+            .map(|k| json!({"name": k.name, "context_window": k.context_window}))
+            .collect();
+        outln!(
+            "{}",
+            json!({"provider": p.name(), "key_var": p.key_var(), "key_set": key_set,
+                   "default": p.default_model(), "known": known, "listed": listed})
+        );
+        return;
+    }
+    let key = match key_set {
+        true => "set",
+        false => "not set",
+    };
+    outln!("{} ({} {key})", p.name(), p.key_var());
+    for k in known {
+        let default = match k.name == p.default_model() {
+            true => "  (default)",
+            false => "",
+        };
+        outln!("  {:<28} {:>9} tokens{default}", k.name, k.context_window);
+    }
+    if let Some(listed) = listed {
+        outln!("  {} lists {} models:", p.name(), listed.len());
+        for id in listed {
+            outln!("    {id}");
+        }
+    }
+}

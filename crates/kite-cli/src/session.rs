@@ -1,0 +1,372 @@
+//! A session: the agent a command talks through (its model, system prompt, built-in tools
+//! and MCP servers), and the stored conversation its turns join. `kite ask` runs one turn,
+//! `kite chat` many. Before a turn, a stored conversation past its `[compact]` policy is
+//! compacted; after it, the turn is saved, as far as it is consistent when an error or
+//! Ctrl-C cut it short.
+
+use crate::choose::{Chosen, SessionArgs, choose_model};
+use crate::config::Loaded;
+use crate::history::Thread;
+use crate::output::{Output, errln};
+use crate::settings::CompactPolicy;
+use crate::waiting::Waiting;
+use kite::agent::builtin;
+use kite::store::compact::{Compactor, DEFAULT_PROMPT, Policy};
+use kite::{
+    Agent, AgentError, AgentEvent, Error, Message, ReasoningConfig, StopReason, StreamExt,
+    ToolChoice, Usage,
+};
+use std::future::Future;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+/// How a turn ended.
+pub(crate) enum Ended {
+    /// The model answered.
+    Answered,
+    /// The run stopped without an answer (the turn limit, a hook); said on stderr.
+    Stopped,
+    /// Interrupted; what was consistent is saved.
+    Cancelled,
+}
+
+pub(crate) struct Session {
+    pub args: SessionArgs,
+    pub loaded: Loaded,
+    pub agent: Agent,
+    pub chosen: Chosen,
+    hub: Option<kite::mcp::Hub>,
+    pub thread: Option<Thread>,
+    /// How long the model may stay silent.
+    limit: Duration,
+    /// Usage of this session's turns.
+    pub usage: Usage,
+    pub last_usage: Usage,
+    /// Show a spinner while the model is silent (`kite chat` on a terminal).
+    pub spinner: bool,
+}
+
+impl Session {
+    /// Sets up the model, the agent and its tools, and the stored conversation.
+    pub(crate) async fn open(args: SessionArgs, loaded: Loaded) -> Result<Self, Error> {
+        let args = args.with_defaults(&loaded.config)?;
+        let chosen = choose_model(&args, &loaded.config.http)?;
+        // Configured MCP servers: their tools join the agent's, their sampling requests go
+        // to the same model.
+        let hub = match args.no_mcp {
+            true => None,
+            false => {
+                let sampling = Some((chosen.model.clone(), chosen.name.clone()));
+                Some(crate::mcp::connect(&loaded, None, sampling).await?)
+            }
+        };
+        let agent = agent(&args, &chosen, None)?;
+        if args.tools || !args.tool.is_empty() {
+            let cwd = std::env::current_dir()
+                .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
+            let tools = builtin::all(&cwd)
+                .map_err(|e| Error::Config(format!("cannot set up the file tools: {e}")))?;
+            for t in tools {
+                if args.tools || args.tool.iter().any(|n| n == &t.spec().name) {
+                    agent.tools().add_arc(t);
+                }
+            }
+        }
+        if let Some(hub) = &hub {
+            hub.bind(agent.tools());
+            say_servers(hub);
+        }
+        check_tool_choice(&agent, &args)?;
+        let limit = loaded
+            .config
+            .http
+            .timeouts(args.at.timeout, args.at.idle_timeout)
+            .response;
+        let thread = match args.no_store {
+            true => None,
+            false => {
+                let store = crate::history::open(&loaded.config.store).await?;
+                let id = args.conversation.as_deref();
+                Some(Thread::begin(store, args.continue_last, id).await?)
+            }
+        };
+        let session = Self {
+            args,
+            loaded,
+            agent,
+            chosen,
+            hub,
+            thread,
+            limit,
+            usage: Usage::default(),
+            last_usage: Usage::default(),
+            spinner: false,
+        };
+        session.warn_of_crowded_context();
+        Ok(session)
+    }
+
+    /// Talks to the model `name` from now on (same provider and settings).
+    pub(crate) fn switch_model(&mut self, name: &str) -> Result<(), Error> {
+        let mut args = self.args.clone();
+        args.model = Some(name.to_owned());
+        let chosen = choose_model(&args, &self.loaded.config.http)?;
+        self.agent = agent(&args, &chosen, Some(&self.agent))?;
+        (self.args, self.chosen) = (args, chosen);
+        Ok(())
+    }
+
+    /// Gives the model new system instructions (none when empty).
+    pub(crate) fn set_system(&mut self, system: &str) -> Result<(), Error> {
+        self.args.system = Some(system.to_owned()).filter(|s| !s.trim().is_empty());
+        self.agent = agent(&self.args, &self.chosen, Some(&self.agent))?;
+        Ok(())
+    }
+
+    /// The history a turn starts from.
+    pub(crate) fn history(&self) -> Vec<Message> {
+        self.thread
+            .as_ref()
+            .map_or_else(Vec::new, |t| t.history.clone())
+    }
+
+    /// Compacts the stored conversation: when `[compact]` says it is due, or always with
+    /// `force`. True when it was compacted.
+    pub(crate) async fn compact(&mut self, force: bool) -> Result<bool, Error> {
+        let Some(thread) = &mut self.thread else {
+            return Ok(false);
+        };
+        let Some(id) = thread.conversation().map(|c| c.id.clone()) else {
+            return Ok(false);
+        };
+        let config = &self.loaded.config.compact;
+        let kind = config.policy.unwrap_or_default();
+        if kind == CompactPolicy::Off && !force {
+            return Ok(false);
+        }
+        let keep = config.keep.unwrap_or(4);
+        let window = u64::from(self.chosen.window.unwrap_or(128_000));
+        let max = config.max.unwrap_or(window * 3 / 4);
+        let policy = match kind {
+            CompactPolicy::Bytes => Policy::Bytes {
+                max: max as usize,
+                keep,
+            },
+            CompactPolicy::Messages => Policy::Messages {
+                max: max as usize,
+                keep,
+            },
+            CompactPolicy::Tokens | CompactPolicy::Off => Policy::Tokens { max, keep },
+        };
+        let prompt = self.loaded.config.prompts.summarize.as_deref();
+        let compactor = Compactor::new(policy)
+            .prompt(prompt.unwrap_or(DEFAULT_PROMPT))
+            .tokens(&*self.chosen.tokens);
+        let store = thread.store();
+        let live = store.turns(&id).await.map_err(Error::other)?;
+        let live: Vec<_> = live.into_iter().filter(|t| !t.archived).collect();
+        if !force && !compactor.due(&live) {
+            return Ok(false);
+        }
+        errln!("kite: compacting the conversation (older turns are summarized and archived)");
+        let model = &*self.chosen.model;
+        let done = compactor
+            .run(store, &id, model, &self.chosen.name, force)
+            .await
+            .map_err(Error::other)?;
+        thread.load(&id).await?;
+        Ok(done.is_some())
+    }
+
+    /// One turn: `question` and everything it leads to, printed through `out` as it comes,
+    /// until the model answers, the run stops, or `interrupt` resolves (then the turn is
+    /// cancelled). The turn is saved, as far as it is consistent, whatever the outcome.
+    pub(crate) async fn turn(
+        &mut self,
+        question: Message,
+        out: &mut Output,
+        interrupt: impl Future<Output = ()>,
+    ) -> Result<Ended, AgentError> {
+        if let Err(e) = self.compact(false).await {
+            errln!("kite: the conversation could not be compacted: {e}");
+        }
+        let mut history = self.history();
+        history.push(question.clone());
+        let mut stream = self.agent.run_stream((), history);
+        let mut waiting = Waiting::new(std::io::stderr().is_terminal(), self.limit);
+        if self.spinner {
+            waiting = waiting.spinner();
+        }
+        // A run that does not end soon after it was cancelled (a tool that ignores it) is
+        // dropped.
+        let mut give_up = std::pin::pin!(tokio::time::sleep(Duration::MAX));
+        let mut ticks = tokio::time::interval(Duration::from_millis(250));
+        let mut interrupt = std::pin::pin!(interrupt);
+        let mut interrupted = false;
+        let outcome = loop {
+            tokio::select! {
+                event = stream.next() => {
+                    waiting.event(event.as_ref().and_then(|e| e.as_ref().ok()));
+                    match event {
+                        Some(Ok(AgentEvent::Done(run))) => break Ok(*run),
+                        Some(Ok(e)) => out.event(&e),
+                        Some(Err(e)) => break Err(e),
+                        None => break Err(Error::Cancelled.into()),
+                    }
+                    if crate::output::stdout_closed() {
+                        // Dropping the stream cancels the model call.
+                        return Err(Error::Cancelled.into());
+                    }
+                }
+                () = &mut interrupt, if !interrupted => {
+                    interrupted = true;
+                    stream.cancel();
+                    give_up.as_mut().reset(tokio::time::Instant::now() + Duration::from_secs(5));
+                }
+                () = &mut give_up => break Err(Error::Cancelled.into()),
+                _ = ticks.tick() => waiting.tick(out.mid_line())?,
+            }
+        };
+        let run = outcome.as_ref().ok();
+        let failed = match run {
+            Some(_) => None,
+            None => stream.failed_run(),
+        };
+        match run.or(failed.as_ref()) {
+            Some(run) => self.save(question, run.new_messages(), run.usage()).await?,
+            None => self.save(question, &[], Usage::default()).await?,
+        }
+        if let Some(c) = self.thread.as_ref().and_then(|t| t.conversation()) {
+            out.conversation(&c.id);
+        }
+        let run = match outcome {
+            Err(AgentError::Model(Error::Cancelled)) if interrupted => return Ok(Ended::Cancelled),
+            other => other?,
+        };
+        let answered = out.done(&run);
+        Ok(match run.stop_reason() {
+            Some(StopReason::Cancelled) => Ended::Cancelled,
+            _ if answered => Ended::Answered,
+            _ => Ended::Stopped,
+        })
+    }
+
+    /// Saves the turn `question` began, as far as it got (`answers`).
+    async fn save(
+        &mut self,
+        question: Message,
+        answers: &[Message],
+        usage: Usage,
+    ) -> Result<(), Error> {
+        self.usage += usage;
+        self.last_usage = usage;
+        if let Some(thread) = &mut self.thread {
+            thread
+                .save(question, answers, usage, &self.chosen.name)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Ends the session: its MCP servers are closed.
+    pub(crate) async fn close(self) {
+        if let Some(hub) = self.hub {
+            hub.close().await;
+        }
+    }
+
+    /// For the local model's small context: says when the tools' definitions take more
+    /// than half of it.
+    fn warn_of_crowded_context(&self) {
+        let (true, Some(window)) = (self.chosen.local, self.chosen.window) else {
+            return;
+        };
+        let specs = self.agent.tools().specs();
+        if specs.is_empty() {
+            return;
+        }
+        let text = serde_json::to_string(&specs).unwrap_or_default();
+        let used = self.chosen.tokens.count(&text);
+        if used > u64::from(window) / 2 {
+            errln!(
+                "kite: the {} tools' definitions take {used} of the local model's {window} \
+                 tokens of context; it will be slow and may fail. Offer fewer (--no-mcp, \
+                 fewer servers in kite.toml) or a larger --context-size",
+                specs.len()
+            );
+        }
+    }
+}
+
+/// The agent for `args` and `chosen`; with `before`, it keeps `before`'s tools.
+fn agent(args: &SessionArgs, chosen: &Chosen, before: Option<&Agent>) -> Result<Agent, Error> {
+    let tool_choice = tool_choice(args);
+    let mut agent = Agent::shared(chosen.model.clone(), chosen.name.clone())
+        .max_turns(args.max_turns.unwrap_or(10))
+        .configure(|r| {
+            r.max_tokens = args.max_tokens;
+            r.temperature = args.temperature;
+            r.tool_choice = tool_choice;
+            r.reasoning = args.reasoning.clone().map(ReasoningConfig::effort);
+        });
+    if let Some(before) = before {
+        agent = agent.with_tools(before.tools().clone());
+    }
+    if let Some(system) = &args.system {
+        agent = agent.system(system.clone());
+    }
+    Ok(agent)
+}
+
+/// One line saying what the configured MCP servers added.
+fn say_servers(hub: &kite::mcp::Hub) {
+    let servers = hub.servers();
+    if servers.is_empty() {
+        return;
+    }
+    let tools: usize = servers.iter().map(|s| s.tools.len()).sum();
+    let up = servers
+        .iter()
+        .filter(|s| matches!(s.status, kite::mcp::ServerStatus::Up { .. }))
+        .count();
+    errln!(
+        "kite: {tools} tools from {up} of {} MCP servers in kite.toml (--no-mcp leaves them \
+         out)",
+        servers.len()
+    );
+}
+
+/// `--tool-choice`.
+fn tool_choice(args: &SessionArgs) -> Option<ToolChoice> {
+    args.tool_choice.as_deref().map(|c| match c {
+        "auto" => ToolChoice::Auto,
+        "required" => ToolChoice::Required,
+        "none" => ToolChoice::None,
+        name => ToolChoice::Tool(name.to_owned()),
+    })
+}
+
+/// Refuses a forced tool choice that names no tool on offer.
+fn check_tool_choice(agent: &Agent, args: &SessionArgs) -> Result<(), Error> {
+    let offered = agent.tools().specs();
+    match &tool_choice(args) {
+        Some(ToolChoice::Required) if offered.is_empty() => Err(Error::Config(
+            "--tool-choice required, but no tool is on offer; offer one with --tool, --tools \
+             or kite.toml"
+                .into(),
+        )),
+        Some(ToolChoice::Tool(name)) if !offered.iter().any(|t| &t.name == name) => {
+            let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+            Err(Error::Config(format!(
+                "--tool-choice {name:?} names no tool on offer ({}); offer it with --tool or \
+                 kite.toml, or choose auto, required or none",
+                if names.is_empty() {
+                    "none are".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            )))
+        }
+        _ => Ok(()),
+    }
+}
