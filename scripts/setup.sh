@@ -16,6 +16,8 @@ command -v ip >/dev/null || packages+=(iproute2)
 # Postgres, for the conversation store's tests (they start a throwaway cluster themselves).
 command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
   packages+=(postgresql)
+# tmux drives `kite chat` in a real terminal in the tests.
+command -v tmux >/dev/null || packages+=(tmux)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo

@@ -140,6 +140,9 @@ fn main() -> ExitCode {
     // next token) go with it. Then the local model's worker is waited for, so that nothing
     // is inside llama.cpp as the process ends.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    // A signal may have come while the chat's line editor had the terminal in raw mode:
+    // the terminal is given back as it was (nothing happens if it was never raw).
+    let _ = crossterm::terminal::disable_raw_mode();
     kite::local::wait_for_workers(std::time::Duration::from_secs(10));
     match result {
         _ if output::stdout_failed() => ExitCode::FAILURE,

@@ -237,3 +237,48 @@ async fn the_title_is_the_question_and_the_export_cannot_be_forged() {
     assert!(md.stdout.contains("\\## Assistant"), "{}", md.stdout);
     assert!(!md.stdout.contains("user: "), "{}", md.stdout);
 }
+
+#[tokio::test]
+async fn a_turn_cut_short_by_an_error_is_stored_as_far_as_it_is_consistent() {
+    use kite::{FinishReason, Message, Part, Response, ToolCall};
+    use kite_testkit::render::{Shape, sse};
+    let mut call = Response::empty(FinishReason::ToolCalls);
+    call.message = Message::new(
+        kite::Role::Assistant,
+        vec![Part::ToolCall(ToolCall::new("call_1", "now", "{}"))],
+    );
+    let server = ReplayServer::start(vec![
+        Reply::sse(sse(Shape::Chat, &call, 1)),
+        Reply::json(
+            400,
+            r#"{"error":{"message":"context too long","type":"invalid_request_error"}}"#,
+        ),
+    ])
+    .await;
+    let store = fresh_store();
+    let r = ask(&server, &store, &["--tool", "now"], "What time is it?").await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("context too long"), "{}", r.stderr);
+
+    let list = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "list", "--json"]))
+    .await;
+    let c: serde_json::Value = serde_json::from_str(list.stdout.lines().next().unwrap()).unwrap();
+    let show = run(kite().env("KITE_STORE_URL", &store).args([
+        "conversations",
+        "show",
+        "--json",
+        c["id"].as_str().unwrap(),
+    ]))
+    .await;
+    let turns: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    let messages = turns[0]["turn"]["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.len(),
+        3,
+        "the question, the call and its result: {messages:?}"
+    );
+    assert_eq!(messages[1]["parts"][0]["type"], "tool_call");
+    assert_eq!(messages[2]["parts"][0]["type"], "tool_result");
+}

@@ -1,9 +1,27 @@
-//! Habits users bring from other chat tools: files attached to the question with `-a`.
+//! Habits users bring from other chat tools: files attached to the question with `-a`,
+//! text piped in, defaults and roles from kite.toml, `--no-stream`, `kite models`, and
+//! conversations compacted before a turn.
 
 mod common;
 
-use common::{kite, run};
+use common::{KEY, kite, run};
+use kite::{FinishReason, Message, Response};
+use kite_testkit::render::{Shape, sse};
 use kite_testkit::{ReplayServer, Reply, fixture};
+use serde_json::Value;
+use std::process::Stdio;
+use tokio::io::AsyncWriteExt;
+
+/// A streamed chat answer saying `text`.
+fn answer(text: &str) -> Reply {
+    let mut r = Response::empty(FinishReason::Stop);
+    r.message = Message::assistant(text);
+    Reply::sse(sse(Shape::Chat, &r, 1))
+}
+
+fn body(server: &ReplayServer, n: usize) -> Value {
+    serde_json::from_str(&server.requests()[n].body_text()).unwrap()
+}
 
 const TEXT: &str = "openai/chat-completions/stream-text-with-usage/response.sse";
 
@@ -57,4 +75,279 @@ async fn a_file_that_is_neither_image_nor_text_is_refused_before_anything_is_sen
         assert!(r.stderr.contains(why), "{}", r.stderr);
     }
     assert_eq!(server.requests().len(), 0);
+}
+
+#[tokio::test]
+async fn piped_text_follows_the_question() {
+    let server = ReplayServer::start(vec![answer("A summary.")]).await;
+    let mut child = kite()
+        .args(["ask", "--no-store", "--model", "m", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("summarize")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"line one\nline two\n").await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "A summary.\n");
+    assert_eq!(
+        body(&server, 0)["messages"][0]["content"],
+        "summarize\n\nline one\nline two\n"
+    );
+}
+
+#[tokio::test]
+async fn defaults_providers_and_roles_come_from_kite_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start(vec![answer("One."), answer("Two."), answer("Three.")]).await;
+    let config = dir.path().join("kite.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[defaults]
+provider = "openai"
+system = "Be terse. Today is {{date}}."
+tools = ["now"]
+
+[providers.openai]
+base_url = "{}/v1"
+model = "from-the-config"
+
+[prompts]
+file = "prompts.toml"
+"#,
+            server.url()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("prompts.toml"),
+        "[roles]\npirate = \"Talk like a pirate.\"\n",
+    )
+    .unwrap();
+    let ask = |extra: &[&str]| {
+        let mut c = kite();
+        c.env("OPENAI_API_KEY", KEY)
+            .arg("--config")
+            .arg(&config)
+            .args(["ask", "--no-store"])
+            .args(extra)
+            .arg("Hello?");
+        c
+    };
+    let r = run(&mut ask(&[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let sent = body(&server, 0);
+    assert_eq!(sent["model"], "from-the-config");
+    let system = sent["messages"][0]["content"].as_str().unwrap();
+    let date = system.strip_prefix("Be terse. Today is ").unwrap();
+    assert!(
+        date.len() == 11 && date.as_bytes()[4] == b'-' && date.ends_with('.'),
+        "{system}"
+    );
+    assert_eq!(sent["tools"][0]["function"]["name"], "now");
+
+    // A flag wins over the file; a role names a system prompt of the prompts file.
+    let r = run(&mut ask(&["--role", "pirate", "--model", "flagged"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let sent = body(&server, 1);
+    assert_eq!(sent["model"], "flagged");
+    assert_eq!(sent["messages"][0]["content"], "Talk like a pirate.");
+
+    let r = run(&mut ask(&["--role", "poet"])).await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("no role \"poet\"") && r.stderr.contains("pirate"),
+        "{}",
+        r.stderr
+    );
+
+    // A provider kite does not know is named as the problem.
+    std::fs::write(&config, "[providers.nosuch]\nmodel = \"x\"\n").unwrap();
+    let r = run(&mut ask(&[])).await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("[providers.nosuch]"), "{}", r.stderr);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn no_stream_prints_the_whole_answer_at_the_end() {
+    let server =
+        ReplayServer::start(vec![Reply::sse(fixture(TEXT)), Reply::sse(fixture(TEXT))]).await;
+    let ask = |extra: &[&str]| {
+        let mut c = kite();
+        c.args(["ask", "--no-store", "--model", "m", "--base-url"])
+            .arg(format!("{}/v1", server.url()))
+            .args(extra)
+            .arg("Count");
+        c
+    };
+    let streamed = run(&mut ask(&[])).await;
+    let whole = run(&mut ask(&["--no-stream"])).await;
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    assert!(!whole.stdout.trim().is_empty());
+    assert_eq!(whole.stdout, streamed.stdout);
+}
+
+#[tokio::test]
+async fn models_lists_what_kite_knows_and_what_the_provider_lists() {
+    let listing = r#"{"object":"list","data":[{"id":"zeta-1","object":"model"},{"id":"alpha-2","object":"model"}]}"#;
+    let server = ReplayServer::start(vec![
+        Reply::json(200, listing),
+        Reply::json(
+            401,
+            r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}"#,
+        ),
+    ])
+    .await;
+    let models = |extra: &[&str]| {
+        let mut c = kite();
+        c.env("OPENAI_API_KEY", KEY)
+            .args(["models", "--provider", "openai", "--base-url"])
+            .arg(format!("{}/v1", server.url()))
+            .args(extra);
+        c
+    };
+    let r = run(&mut models(&[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("gpt-4o-mini") && r.stdout.contains("(default)"),
+        "{}",
+        r.stdout
+    );
+    let alpha = r.stdout.find("alpha-2").expect("the provider's list");
+    assert!(alpha < r.stdout.find("zeta-1").unwrap(), "sorted");
+    let req = &server.requests()[0];
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+
+    let r = run(&mut models(&["--json"])).await;
+    assert_eq!(r.code, 1, "a refused key is an error");
+    assert!(
+        r.stderr.contains("Incorrect API key") && !r.stderr.contains(KEY),
+        "{}",
+        r.stderr
+    );
+    let line: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(line["provider"], "openai");
+    assert!(line["listed"].is_null());
+
+    // With no key, only what kite knows, and nothing is sent.
+    let r = run(kite().args(["models", "--provider", "groq"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("GROQ_API_KEY not set") && r.stdout.contains("llama-3.3-70b-versatile")
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_long_conversation_is_compacted_before_the_next_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start(vec![
+        answer("Answer one."),
+        answer("Answer two."),
+        answer("They asked two questions."),
+        answer("Answer three."),
+    ])
+    .await;
+    let config = dir.path().join("kite.toml");
+    std::fs::write(
+        &config,
+        "[compact]\npolicy = \"messages\"\nmax = 3\nkeep = 1\n\n[prompts]\nsummarize = \"SUMMARIZE THIS\"\n",
+    )
+    .unwrap();
+    let store = common::fresh_store();
+    let ask = |question: &str, more: bool| {
+        let mut c = kite();
+        c.env("KITE_STORE_URL", &store)
+            .arg("--config")
+            .arg(&config)
+            .args(["ask", "--model", "m", "--base-url"])
+            .arg(format!("{}/v1", server.url()));
+        if more {
+            c.arg("-c");
+        }
+        c.arg(question);
+        c
+    };
+    for (q, more) in [("Question one?", false), ("Question two?", true)] {
+        let r = run(&mut ask(q, more)).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let r = run(&mut ask("Question three?", true)).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("compacting"), "{}", r.stderr);
+
+    let summary = body(&server, 2);
+    assert_eq!(summary["messages"][0]["content"], "SUMMARIZE THIS");
+    let transcript = summary["messages"][1]["content"].as_str().unwrap();
+    assert!(transcript.contains("Question one?") && !transcript.contains("Question two?"));
+    let texts: Vec<String> = body(&server, 3)["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(texts[0].contains("They asked two questions."), "{texts:?}");
+    assert_eq!(
+        texts[1..],
+        ["Question two?", "Answer two.", "Question three?"]
+    );
+
+    // The archived turns are still in the store.
+    let list = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "list", "--json"]))
+    .await;
+    let id = serde_json::from_str::<Value>(list.stdout.lines().next().unwrap()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let export = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "export", &id]))
+    .await;
+    assert!(export.stdout.contains("Question one?") && export.stdout.contains("Answer one."));
+}
+
+#[tokio::test]
+async fn the_local_model_is_warned_of_tools_that_crowd_its_context() {
+    if !common::local_model_installed() {
+        return;
+    }
+    let r = run(kite().args([
+        "ask",
+        "--local",
+        "--no-store",
+        "--tools",
+        "--context-size",
+        "256",
+        "--max-tokens",
+        "5",
+        "hi",
+    ]))
+    .await;
+    assert!(r.stderr.contains("tools' definitions take"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("of the local model's 256 tokens"),
+        "{}",
+        r.stderr
+    );
 }
