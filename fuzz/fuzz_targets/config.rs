@@ -1,5 +1,5 @@
-//! The `kite.toml` reader: any text gives a configuration or a message, never a panic (a
-//! duration of 1e300 seconds once did).
+//! The `kite.toml` and prompts-file readers: any text gives a configuration or a message,
+//! never a panic (a duration of 1e300 seconds once did).
 #![no_main]
 
 #[path = "../../crates/kite-cli/src/settings.rs"]
@@ -14,5 +14,8 @@ fuzz_target!(|text: &str| {
         for server in config.mcp.servers.values() {
             let _ = format!("{server:?}");
         }
+        let _ = config.prompts.or(Default::default());
+        let _ = config.compact.turns_kept();
     }
+    let _ = settings::parse_prompts(text);
 });

@@ -6,7 +6,7 @@ use crate::output::{errln, outln};
 use crate::session::{Ended, Session};
 use clap::Args;
 use kite::{AgentError, Error, Message, Provider, ReasoningConfig, Request};
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -37,7 +37,10 @@ pub(crate) struct AskArgs {
 const MAX_STDIN: u64 = 20 * 1024 * 1024;
 
 pub(crate) async fn run(args: AskArgs, config: Option<&Path>) -> Result<(), ExitCode> {
-    let mut out = Output::new(args.json).whole(args.no_stream);
+    let terminal = std::io::stdout().is_terminal();
+    let mut out = Output::new(args.json)
+        .whole(args.no_stream)
+        .markdown(terminal);
     match ask(args, config, &mut out).await {
         Ok(true) => Ok(()),
         // Stopped without an answer (the turn limit, a hook): said on stderr already.

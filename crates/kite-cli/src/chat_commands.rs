@@ -83,7 +83,10 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
         }
         "compact" => match session.compact(true).await? {
             true => errln!("kite: compacted"),
-            false => errln!("kite: nothing to compact yet"),
+            false => errln!(
+                "kite: nothing to compact: the last {} turns stay verbatim ([compact] keep)",
+                session.loaded.config.compact.turns_kept()
+            ),
         },
         "usage" => {
             let (all, last) = (&session.usage, &session.last_usage);

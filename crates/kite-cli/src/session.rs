@@ -144,7 +144,7 @@ impl Session {
         if kind == CompactPolicy::Off && !force {
             return Ok(false);
         }
-        let keep = config.keep.unwrap_or(4);
+        let keep = config.turns_kept();
         let window = u64::from(self.chosen.window.unwrap_or(128_000));
         let max = config.max.unwrap_or(window * 3 / 4);
         let policy = match kind {
@@ -165,7 +165,7 @@ impl Session {
         let store = thread.store();
         let live = store.turns(&id).await.map_err(Error::other)?;
         let live: Vec<_> = live.into_iter().filter(|t| !t.archived).collect();
-        if !force && !compactor.due(&live) {
+        if live.len() <= keep || (!force && !compactor.due(&live)) {
             return Ok(false);
         }
         errln!("kite: compacting the conversation (older turns are summarized and archived)");

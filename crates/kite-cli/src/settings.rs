@@ -125,6 +125,13 @@ pub(crate) struct CompactConfig {
     pub keep: Option<usize>,
 }
 
+impl CompactConfig {
+    /// The turns kept verbatim: `keep`, else 4.
+    pub(crate) fn turns_kept(&self) -> usize {
+        self.keep.unwrap_or(4)
+    }
+}
+
 /// What `[compact] policy` measures.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "lowercase")]

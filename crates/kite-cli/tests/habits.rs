@@ -351,3 +351,51 @@ async fn the_local_model_is_warned_of_tools_that_crowd_its_context() {
         r.stderr
     );
 }
+
+#[tokio::test]
+async fn answers_render_as_markdown_on_a_terminal_and_plain_elsewhere() {
+    let text = "# Plan\n\nUse **bold** moves.\n\n```rust\nfn main() {}\n```\n\nEnd \u{1b}]0;owned\u{7} here.";
+    let server = ReplayServer::start(vec![answer(text), answer(text)]).await;
+    let command = format!(
+        "{} ask --no-store --model m --base-url {}/v1 hi",
+        env!("CARGO_BIN_EXE_kite"),
+        server.url()
+    );
+    let out = tokio::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("KITE_STORE_URL", common::fresh_store())
+        .env("KITE_LOG", "off")
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !screen.contains("# Plan") && screen.contains("Plan"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("\x1b[1mbold"), "{screen:?}");
+    assert!(
+        screen.contains("\x1b[38;2;"),
+        "code is highlighted: {screen:?}"
+    );
+    assert!(!screen.contains("**"), "{screen:?}");
+    assert!(
+        !screen.contains("\x1b]0;owned"),
+        "the answer's escapes are not obeyed"
+    );
+    assert!(screen.contains("\\u{1b}]0;owned"), "{screen:?}");
+
+    // Not a terminal: the text as the model wrote it.
+    let r = run(kite()
+        .args(["ask", "--no-store", "--model", "m", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi"))
+    .await;
+    assert!(
+        r.stdout.starts_with("# Plan\n\nUse **bold** moves."),
+        "{}",
+        r.stdout
+    );
+}

@@ -576,6 +576,7 @@ async fn on_a_terminal_a_silent_model_is_shown_waiting_with_the_time() {
     let out = tokio::process::Command::new("script")
         .args(["-qefc", &command, "/dev/null"])
         .env("KITE_API_KEY", KEY)
+        .env("KITE_STORE_URL", common::fresh_store())
         .env("KITE_LOG", "off")
         .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
         .stdin(Stdio::null())

@@ -33,6 +33,7 @@ mod postgres;
 mod sqlite;
 mod state;
 mod store;
+mod tls;
 mod tokens;
 
 pub use error::StoreError;

@@ -3,13 +3,13 @@
 //! The schema is the SQLite store's, in Postgres types, brought up to date by itself from a
 //! `kite_schema` table. A turn is one transaction that locks its conversation's row
 //! (`SELECT ... FOR UPDATE`) and checks the version first, so writers on other machines are
-//! refused rather than interleaved. Connections go unencrypted: use a local socket, a
-//! private network, or a TLS-terminating proxy.
+//! refused rather than interleaved. Connections use TLS as the URL's `sslmode` and
+//! `sslrootcert` say, as with libpq (`tls.rs`).
 
 use crate::model::now_ms;
 use crate::{Conversation, Store, StoreError, StoreFuture, StoredTurn, Turn};
 use tokio::sync::Mutex;
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, Row};
 
 /// The schema, one step per version.
 const MIGRATIONS: &[&str] = &["
@@ -51,7 +51,22 @@ impl std::fmt::Debug for PostgresStore {
 fn db(e: tokio_postgres::Error) -> StoreError {
     StoreError::Backend(match e.as_db_error() {
         Some(d) => format!("{}: {}", d.code().code(), d.message()),
-        None => e.to_string(),
+        None => {
+            // The TLS error is in the source: "invalid peer certificate: UnknownIssuer".
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                message = format!("{message}: {s}");
+                source = s.source();
+            }
+            if message.contains("certificate") {
+                message.push_str(
+                    " (name the server's CA with sslrootcert=PATH in the URL, or encrypt \
+                     without checking with sslmode=require)",
+                );
+            }
+            message
+        }
     })
 }
 
@@ -61,8 +76,9 @@ impl PostgresStore {
     /// A server that accepts the connection but does not answer is given up on after 10 s.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let reach = |m: String| StoreError::Backend(format!("cannot reach the database: {m}"));
+        let (url, tls) = crate::tls::prepare(url)?;
         let (mut client, connection) =
-            tokio::time::timeout(CONNECT, tokio_postgres::connect(url, NoTls))
+            tokio::time::timeout(CONNECT, tokio_postgres::connect(&url, tls))
                 .await
                 .map_err(|_| reach(format!("no answer within {} s", CONNECT.as_secs())))?
                 .map_err(|e| match db(e) {

@@ -16,6 +16,14 @@ struct Cluster {
     dir: PathBuf,
     port: u16,
     server: Child,
+    /// Listening on 127.0.0.1 with TLS, not on a Unix socket.
+    tls: bool,
+}
+
+/// A certificate and its key, as PEM.
+struct Pem {
+    cert: String,
+    key: String,
 }
 
 /// The folder holding `initdb` and `postgres`: on PATH, or Debian's versioned folder.
@@ -55,6 +63,11 @@ fn command(bin: &Path, program: &str) -> Command {
 
 impl Cluster {
     fn start() -> Option<Cluster> {
+        Self::start_with(None)
+    }
+
+    /// A cluster on 127.0.0.1 with TLS, its certificate `pem`.
+    fn start_with(pem: Option<&Pem>) -> Option<Cluster> {
         let Some(bin) = bin_dir() else {
             assert!(
                 std::env::var_os("KITE_REQUIRE_POSTGRES").is_none(),
@@ -78,32 +91,79 @@ impl Cluster {
             .unwrap()
             .success();
         assert!(ok, "initdb failed in {}", dir.display());
-        let port = 20_000 + (std::process::id() % 20_000) as u16 + n as u16 * 7;
-        let server = command(&bin, "postgres")
+        let port = match pem {
+            // A free loopback port, as the system hands them out.
+            Some(_) => std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port(),
+            None => 20_000 + (std::process::id() % 20_000) as u16 + n as u16 * 7,
+        };
+        let mut postgres = command(&bin, "postgres");
+        postgres
             .arg("-D")
             .arg(dir.join("data"))
-            .args(["-c", "listen_addresses=", "-p", &port.to_string(), "-k"])
-            .arg(&dir)
+            .args(["-p", &port.to_string(), "-k"])
+            .arg(&dir);
+        match pem {
+            None => {
+                postgres.args(["-c", "listen_addresses="]);
+            }
+            Some(pem) => {
+                use std::os::unix::fs::PermissionsExt;
+                let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
+                std::fs::write(&cert, &pem.cert).unwrap();
+                std::fs::write(&key, &pem.key).unwrap();
+                std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+                let _ = Command::new("chown")
+                    .arg("postgres")
+                    .arg(&cert)
+                    .arg(&key)
+                    .status();
+                postgres.args(["-c", "listen_addresses=127.0.0.1", "-c", "ssl=on"]);
+                postgres
+                    .arg("-c")
+                    .arg(format!("ssl_cert_file={}", cert.display()));
+                postgres
+                    .arg("-c")
+                    .arg(format!("ssl_key_file={}", key.display()));
+            }
+        }
+        let server = postgres
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        Some(Cluster { dir, port, server })
+        Some(Cluster {
+            dir,
+            port,
+            server,
+            tls: pem.is_some(),
+        })
     }
 
     fn url(&self) -> String {
-        format!(
-            "host={} port={} user=kite dbname=postgres",
-            self.dir.display(),
-            self.port
-        )
+        match self.tls {
+            true => format!("postgres://kite@localhost:{}/postgres", self.port),
+            false => format!(
+                "host={} port={} user=kite dbname=postgres",
+                self.dir.display(),
+                self.port
+            ),
+        }
     }
 
     /// A store on this cluster, once the server accepts connections (10 s at most).
     async fn store(&self) -> PostgresStore {
+        self.store_at(&self.url()).await
+    }
+
+    /// A store at `url`, once the server accepts connections (10 s at most).
+    async fn store_at(&self, url: &str) -> PostgresStore {
         let mut last = None;
         for _ in 0..100 {
-            match PostgresStore::connect(&self.url()).await {
+            match PostgresStore::connect(url).await {
                 Ok(s) => return s,
                 Err(e) => last = Some(e),
             }
@@ -157,4 +217,100 @@ async fn a_server_that_never_answers_is_given_up_on() {
     assert!(err.contains("no answer"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+/// A CA, and a certificate for `localhost` it signed.
+fn certificates() -> (Pem, Pem) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let ca = Pem {
+        cert: ca_cert.pem(),
+        key: ca_key.serialize_pem(),
+    };
+    let key = KeyPair::generate().unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let cert = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let server = Pem {
+        cert: cert.pem(),
+        key: key.serialize_pem(),
+    };
+    (ca, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_follows_sslmode_and_sslrootcert_as_libpq_does() {
+    let (ca, server) = certificates();
+    let Some(cluster) = Cluster::start_with(Some(&server)) else {
+        return;
+    };
+    let dir = tempfile_dir();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, &ca.cert).unwrap();
+    let (other_ca, _) = certificates();
+    let other_file = dir.join("other-ca.pem");
+    std::fs::write(&other_file, &other_ca.cert).unwrap();
+    let url = |params: &str| format!("{}?{params}", cluster.url());
+
+    // The certificate chains to the CA named and names the host.
+    let full = url(&format!(
+        "sslmode=verify-full&sslrootcert={}",
+        ca_file.display()
+    ));
+    let store = cluster.store_at(&full).await;
+    suite::round_trip(&store).await;
+
+    // The default encrypts without checking, as libpq does.
+    PostgresStore::connect(&cluster.url()).await.unwrap();
+    PostgresStore::connect(&url("sslmode=require"))
+        .await
+        .unwrap();
+
+    // Another CA, or none, is refused when the chain is checked.
+    for refused in [
+        url(&format!(
+            "sslmode=verify-ca&sslrootcert={}",
+            other_file.display()
+        )),
+        url(&format!(
+            "sslmode=require&sslrootcert={}",
+            other_file.display()
+        )),
+        url("sslmode=verify-full"),
+    ] {
+        let e = PostgresStore::connect(&refused)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("certificate") && e.contains("sslrootcert"),
+            "{refused}: {e}"
+        );
+    }
+
+    // verify-ca checks the chain only: 127.0.0.1 is not the certificate's name.
+    let by_ip = format!(
+        "postgres://kite@127.0.0.1:{}/postgres?sslmode=verify-ca&sslrootcert={}",
+        cluster.port,
+        ca_file.display()
+    );
+    PostgresStore::connect(&by_ip).await.unwrap();
+    let e = PostgresStore::connect(&by_ip.replace("verify-ca", "verify-full"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("certificate"), "{e}");
+
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kite-pg-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
