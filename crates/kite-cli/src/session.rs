@@ -232,9 +232,13 @@ impl Session {
             Some(_) => None,
             None => stream.failed_run(),
         };
-        match run.or(failed.as_ref()) {
-            Some(run) => self.save(question, run.new_messages(), run.usage()).await?,
-            None => self.save(question, &[], Usage::default()).await?,
+        let saved = match run.or(failed.as_ref()) {
+            Some(run) => self.save(question, run.new_messages(), run.usage()).await,
+            None => self.save(question, &[], Usage::default()).await,
+        };
+        if let Err(e) = saved {
+            errln!("kite: this turn could not be stored; the conversation keeps its earlier turns");
+            return Err(e.into());
         }
         if let Some(c) = self.thread.as_ref().and_then(|t| t.conversation()) {
             out.conversation(&c.id);

@@ -282,3 +282,49 @@ async fn a_turn_cut_short_by_an_error_is_stored_as_far_as_it_is_consistent() {
     assert_eq!(messages[1]["parts"][0]["type"], "tool_call");
     assert_eq!(messages[2]["parts"][0]["type"], "tool_result");
 }
+
+#[tokio::test]
+async fn a_full_disk_fails_the_turn_and_keeps_the_earlier_ones() {
+    if std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("\n*** SKIPPED: no prlimit (util-linux) ***\n");
+        return;
+    }
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture(TEXT)),
+        Reply::sse(fixture(TEXT)),
+        Reply::sse(fixture(TEXT)),
+    ])
+    .await;
+    let store = fresh_store();
+    for (q, more) in [("first", &[][..]), ("second", &["-c"][..])] {
+        let r = ask(&server, &store, more, q).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    // Files may not grow past 40 kB: the store opens, but cannot take a 100 kB turn.
+    let r = run(tokio::process::Command::new("prlimit")
+        .arg("--fsize=40000")
+        .arg(env!("CARGO_BIN_EXE_kite"))
+        .args(["ask", "-c", "--model", "m", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("third ".repeat(20_000))
+        .env("KITE_STORE_URL", &store)
+        .env("KITE_LOG", "off")
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .stdin(std::process::Stdio::null()))
+    .await;
+    assert_eq!(r.code, 1, "a failed write, not a signal: {}", r.stderr);
+    assert!(r.stderr.contains("could not be stored"), "{}", r.stderr);
+    let list = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "list", "--json"]))
+    .await;
+    let c: serde_json::Value = serde_json::from_str(list.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        c["version"], 2,
+        "the earlier turns, and nothing of the failed one"
+    );
+}
