@@ -24,6 +24,9 @@ pub(crate) struct AskArgs {
     /// Print the answer once it is whole, not as it arrives.
     #[arg(long)]
     no_stream: bool,
+    /// Leave standard input alone, even when text is piped in.
+    #[arg(long)]
+    no_stdin: bool,
     /// Attach a file to the question: an image (png, jpeg, gif, webp) as an image, any
     /// other file as its text.
     #[arg(long = "attach", short = 'a', value_name = "FILE")]
@@ -42,9 +45,13 @@ pub(crate) async fn run(args: AskArgs, config: Option<&Path>) -> Result<(), Exit
         .whole(args.no_stream)
         .markdown(terminal);
     match ask(args, config, &mut out).await {
-        Ok(true) => Ok(()),
+        Ok(Asked::Answered) => Ok(()),
         // Stopped without an answer (the turn limit, a hook): said on stderr already.
-        Ok(false) => Err(ExitCode::from(crate::EXIT_NO_ANSWER)),
+        Ok(Asked::NoAnswer) => Err(ExitCode::from(crate::EXIT_NO_ANSWER)),
+        Ok(Asked::Signalled(signal)) => {
+            errln!("kite: {}", signal.what());
+            Err(ExitCode::from(signal.status()))
+        }
         // The reader of stdout went away: end quietly, as `cat` does.
         Err(_) if crate::output::stdout_closed() => Err(ExitCode::from(crate::EXIT_PIPE)),
         Err(e) => {
@@ -56,27 +63,13 @@ pub(crate) async fn run(args: AskArgs, config: Option<&Path>) -> Result<(), Exit
 }
 
 /// The question: the words given, or standard input for `-`; text piped in follows the
-/// words.
-fn question_text(words: &[String]) -> Result<String, Error> {
-    let read_stdin = || -> Result<String, Error> {
-        let mut text = String::new();
-        std::io::stdin()
-            .take(MAX_STDIN + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| Error::Config(format!("cannot read standard input: {e}")))?;
-        if text.len() as u64 > MAX_STDIN {
-            return Err(Error::Config(format!(
-                "standard input holds more than {} MiB; attach a smaller part",
-                MAX_STDIN / 1024 / 1024
-            )));
-        }
-        Ok(text)
-    };
+/// words (unless `ignore_stdin`).
+async fn question_text(words: &[String], ignore_stdin: bool) -> Result<String, Error> {
     let mut prompt = words.join(" ");
     if prompt == "-" {
-        prompt = read_stdin()?;
-    } else if stdin_is_piped() {
-        let piped = read_stdin()?;
+        prompt = read_stdin().await?;
+    } else if !ignore_stdin && stdin_is_piped() {
+        let piped = read_stdin().await?;
         if !piped.trim().is_empty() {
             prompt = match prompt.is_empty() {
                 true => piped,
@@ -92,6 +85,35 @@ fn question_text(words: &[String]) -> Result<String, Error> {
         ));
     }
     Ok(prompt)
+}
+
+/// Standard input, whole (at most 20 MiB). A pipe that stays silent is waited for, saying
+/// so after a moment: the text may come from a slow program.
+async fn read_stdin() -> Result<String, Error> {
+    let mut reading = tokio::task::spawn_blocking(|| {
+        let mut text = String::new();
+        std::io::stdin()
+            .take(MAX_STDIN + 1)
+            .read_to_string(&mut text)
+            .map(|_| text)
+    });
+    let text = tokio::select! {
+        read = &mut reading => read,
+        () = tokio::time::sleep(std::time::Duration::from_secs(3)) => {
+            errln!("kite: waiting for the text piped in on standard input (--no-stdin leaves it out)");
+            reading.await
+        }
+    };
+    let text = text
+        .map_err(|e| Error::Config(format!("cannot read standard input: {e}")))?
+        .map_err(|e| Error::Config(format!("cannot read standard input: {e}")))?;
+    if text.len() as u64 > MAX_STDIN {
+        return Err(Error::Config(format!(
+            "standard input holds more than {} MiB; attach a smaller part",
+            MAX_STDIN / 1024 / 1024
+        )));
+    }
+    Ok(text)
 }
 
 /// Whether standard input is a pipe or a file (not a terminal, nor a device such as
@@ -114,21 +136,35 @@ fn stdin_is_piped() -> bool {
 }
 
 /// Asks; true when the model answered, false when the run stopped short of an answer.
-async fn ask(args: AskArgs, config: Option<&Path>, out: &mut Output) -> Result<bool, AgentError> {
-    let prompt = question_text(&args.prompt)?;
+/// How a question ended, when it did not fail.
+enum Asked {
+    Answered,
+    /// The run stopped without an answer (the turn limit, a hook).
+    NoAnswer,
+    /// A signal cut the turn short; it is stored as far as it got.
+    Signalled(crate::signals::Interrupt),
+}
+
+async fn ask(args: AskArgs, config: Option<&Path>, out: &mut Output) -> Result<Asked, AgentError> {
+    let prompt = question_text(&args.prompt, args.no_stdin).await?;
     let loaded = crate::config::load(config)?;
     if args.background {
         let session = args.session.clone().with_defaults(&loaded.config)?;
         background(&session, args.json, prompt, &loaded.config.http).await?;
-        return Ok(true);
+        return Ok(Asked::Answered);
     }
     let question = crate::attach::question(prompt, &args.attach)?;
     let mut session = Session::open(args.session, loaded).await?;
-    let ended = session
-        .turn(question, out, std::future::pending::<()>())
-        .await;
+    let claim = crate::signals::Claim::new();
+    let ended = session.turn(question, out, claim.interrupted()).await;
+    let signal = claim.signal();
+    drop(claim);
     session.close().await;
-    Ok(matches!(ended?, Ended::Answered))
+    Ok(match (ended?, signal) {
+        (_, Some(signal)) => Asked::Signalled(signal),
+        (Ended::Answered, None) => Asked::Answered,
+        _ => Asked::NoAnswer,
+    })
 }
 
 /// Starts a background run and prints its id.

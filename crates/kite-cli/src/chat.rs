@@ -26,7 +26,8 @@ pub(crate) struct ChatArgs {
 
 pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> Result<(), ExitCode> {
     match chat(args, config).await {
-        Ok(()) => Ok(()),
+        Ok(0) => Ok(()),
+        Ok(status) => Err(ExitCode::from(status)),
         Err(e) => {
             errln!("kite: {e}");
             Err(ExitCode::FAILURE)
@@ -34,19 +35,25 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> Result<(), Exi
     }
 }
 
-async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<(), Error> {
+/// Chats until the user leaves; the exit status (0, or a signal's).
+async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<u8, Error> {
     let loaded = crate::config::load(config)?;
     let mut session = Session::open(args.session, loaded).await?;
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    session.spinner = terminal;
     let mut input = match terminal {
-        true => Input::editor()?,
+        // With --no-store, what is typed is not kept either.
+        true => Input::editor(!session.args.no_store)?,
         false => Input::Lines,
     };
     greet(&session);
     loop {
-        let Some(line) = input.read().await? else {
-            break;
+        let line = match input.read().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                errln!("kite: {e}");
+                break;
+            }
         };
         let text = line.trim();
         if text.is_empty() {
@@ -71,10 +78,16 @@ async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<(), Error> {
                 claim.interrupted(),
             )
             .await;
+        let signal = claim.signal();
         drop(claim);
+        if let Some(signal) = signal.filter(|s| *s != crate::signals::Interrupt::Int) {
+            // SIGTERM or SIGHUP: the turn is stored; now leave.
+            session.close().await;
+            errln!("kite: {}", signal.what());
+            return Ok(signal.status());
+        }
         match ended {
             Ok(Ended::Cancelled) => {
-                out.error(&Error::Cancelled.into());
                 errln!("kite: cancelled; the question is kept, ask the next one")
             }
             Ok(_) => {}
@@ -86,15 +99,13 @@ async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<(), Error> {
         }
     }
     session.close().await;
-    Ok(())
+    Ok(0)
 }
 
 /// One line saying who the chat is with, and which conversation it continues.
 fn greet(session: &Session) {
-    let continuing = session
-        .thread
-        .as_ref()
-        .and_then(|t| t.conversation().map(|c| (c, t.history.len())));
+    let thread = &session.thread;
+    let continuing = thread.conversation().map(|c| (c, thread.history.len()));
     match continuing {
         Some((c, messages)) => errln!(
             "kite: chatting with {}, continuing “{}” ({messages} messages). /help for \
@@ -116,8 +127,8 @@ enum Input {
 }
 
 impl Input {
-    /// The line editor, with its history in kite's data folder.
-    fn editor() -> Result<Self, Error> {
+    /// The line editor, with its history in kite's data folder when `keep`.
+    fn editor(keep: bool) -> Result<Self, Error> {
         let mut keys = default_emacs_keybindings();
         // Ctrl-C comes back to kite, which clears a line or, on an empty one, leaves.
         keys.add_binding(
@@ -133,8 +144,10 @@ impl Input {
         );
         let mut editor = Reedline::create()
             .with_edit_mode(Box::new(Emacs::new(keys)))
-            .with_validator(Box::new(Multiline));
-        if let Some(path) = history_path() {
+            .with_validator(Box::new(Multiline))
+            // A paste is one message, its control characters text, not keys.
+            .use_bracketed_paste(true);
+        if let Some(path) = history_path().filter(|_| keep) {
             match FileBackedHistory::with_file(1000, path.clone()) {
                 Ok(h) => editor = editor.with_history(Box::new(h)),
                 Err(e) => errln!(
@@ -215,13 +228,26 @@ impl Validator for Multiline {
     }
 }
 
-/// `chat_history` in kite's XDG data folder.
+/// `chat_history` in kite's XDG data folder, made private to the user (what is typed may
+/// be as secret as the conversations).
 fn history_path() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let data = std::env::var_os("XDG_DATA_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     let dir = data.join("kite");
-    std::fs::create_dir_all(&dir).ok()?;
-    Some(dir.join("chat_history"))
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .ok()?;
+    let path = dir.join("chat_history");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .ok()?;
+    Some(path)
 }

@@ -1,7 +1,7 @@
 //! The chat's commands: lines starting with `/`.
 
 use crate::output::{errln, outln, write_raw};
-use crate::session::Session;
+use crate::session::{Compaction, Session};
 use kite::Error;
 
 /// What the chat does after a command.
@@ -44,13 +44,10 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
         "help" | "?" => help(),
         "exit" | "quit" | "q" => return Ok(Flow::Exit),
         "clear" => write_raw("\x1b[2J\x1b[3J\x1b[H"),
-        "reset" => match &mut session.thread {
-            Some(thread) => {
-                thread.reset();
-                errln!("kite: a new conversation begins");
-            }
-            None => errln!("kite: this chat is not stored (--no-store); nothing to reset"),
-        },
+        "reset" => {
+            session.thread.reset();
+            errln!("kite: a new conversation begins");
+        }
         "model" if rest.is_empty() => outln!("{}", session.chosen.name),
         "model" => {
             session.switch_model(rest)?;
@@ -72,20 +69,18 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
             ));
         }
         "load" => {
-            let Some(thread) = &mut session.thread else {
-                return Err(Error::Config("this chat is not stored (--no-store)".into()));
-            };
-            thread.load(rest).await?;
+            session.thread.load(rest).await?;
             errln!(
                 "kite: continuing {rest} ({} messages)",
-                thread.history.len()
+                session.thread.history.len()
             );
         }
         "compact" => match session.compact(true).await? {
-            true => errln!("kite: compacted"),
-            false => errln!(
-                "kite: nothing to compact: the last {} turns stay verbatim ([compact] keep)",
-                session.loaded.config.compact.turns_kept()
+            Compaction::Done => errln!("kite: compacted"),
+            Compaction::NotStored => errln!("kite: this chat is not stored (--no-store)"),
+            Compaction::Empty | Compaction::NotDue => errln!("kite: nothing to compact yet"),
+            Compaction::TooShort { keep } => errln!(
+                "kite: nothing to compact: the last {keep} turns stay verbatim ([compact] keep)"
             ),
         },
         "usage" => {
@@ -128,17 +123,17 @@ fn tools(session: &Session) {
 }
 
 async fn conversations(session: &Session) -> Result<(), Error> {
-    let Some(thread) = &session.thread else {
+    let Some(store) = session.thread.store() else {
         return Err(Error::Config("this chat is not stored (--no-store)".into()));
     };
-    let current = thread.conversation().map(|c| c.id.clone());
-    for c in thread.store().list().await.map_err(Error::other)? {
+    let current = session.thread.conversation().map(|c| c.id.clone());
+    for c in store.list().await.map_err(Error::other)? {
         let mark = if Some(&c.id) == current.as_ref() {
             "*"
         } else {
             " "
         };
-        outln!("{mark} {}  {:>3} turns  {}", c.id, c.version, c.title);
+        outln!("{mark} {}", crate::conversations::line(&c));
     }
     Ok(())
 }

@@ -101,12 +101,28 @@ impl SessionArgs {
     pub(crate) fn with_defaults(mut self, config: &Config) -> Result<Self, Error> {
         let d = &config.defaults;
         let compatible = self.at.base_url.is_some() && self.provider.is_none();
-        if self.provider.is_none() && !self.local && !compatible && self.api.is_none() {
-            if let Some(name) = &d.provider {
-                let p = Provider::parse(name)
-                    .map_err(|e| Error::Config(format!("[defaults] provider: {e}")))?;
-                self.provider = Some(ProviderChoice(p));
+        if self.provider.is_none() && !self.local && !compatible {
+            // The provider as `choose_model` would pick it, so that its `[providers.NAME]`
+            // applies: `--api` names OpenAI, then `[defaults]`, then the first key set.
+            self.provider = match (&self.api, &d.provider) {
+                (Some(_), _) => Some(Provider::OpenAi),
+                (None, Some(name)) => Some(
+                    Provider::parse(name)
+                        .map_err(|e| Error::Config(format!("[defaults] provider: {e}")))?,
+                ),
+                (None, None) => Provider::detect(),
             }
+            .map(ProviderChoice);
+        }
+        if d.system.is_some() && d.role.is_some() {
+            return Err(Error::Config(
+                "[defaults] has both `system` and `role`; keep one".into(),
+            ));
+        }
+        if d.max_turns == Some(0) {
+            return Err(Error::Config(
+                "[defaults] max_turns must be 1 or more".into(),
+            ));
         }
         let named = self.provider.map(|p| p.0);
         let own = named.and_then(|p| config.providers.get(p.name()));
@@ -145,7 +161,7 @@ impl SessionArgs {
                 (None, None) => config.prompts.system.clone(),
             },
         };
-        self.system = self.system.map(|s| with_date(&s));
+        self.system = self.system.filter(|s| !s.trim().is_empty());
         if !self.tools && self.tool.is_empty() {
             match &d.tools {
                 Some(crate::settings::ToolsDefault::All(all)) => self.tools = *all,
@@ -167,26 +183,16 @@ impl SessionArgs {
     }
 }
 
-/// `text` with `{date}` replaced by today's date (UTC, `2026-11-23`): the system prompt is
-/// given on every call, so it may carry the day.
-fn with_date(text: &str) -> String {
-    if !text.contains("{date}") {
-        return text.to_owned();
+/// `text` with `{date}` replaced by today's date (`2026-11-23`, local time): the system
+/// prompt is given on every call, so it may carry the day.
+pub(crate) fn with_date(text: &str) -> String {
+    match text.contains("{date}") {
+        true => text.replace(
+            "{date}",
+            &chrono::Local::now().format("%Y-%m-%d").to_string(),
+        ),
+        false => text.to_owned(),
     }
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = (secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    text.replace("{date}", &format!("{year:04}-{month:02}-{day:02}"))
 }
 
 /// The model a session talks to.

@@ -19,6 +19,12 @@ pub(crate) struct Loaded {
 pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     let path = match explicit {
         Some(p) if p.is_file() => Some(p.to_owned()),
+        Some(p) if p.exists() => {
+            return Err(Error::Config(format!(
+                "the configuration {} is not a file",
+                p.display()
+            )));
+        }
         Some(p) => {
             return Err(Error::Config(format!(
                 "the configuration {} does not exist",
@@ -34,8 +40,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         };
         return Ok(Loaded { path: None, config });
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::Config(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_small(&path, "the configuration")?;
     let mut config = parse(&text).map_err(|e| {
         // The error quotes the file: a password in any URL in it must not show.
         for word in text.split(|c: char| c.is_whitespace() || "\"'[],{}=".contains(c)) {
@@ -107,14 +112,31 @@ fn prompts_file(named: Option<PathBuf>) -> Result<crate::settings::Prompts, Erro
             _ => return Ok(Default::default()),
         },
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        Error::Config(format!(
-            "cannot read the prompts file {}: {e}",
-            path.display()
-        ))
-    })?;
+    let text = read_small(&path, "the prompts file")?;
     crate::settings::parse_prompts(&text)
         .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+}
+
+/// The text of the file at `path` (`what`), a regular file of at most 1 MiB.
+fn read_small(path: &Path, what: &str) -> Result<String, Error> {
+    use std::io::Read;
+    const MAX: u64 = 1024 * 1024;
+    let cannot = |e: &dyn std::fmt::Display| {
+        Error::Config(format!("cannot read {what} {}: {e}", path.display()))
+    };
+    let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
+    let meta = file.metadata().map_err(|e| cannot(&e))?;
+    if !meta.is_file() {
+        return Err(cannot(&"it is not a file"));
+    }
+    let mut text = String::new();
+    file.take(MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| cannot(&e))?;
+    if text.len() as u64 > MAX {
+        return Err(cannot(&"it is larger than 1 MiB"));
+    }
+    Ok(text)
 }
 
 /// `$XDG_CONFIG_HOME`, else `~/.config`.

@@ -67,7 +67,7 @@ async fn command(cmd: ConversationsCommand, config: Option<&Path>) -> Result<(),
                 if json {
                     outln!("{}", serde_json::to_string(&c).unwrap_or_default());
                 } else {
-                    outln!("{}  {:>3} turns  {}", c.id, c.version, c.title);
+                    outln!("{}", line(&c));
                 }
             }
         }
@@ -161,4 +161,16 @@ fn lines(m: &Message, named: bool) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// A conversation in one line: its id, when it last changed, and its title.
+pub(crate) fn line(c: &kite::store::Conversation) -> String {
+    let when = chrono::DateTime::from_timestamp_millis(c.updated_ms)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M")
+                .to_string()
+        })
+        .unwrap_or_default();
+    format!("{}  {when}  {}", c.id, c.title)
 }

@@ -4,7 +4,7 @@
 
 use crate::config::StoreConfig;
 use kite::store::{Conversation, PostgresStore, SqliteStore, Store, StoreError, Turn};
-use kite::{Error, Message, Part, Usage};
+use kite::{Error, Message, Part};
 use std::path::PathBuf;
 
 /// A store error as kite's, which the CLI reports.
@@ -47,16 +47,25 @@ pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> 
     }
 }
 
-/// The stored conversation a session's turns join: an earlier one, or one made when its
-/// first turn is saved.
+/// The conversation a session's turns join: stored (an earlier one, or one made when its
+/// first turn is saved), or, with `--no-store`, kept in memory only.
 pub(crate) struct Thread {
-    store: Box<dyn Store>,
+    store: Option<Box<dyn Store>>,
     conversation: Option<Conversation>,
     /// The messages of its turns so far (archived ones left out, the summary first).
     pub history: Vec<Message>,
 }
 
 impl Thread {
+    /// A conversation kept in memory only.
+    pub(crate) fn memory() -> Self {
+        Self {
+            store: None,
+            conversation: None,
+            history: Vec::new(),
+        }
+    }
+
     /// The conversation to continue: the last one (`last`), the one named `id`, or a new one.
     pub(crate) async fn begin(
         store: Box<dyn Store>,
@@ -64,14 +73,19 @@ impl Thread {
         id: Option<&str>,
     ) -> Result<Self, Error> {
         let mut thread = Self {
-            store,
-            conversation: None,
-            history: Vec::new(),
+            store: Some(store),
+            ..Self::memory()
         };
         match (last, id) {
             (_, Some(id)) => thread.load(id).await?,
             (true, None) => {
-                let last = thread.store.list().await.map_err(error)?.into_iter().next();
+                let last = thread
+                    .stored()?
+                    .list()
+                    .await
+                    .map_err(error)?
+                    .into_iter()
+                    .next();
                 let last = last.ok_or_else(|| {
                     Error::Config("there is no stored conversation to continue".into())
                 })?;
@@ -82,9 +96,15 @@ impl Thread {
         Ok(thread)
     }
 
-    /// The store.
-    pub(crate) fn store(&self) -> &dyn Store {
-        &*self.store
+    /// The store, if the conversation is stored.
+    pub(crate) fn store(&self) -> Option<&dyn Store> {
+        self.store.as_deref()
+    }
+
+    /// The store, or an error saying there is none.
+    fn stored(&self) -> Result<&dyn Store, Error> {
+        self.store()
+            .ok_or_else(|| Error::Config("this conversation is not stored (--no-store)".into()))
     }
 
     /// The stored conversation, once there is one.
@@ -100,61 +120,67 @@ impl Thread {
 
     /// Switches to the stored conversation `id`, read again from the store.
     pub(crate) async fn load(&mut self, id: &str) -> Result<(), Error> {
-        let conversation = self.store.get(id).await.map_err(error)?;
-        self.history = kite::store::history(&self.store.turns(id).await.map_err(error)?);
+        let store = self.stored()?;
+        let conversation = store.get(id).await.map_err(error)?;
+        let history = kite::store::history(&store.turns(id).await.map_err(error)?);
+        self.history = history;
         self.conversation = Some(conversation);
         Ok(())
     }
 
     /// Saves a turn: the user's `question` and the messages it led to, as far as they are
     /// consistent (a tool call cut off before its result is left out). A conversation
-    /// another process added to meanwhile takes the turn after its own.
+    /// another process added to meanwhile takes the turn after its own, and is read again.
     pub(crate) async fn save(
         &mut self,
         question: Message,
         answers: &[Message],
-        usage: Usage,
-        model: &str,
-    ) -> Result<String, Error> {
+        turn: Turn,
+    ) -> Result<(), Error> {
+        let mut messages = vec![question];
+        messages.extend_from_slice(answers);
+        let turn = Turn { messages, ..turn }.settled();
+        let Some(store) = &self.store else {
+            self.history.extend(turn.messages);
+            return Ok(());
+        };
         let mut conversation = match self.conversation.take() {
             Some(c) => c,
             None => {
                 // Titled by the question alone, not the files attached to it.
-                let title = match question.parts.first() {
+                let title = match turn.messages.first().and_then(|m| m.parts.first()) {
                     Some(Part::Text { text }) => text.clone(),
-                    _ => question.text(),
+                    _ => turn.messages.first().map(Message::text).unwrap_or_default(),
                 };
-                self.store.create(&title).await.map_err(error)?
+                store.create(&title).await.map_err(error)?
             }
         };
-        let mut messages = vec![question];
-        messages.extend_from_slice(answers);
-        let mut turn = Turn::new(messages).settled();
-        turn.usage = usage;
-        turn.model = Some(model.to_owned());
         let id = conversation.id.clone();
         let mut result = Err(StoreError::NotFound(id.clone()));
+        let mut raced = false;
         for _ in 0..3 {
-            result = self
-                .store
-                .append(&id, conversation.version, turn.clone())
-                .await;
+            result = store.append(&id, conversation.version, turn.clone()).await;
             match &result {
-                Err(StoreError::Conflict { found, .. }) => conversation.version = *found,
+                Err(StoreError::Conflict { found, .. }) => {
+                    conversation.version = *found;
+                    raced = true;
+                }
                 _ => break,
             }
         }
-        match result {
-            Ok(version) => {
-                conversation.version = version;
-                self.conversation = Some(conversation);
+        let saved = result.map_err(error);
+        if let Ok(version) = saved {
+            conversation.version = version;
+        }
+        // The conversation stays current, so the next turn can still be saved.
+        self.conversation = Some(conversation);
+        saved?;
+        match raced {
+            // Another writer's turns (or a compaction) came first: read it all again.
+            true => self.load(&id).await,
+            false => {
                 self.history.extend(turn.messages);
-                Ok(id)
-            }
-            Err(e) => {
-                // The conversation stays current, so the next turn can still be saved.
-                self.conversation = Some(conversation);
-                Err(error(e))
+                Ok(())
             }
         }
     }

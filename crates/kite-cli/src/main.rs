@@ -85,13 +85,7 @@ pub const EXIT_PIPE: u8 = 141;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init();
-    // A file grown past its size limit (`ulimit -f`) is a failed write kite reports, not a
-    // signal that kills it halfway through storing a turn.
-    #[cfg(unix)]
-    // SAFETY: ignoring a signal is always sound.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-    }
+    signals::survive_file_size_limit();
     // Two workers run the command; this thread only waits for it or for a signal, so a
     // signal is heard even while the command is stuck in a blocking read (a pipe, a
     // terminal).

@@ -1,11 +1,13 @@
 //! `kite models`: the models kite knows for each provider, with their context windows, and
-//! the provider's own list when its key is set (or `--base-url` names a server).
+//! the provider's own list when its key is set; with `--base-url` alone, the list of the
+//! server named (keyed only by `KITE_API_KEY`).
 
 use crate::choices::ProviderChoice;
-use crate::endpoint::EndpointArgs;
+use crate::endpoint::{EndpointArgs, compatible};
 use crate::output::{errln, outln};
 use clap::Args;
-use kite::Provider;
+use kite::wire::openai_chat::Dialect;
+use kite::{OpenAiCompatible, Provider};
 use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
@@ -22,11 +24,35 @@ pub(crate) struct ModelsArgs {
     json: bool,
 }
 
+/// How long a provider may take to list its models, unless `--timeout` says otherwise.
+const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), ExitCode> {
-    let loaded = crate::config::load(config).map_err(|e| {
+    let fail = |e: kite::Error| {
         errln!("kite: {e}");
         ExitCode::FAILURE
-    })?;
+    };
+    let loaded = crate::config::load(config).map_err(fail)?;
+    let mut at = args.at.clone();
+    at.timeout = at.timeout.or(Some(LIST_TIMEOUT));
+    if let (Some(url), None) = (&at.base_url, args.provider) {
+        // A server named alone gets only KITE_API_KEY, as with `kite ask --base-url`.
+        let endpoint = at.endpoint(&loaded.config.http).map_err(fail)?;
+        let m = OpenAiCompatible::new(url, Dialect::Compatible);
+        let listed = compatible(m, &endpoint)
+            .map_err(fail)?
+            .list_models()
+            .await
+            .map_err(fail)?;
+        match args.json {
+            true => outln!("{}", json!({"server": url, "listed": listed})),
+            false => {
+                outln!("{url} lists {} models:", listed.len());
+                listed.iter().for_each(|id| outln!("  {id}"));
+            }
+        }
+        return Ok(());
+    }
     let providers: Vec<Provider> = match args.provider {
         Some(p) => vec![p.0],
         // OpenAI's two APIs serve the same models.
@@ -37,7 +63,7 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
     };
     let mut failed = false;
     for p in providers {
-        let mut at = args.at.clone();
+        let mut at = at.clone();
         if at.base_url.is_none() {
             at.base_url = loaded
                 .config
@@ -46,7 +72,7 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
                 .and_then(|o| o.base_url.clone());
         }
         let key_set = std::env::var(p.key_var()).is_ok_and(|k| !k.trim().is_empty());
-        let listed = match key_set || at.base_url.is_some() {
+        let listed = match key_set {
             false => None,
             true => Some(match at.endpoint(&loaded.config.http) {
                 Ok(endpoint) => p.list_models(&endpoint).await,

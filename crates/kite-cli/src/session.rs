@@ -11,14 +11,29 @@ use crate::output::{Output, errln};
 use crate::settings::CompactPolicy;
 use crate::waiting::Waiting;
 use kite::agent::builtin;
+use kite::store::Turn;
 use kite::store::compact::{Compactor, DEFAULT_PROMPT, Policy};
 use kite::{
-    Agent, AgentError, AgentEvent, Error, Message, ReasoningConfig, StopReason, StreamExt,
+    Agent, AgentError, AgentEvent, Error, Event, Message, ReasoningConfig, StopReason, StreamExt,
     ToolChoice, Usage,
 };
 use std::future::Future;
 use std::io::IsTerminal;
 use std::time::Duration;
+
+/// What compaction did.
+pub(crate) enum Compaction {
+    /// The older turns are summarized and archived.
+    Done,
+    /// The conversation is not stored (`--no-store`).
+    NotStored,
+    /// No turn yet.
+    Empty,
+    /// Its policy does not call for it.
+    NotDue,
+    /// No more turns than are kept verbatim.
+    TooShort { keep: usize },
+}
 
 /// How a turn ended.
 pub(crate) enum Ended {
@@ -36,14 +51,12 @@ pub(crate) struct Session {
     pub agent: Agent,
     pub chosen: Chosen,
     hub: Option<kite::mcp::Hub>,
-    pub thread: Option<Thread>,
+    pub thread: Thread,
     /// How long the model may stay silent.
     limit: Duration,
     /// Usage of this session's turns.
     pub usage: Usage,
     pub last_usage: Usage,
-    /// Show a spinner while the model is silent (`kite chat` on a terminal).
-    pub spinner: bool,
 }
 
 impl Session {
@@ -83,11 +96,11 @@ impl Session {
             .timeouts(args.at.timeout, args.at.idle_timeout)
             .response;
         let thread = match args.no_store {
-            true => None,
+            true => Thread::memory(),
             false => {
                 let store = crate::history::open(&loaded.config.store).await?;
                 let id = args.conversation.as_deref();
-                Some(Thread::begin(store, args.continue_last, id).await?)
+                Thread::begin(store, args.continue_last, id).await?
             }
         };
         let session = Self {
@@ -100,7 +113,6 @@ impl Session {
             limit,
             usage: Usage::default(),
             last_usage: Usage::default(),
-            spinner: false,
         };
         session.warn_of_crowded_context();
         Ok(session)
@@ -108,6 +120,16 @@ impl Session {
 
     /// Talks to the model `name` from now on (same provider and settings).
     pub(crate) fn switch_model(&mut self, name: &str) -> Result<(), Error> {
+        if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::Config(format!("{name:?} is not a model's name")));
+        }
+        if self.chosen.local {
+            return Err(Error::Config(
+                "the local model is the only one here; name a provider (--provider) to choose \
+                 between models"
+                    .into(),
+            ));
+        }
         let mut args = self.args.clone();
         args.model = Some(name.to_owned());
         let chosen = choose_model(&args, &self.loaded.config.http)?;
@@ -116,106 +138,122 @@ impl Session {
         Ok(())
     }
 
-    /// Gives the model new system instructions (none when empty).
+    /// Gives the model new system instructions (none when empty; `{date}` is today's).
     pub(crate) fn set_system(&mut self, system: &str) -> Result<(), Error> {
         self.args.system = Some(system.to_owned()).filter(|s| !s.trim().is_empty());
         self.agent = agent(&self.args, &self.chosen, Some(&self.agent))?;
         Ok(())
     }
 
-    /// The history a turn starts from.
-    pub(crate) fn history(&self) -> Vec<Message> {
-        self.thread
-            .as_ref()
-            .map_or_else(Vec::new, |t| t.history.clone())
-    }
-
     /// Compacts the stored conversation: when `[compact]` says it is due, or always with
-    /// `force`. True when it was compacted.
-    pub(crate) async fn compact(&mut self, force: bool) -> Result<bool, Error> {
-        let Some(thread) = &mut self.thread else {
-            return Ok(false);
+    /// `force`.
+    pub(crate) async fn compact(&mut self, force: bool) -> Result<Compaction, Error> {
+        let Some(store) = self.thread.store() else {
+            return Ok(Compaction::NotStored);
         };
-        let Some(id) = thread.conversation().map(|c| c.id.clone()) else {
-            return Ok(false);
+        let Some(id) = self.thread.conversation().map(|c| c.id.clone()) else {
+            return Ok(Compaction::Empty);
         };
         let config = &self.loaded.config.compact;
         let kind = config.policy.unwrap_or_default();
         if kind == CompactPolicy::Off && !force {
-            return Ok(false);
+            return Ok(Compaction::NotDue);
         }
         let keep = config.turns_kept();
         let window = u64::from(self.chosen.window.unwrap_or(128_000));
-        let max = config.max.unwrap_or(window * 3 / 4);
+        // Three quarters of the window, in the policy's unit (about 4 bytes a token, and a
+        // message of 200 tokens).
+        let tokens = window * 3 / 4;
         let policy = match kind {
             CompactPolicy::Bytes => Policy::Bytes {
-                max: max as usize,
+                max: config.max.unwrap_or(tokens * 4) as usize,
                 keep,
             },
             CompactPolicy::Messages => Policy::Messages {
-                max: max as usize,
+                max: config.max.unwrap_or(tokens / 200) as usize,
                 keep,
             },
-            CompactPolicy::Tokens | CompactPolicy::Off => Policy::Tokens { max, keep },
+            CompactPolicy::Tokens | CompactPolicy::Off => Policy::Tokens {
+                max: config.max.unwrap_or(tokens),
+                keep,
+            },
         };
         let prompt = self.loaded.config.prompts.summarize.as_deref();
-        let compactor = Compactor::new(policy)
+        let say = || {
+            errln!("kite: compacting the conversation (older turns are summarized and archived)")
+        };
+        let compacted = Compactor::new(policy)
             .prompt(prompt.unwrap_or(DEFAULT_PROMPT))
-            .tokens(&*self.chosen.tokens);
-        let store = thread.store();
-        let live = store.turns(&id).await.map_err(Error::other)?;
-        let live: Vec<_> = live.into_iter().filter(|t| !t.archived).collect();
-        if live.len() <= keep || (!force && !compactor.due(&live)) {
-            return Ok(false);
-        }
-        errln!("kite: compacting the conversation (older turns are summarized and archived)");
-        let model = &*self.chosen.model;
-        let done = compactor
-            .run(store, &id, model, &self.chosen.name, force)
+            .tokens(&*self.chosen.tokens)
+            .on_start(&say)
+            .run(store, &id, &*self.chosen.model, &self.chosen.name, force)
             .await
             .map_err(Error::other)?;
-        thread.load(&id).await?;
-        Ok(done.is_some())
+        Ok(match compacted {
+            Some(_) => {
+                self.thread.load(&id).await?;
+                Compaction::Done
+            }
+            None if force => Compaction::TooShort { keep },
+            None => Compaction::NotDue,
+        })
     }
 
     /// One turn: `question` and everything it leads to, printed through `out` as it comes,
     /// until the model answers, the run stops, or `interrupt` resolves (then the turn is
-    /// cancelled). The turn is saved, as far as it is consistent, whatever the outcome.
+    /// cancelled, compaction before it included). The turn is kept, as far as it is
+    /// consistent, whatever the outcome.
     pub(crate) async fn turn(
         &mut self,
         question: Message,
         out: &mut Output,
         interrupt: impl Future<Output = ()>,
     ) -> Result<Ended, AgentError> {
-        if let Err(e) = self.compact(false).await {
-            errln!("kite: the conversation could not be compacted: {e}");
+        let mut interrupt = std::pin::pin!(interrupt);
+        if self
+            .args
+            .system
+            .as_deref()
+            .is_some_and(|s| s.contains("{date}"))
+        {
+            // The date moves on in a long chat.
+            self.agent = agent(&self.args, &self.chosen, Some(&self.agent))?;
         }
-        let mut history = self.history();
+        tokio::select! {
+            compacted = self.compact(false) => if let Err(e) = compacted {
+                errln!("kite: the conversation could not be compacted: {e}");
+            },
+            () = &mut interrupt => return Ok(Ended::Cancelled),
+        }
+        let mut history = self.thread.history.clone();
         history.push(question.clone());
         let mut stream = self.agent.run_stream((), history);
         let mut waiting = Waiting::new(std::io::stderr().is_terminal(), self.limit);
-        if self.spinner {
-            waiting = waiting.spinner();
-        }
         // A run that does not end soon after it was cancelled (a tool that ignores it) is
         // dropped.
         let mut give_up = std::pin::pin!(tokio::time::sleep(Duration::MAX));
         let mut ticks = tokio::time::interval(Duration::from_millis(250));
-        let mut interrupt = std::pin::pin!(interrupt);
         let mut interrupted = false;
+        // The size of the conversation at the last model call, as the provider counted it.
+        let mut context_tokens = None;
         let outcome = loop {
             tokio::select! {
                 event = stream.next() => {
                     waiting.event(event.as_ref().and_then(|e| e.as_ref().ok()));
                     match event {
                         Some(Ok(AgentEvent::Done(run))) => break Ok(*run),
-                        Some(Ok(e)) => out.event(&e),
+                        Some(Ok(e)) => {
+                            if let AgentEvent::Model(Event::Usage { usage, .. }) = &e {
+                                context_tokens = Some(usage.input_tokens + usage.output_tokens);
+                            }
+                            out.event(&e)
+                        }
                         Some(Err(e)) => break Err(e),
                         None => break Err(Error::Cancelled.into()),
                     }
                     if crate::output::stdout_closed() {
                         // Dropping the stream cancels the model call.
-                        return Err(Error::Cancelled.into());
+                        break Err(Error::Cancelled.into());
                     }
                 }
                 () = &mut interrupt, if !interrupted => {
@@ -224,7 +262,9 @@ impl Session {
                     give_up.as_mut().reset(tokio::time::Instant::now() + Duration::from_secs(5));
                 }
                 () = &mut give_up => break Err(Error::Cancelled.into()),
-                _ = ticks.tick() => waiting.tick(out.mid_line())?,
+                _ = ticks.tick() => if let Err(e) = waiting.tick(out.mid_line()) {
+                    break Err(e.into());
+                },
             }
         };
         let run = outcome.as_ref().ok();
@@ -232,19 +272,33 @@ impl Session {
             Some(_) => None,
             None => stream.failed_run(),
         };
-        let saved = match run.or(failed.as_ref()) {
-            Some(run) => self.save(question, run.new_messages(), run.usage()).await,
-            None => self.save(question, &[], Usage::default()).await,
+        drop(stream);
+        let mut turn = Turn {
+            context_tokens,
+            model: Some(self.chosen.name.clone()),
+            ..Turn::default()
         };
-        if let Err(e) = saved {
+        let answers = match run.or(failed.as_ref()) {
+            Some(run) => {
+                turn.usage = run.usage();
+                run.new_messages()
+            }
+            None => &[],
+        };
+        self.usage += turn.usage;
+        self.last_usage = turn.usage;
+        if let Err(e) = self.thread.save(question, answers, turn).await {
             errln!("kite: this turn could not be stored; the conversation keeps its earlier turns");
             return Err(e.into());
         }
-        if let Some(c) = self.thread.as_ref().and_then(|t| t.conversation()) {
+        if let Some(c) = self.thread.conversation() {
             out.conversation(&c.id);
         }
         let run = match outcome {
-            Err(AgentError::Model(Error::Cancelled)) if interrupted => return Ok(Ended::Cancelled),
+            Err(AgentError::Model(Error::Cancelled)) if interrupted => {
+                out.error(&Error::Cancelled.into());
+                return Ok(Ended::Cancelled);
+            }
             other => other?,
         };
         let answered = out.done(&run);
@@ -253,23 +307,6 @@ impl Session {
             _ if answered => Ended::Answered,
             _ => Ended::Stopped,
         })
-    }
-
-    /// Saves the turn `question` began, as far as it got (`answers`).
-    async fn save(
-        &mut self,
-        question: Message,
-        answers: &[Message],
-        usage: Usage,
-    ) -> Result<(), Error> {
-        self.usage += usage;
-        self.last_usage = usage;
-        if let Some(thread) = &mut self.thread {
-            thread
-                .save(question, answers, usage, &self.chosen.name)
-                .await?;
-        }
-        Ok(())
     }
 
     /// Ends the session: its MCP servers are closed.
@@ -317,7 +354,7 @@ fn agent(args: &SessionArgs, chosen: &Chosen, before: Option<&Agent>) -> Result<
         agent = agent.with_tools(before.tools().clone());
     }
     if let Some(system) = &args.system {
-        agent = agent.system(system.clone());
+        agent = agent.system(crate::choose::with_date(system));
     }
     Ok(agent)
 }

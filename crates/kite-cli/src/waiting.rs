@@ -4,16 +4,17 @@
 use crate::output::err;
 use kite::{AgentEvent, Error};
 
-/// The line `kite: waiting for the model… 12s` on a terminal's stderr while the model is
-/// silent (no tool running), cleared as soon as anything arrives.
+/// A spinner on a terminal's stderr while nothing shows (the model is silent, or its
+/// answer waits for a Markdown block to end), and after a moment of silence the line
+/// `kite: waiting for the model… 12s`; cleared as soon as anything arrives.
 pub(crate) struct Waiting {
     on: bool,
     limit: std::time::Duration,
     since: tokio::time::Instant,
     tools_running: usize,
     shown: bool,
-    /// A spinner from the first moment (`kite chat`), rather than a line after a while.
-    spinner: Option<usize>,
+    /// The spinner's frame.
+    frame: usize,
 }
 
 impl Waiting {
@@ -27,14 +28,8 @@ impl Waiting {
             since: tokio::time::Instant::now(),
             tools_running: 0,
             shown: false,
-            spinner: None,
+            frame: 0,
         }
-    }
-
-    /// Shows a spinner while the model is silent, from the start.
-    pub(crate) fn spinner(mut self) -> Self {
-        self.spinner = Some(0);
-        self
     }
 
     pub(crate) fn event(&mut self, e: Option<&AgentEvent>) {
@@ -74,19 +69,18 @@ impl Waiting {
         if !self.on || mid_line {
             return Ok(());
         }
-        if let Some(frame) = &mut self.spinner {
-            const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-            *frame = (*frame + 1) % FRAMES.len();
+        const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let frame = FRAMES[self.frame];
+        if silent >= Self::AFTER {
             err!(
-                "\r\x1b[K\x1b[2m{} {}s\x1b[0m",
-                FRAMES[*frame],
+                "\r\x1b[K{frame} kite: waiting for the model… {}s",
                 silent.as_secs()
             );
-            self.shown = true;
-        } else if silent >= Self::AFTER {
-            err!("\r\x1b[Kkite: waiting for the model… {}s", silent.as_secs());
-            self.shown = true;
+        } else {
+            err!("\r\x1b[K\x1b[2m{frame}\x1b[0m");
         }
+        self.shown = true;
         Ok(())
     }
 }

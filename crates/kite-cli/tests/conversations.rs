@@ -328,3 +328,72 @@ async fn a_full_disk_fails_the_turn_and_keeps_the_earlier_ones() {
         "the earlier turns, and nothing of the failed one"
     );
 }
+
+#[tokio::test]
+async fn ctrl_c_or_sigterm_mid_answer_keeps_the_question() {
+    use tokio::io::AsyncReadExt;
+    let body = fixture(TEXT);
+    let server = ReplayServer::start(vec![
+        Reply::sse(body.clone()).stall_after(body.len() / 2),
+        Reply::sse(body.clone()).stall_after(body.len() / 2),
+    ])
+    .await;
+    let store = fresh_store();
+    for (n, (sig, status)) in [("-INT", 130), ("-TERM", 143)].into_iter().enumerate() {
+        let mut child = kite()
+            .env("KITE_STORE_URL", &store)
+            .args(["ask", "--json", "--model", "m", "--base-url"])
+            .arg(format!("{}/v1", server.url()))
+            .arg(format!("question {n}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The answer has begun, then stalls.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            stdout.read_exact(&mut first),
+        )
+        .await
+        .expect("the answer began")
+        .unwrap();
+        let pid = child.id().unwrap().to_string();
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap();
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).await.unwrap();
+        let out =
+            tokio::time::timeout(std::time::Duration::from_secs(20), child.wait_with_output())
+                .await
+                .expect("kite ended")
+                .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{stderr}");
+        let done: serde_json::Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+        assert_eq!(done["stop"], "cancelled", "{rest}");
+        assert!(done["conversation"].is_string(), "{rest}");
+    }
+    let list = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "list", "--json"]))
+    .await;
+    let titles: Vec<String> = list
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["title"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(titles.len(), 2, "{titles:?}");
+    assert!(
+        titles.iter().all(|t| t.starts_with("question ")),
+        "{titles:?}"
+    );
+}

@@ -181,19 +181,58 @@ file = "prompts.toml"
 }
 
 #[tokio::test]
-async fn no_stream_prints_the_whole_answer_at_the_end() {
-    let server =
-        ReplayServer::start(vec![Reply::sse(fixture(TEXT)), Reply::sse(fixture(TEXT))]).await;
-    let ask = |extra: &[&str]| {
-        let mut c = kite();
-        c.args(["ask", "--no-store", "--model", "m", "--base-url"])
+async fn no_stream_prints_nothing_until_the_answer_is_whole() {
+    use tokio::io::AsyncReadExt;
+    let body = fixture(TEXT);
+    // The answer stops halfway: streamed, its first half shows; whole, nothing does.
+    let server = ReplayServer::start(vec![
+        Reply::sse(body.clone()).stall_after(body.len() * 2 / 3),
+        Reply::sse(body.clone()).stall_after(body.len() * 2 / 3),
+        Reply::sse(body.clone()),
+        Reply::sse(body.clone()),
+    ])
+    .await;
+    let start = |extra: &[&str]| {
+        kite()
+            .args(["ask", "--no-store", "--model", "m", "--base-url"])
             .arg(format!("{}/v1", server.url()))
             .args(extra)
-            .arg("Count");
-        c
+            .arg("Count")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     };
-    let streamed = run(&mut ask(&[])).await;
-    let whole = run(&mut ask(&["--no-stream"])).await;
+    for (extra, shows) in [(&[][..], true), (&["--no-stream"][..], false)] {
+        let mut child = start(extra);
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            stdout.read_exact(&mut first),
+        )
+        .await;
+        assert_eq!(read.is_ok(), shows, "{extra:?}");
+        child.kill().await.unwrap();
+    }
+    // Whole, the answer is the same text.
+    let streamed = run(kite()
+        .args(["ask", "--no-store", "--model", "m", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("Count"))
+    .await;
+    let whole = run(kite()
+        .args([
+            "ask",
+            "--no-store",
+            "--no-stream",
+            "--model",
+            "m",
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", server.url()))
+        .arg("Count"))
+    .await;
     assert_eq!(whole.code, 0, "{}", whole.stderr);
     assert!(!whole.stdout.trim().is_empty());
     assert_eq!(whole.stdout, streamed.stdout);
@@ -247,6 +286,28 @@ async fn models_lists_what_kite_knows_and_what_the_provider_lists() {
     let line: Value = serde_json::from_str(r.stdout.trim()).unwrap();
     assert_eq!(line["provider"], "openai");
     assert!(line["listed"].is_null());
+
+    // A server named alone gets KITE_API_KEY, and no provider's key.
+    let server2 = ReplayServer::start(vec![Reply::json(200, listing)]).await;
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("KITE_API_KEY", "kite-key-for-this-server")
+        .args(["models", "--base-url"])
+        .arg(format!("{}/v1", server2.url())))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("lists 2 models") && r.stdout.contains("zeta-1"),
+        "{}",
+        r.stdout
+    );
+    let sent = server2.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].header("authorization"),
+        Some("Bearer kite-key-for-this-server")
+    );
 
     // With no key, only what kite knows, and nothing is sent.
     let r = run(kite().args(["models", "--provider", "groq"])).await;

@@ -58,6 +58,7 @@ pub struct Compactor<'a> {
     policy: Policy,
     prompt: &'a str,
     tokens: &'a dyn TokenCounter,
+    starting: Option<&'a (dyn Fn() + Send + Sync)>,
 }
 
 impl<'a> Compactor<'a> {
@@ -67,7 +68,15 @@ impl<'a> Compactor<'a> {
             policy,
             prompt: DEFAULT_PROMPT,
             tokens: &Estimate,
+            starting: None,
         }
+    }
+
+    /// Called once compaction is found due, before the model is asked for the summary (to
+    /// tell a user why the next answer takes longer).
+    pub fn on_start(mut self, starting: &'a (dyn Fn() + Send + Sync)) -> Self {
+        self.starting = Some(starting);
+        self
     }
 
     /// The summary's prompt (from the user's prompts file, say).
@@ -92,12 +101,20 @@ impl<'a> Compactor<'a> {
             }
             Policy::Bytes { max, .. } => turns.iter().map(|t| json(t).len()).sum::<usize>() > max,
             Policy::Tokens { max, .. } => {
+                // The size the provider reported at the end of the last turn that has one
+                // (a summary's usage is the summarizing call's, not the conversation's).
+                let size = |t: &Turn| match t.context_tokens {
+                    Some(n) => Some(n),
+                    None if t.usage.input_tokens > 0 => {
+                        Some(t.usage.input_tokens + t.usage.output_tokens)
+                    }
+                    None => None,
+                };
                 let reported = turns
                     .iter()
-                    .rposition(|t| t.turn.usage.input_tokens > 0)
-                    .map(|i| (i, &turns[i].turn.usage));
+                    .rposition(|t| !t.turn.summary && size(&t.turn).is_some());
                 let (known, after) = match reported {
-                    Some((i, u)) => (u.input_tokens + u.output_tokens, &turns[i + 1..]),
+                    Some(i) => (size(&turns[i].turn).unwrap_or(0), &turns[i + 1..]),
                     None => (0, turns),
                 };
                 let counted: u64 = after.iter().map(|t| self.tokens.count(&json(t))).sum();
@@ -124,6 +141,9 @@ impl<'a> Compactor<'a> {
         let keep = self.policy.keep();
         if (!force && !self.due(&live)) || live.len() <= keep {
             return Ok(None);
+        }
+        if let Some(starting) = self.starting {
+            starting();
         }
         let older = &live[..live.len() - keep];
         let through = older.last().map_or(0, |t| t.number);

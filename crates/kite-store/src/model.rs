@@ -31,8 +31,12 @@ pub struct Turn {
     /// The messages, in order. The system prompt is never among them: it is given on every
     /// call.
     pub messages: Vec<Message>,
-    /// What the turn's model calls cost.
+    /// What the turn's model calls cost, summed.
     pub usage: Usage,
+    /// The tokens the turn's last model call took in and gave out: how large the
+    /// conversation had grown by the end of the turn, as the provider counted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
     /// The provider that answered, as kite names it.
     pub provider: Option<String>,
     /// The model that answered.

@@ -1,17 +1,18 @@
-//! TLS to Postgres, as libpq's `sslmode` and `sslrootcert` describe it, so a URL that works
-//! with `psql` works with kite:
+//! TLS to Postgres, as libpq's `sslmode` and `sslrootcert` describe it:
 //!
 //! - `disable`: no TLS.
 //! - `allow`, `prefer` (the default): TLS when the server offers it, its certificate not
 //!   checked (as libpq does; a local server's snakeoil certificate is fine).
-//! - `require`: TLS or nothing; the certificate checked against `sslrootcert` when one is
-//!   named, else not checked.
-//! - `verify-ca`: the certificate must chain to `sslrootcert` (else to the system's roots).
-//! - `verify-full`: that, and it must name the host.
+//! - `require`: TLS or nothing; the certificate is checked as with `verify-ca` when a root
+//!   file is there (named, or `~/.postgresql/root.crt`), else not checked.
+//! - `verify-ca`: the certificate must chain to the root file.
+//! - `verify-full`: that, and it must name the host. `sslrootcert=system` uses the system's
+//!   trusted roots instead, and only with `verify-full`.
 //!
 //! tokio-postgres knows only `disable`, `prefer` and `require` and refuses `sslrootcert`, so
 //! both are taken out of the URL here and the checks are made by kite's certificate
-//! verifier; rustls does the rest.
+//! verifiers; rustls does the rest. Not supported: client certificates (`sslcert`,
+//! `sslkey`), certificate revocation lists (`sslcrl`).
 
 use crate::StoreError;
 use rustls::client::WebPkiServerVerifier;
@@ -43,7 +44,6 @@ pub(crate) fn prepare(url: &str) -> Result<(String, MakeRustlsConnect), StoreErr
     let (pg_mode, check) = match mode.as_str() {
         "disable" => ("disable", Check::Nothing),
         "allow" | "prefer" => ("prefer", Check::Nothing),
-        "require" if root.is_some() => ("require", Check::Chain),
         "require" => ("require", Check::Nothing),
         "verify-ca" => ("require", Check::Chain),
         "verify-full" => ("require", Check::ChainAndName),
@@ -55,9 +55,29 @@ pub(crate) fn prepare(url: &str) -> Result<(String, MakeRustlsConnect), StoreErr
         }
     };
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier: Arc<dyn ServerCertVerifier> = match (check, &root) {
+    let default_root = std::env::var_os("HOME")
+        .map(|h| std::path::Path::new(&h).join(".postgresql/root.crt"))
+        .filter(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned());
+    let root = root.or(default_root);
+    // `require` with a root file is `verify-ca`, as in libpq.
+    let check = match (check, &root) {
+        (Check::Nothing, Some(_)) if pg_mode == "require" => Check::Chain,
+        (check, _) => check,
+    };
+    let verifier: Arc<dyn ServerCertVerifier> = match (check, root.as_deref()) {
         (Check::Nothing, _) => Arc::new(Unchecked(provider.clone())),
-        (_, Some(path)) => {
+        (Check::ChainAndName, Some("system")) => Arc::new(
+            rustls_platform_verifier::Verifier::new(provider.clone())
+                .map_err(|e| bad(format!("cannot load the system's certificates: {e}")))?,
+        ),
+        (Check::Chain, Some("system")) => {
+            return Err(bad(format!(
+                "sslrootcert=system checks the host's name too: use it with \
+                 sslmode=verify-full, not {mode}"
+            )));
+        }
+        (check, Some(path)) => {
             let mut roots = RootCertStore::empty();
             let certs = CertificateDer::pem_file_iter(path)
                 .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
@@ -66,18 +86,23 @@ pub(crate) fn prepare(url: &str) -> Result<(String, MakeRustlsConnect), StoreErr
             if added == 0 {
                 return Err(bad(format!("sslrootcert {path} holds no certificate")));
             }
-            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-                .build()
-                .map_err(|e| bad(format!("cannot use sslrootcert {path}: {e}")))?
+            let chain =
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                    .build()
+                    .map_err(|e| bad(format!("cannot use sslrootcert {path}: {e}")))?;
+            match check {
+                Check::Chain => Arc::new(AnyName(chain)),
+                _ => chain,
+            }
         }
-        (_, None) => Arc::new(
-            rustls_platform_verifier::Verifier::new(provider.clone())
-                .map_err(|e| bad(format!("cannot load the system's certificates: {e}")))?,
-        ),
-    };
-    let verifier = match check {
-        Check::Chain => Arc::new(AnyName(verifier)),
-        _ => verifier,
+        (_, None) => {
+            return Err(bad(format!(
+                "sslmode={mode} checks the server's certificate, and there is no root \
+                 certificate to check it against: name one with sslrootcert=PATH (or put it in \
+                 ~/.postgresql/root.crt), use the system's with sslrootcert=system and \
+                 sslmode=verify-full, or only encrypt with sslmode=require"
+            )));
+        }
     };
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -99,7 +124,11 @@ fn take_params(url: &str, names: &[&str]) -> (String, Vec<Option<String>>) {
         };
         match names.iter().position(|n| *n == k.trim()) {
             Some(i) => {
-                values[i] = Some(percent_decode(v.trim().trim_matches('\'')));
+                values[i] = Some(
+                    percent_encoding::percent_decode_str(v.trim().trim_matches('\''))
+                        .decode_utf8_lossy()
+                        .into_owned(),
+                );
                 true
             }
             None => false,
@@ -128,30 +157,6 @@ fn put_param(url: &str, name: &str, value: &str) -> String {
         (true, false) => format!("{url}?{name}={value}"),
         (false, _) => format!("{url} {name}={value}"),
     }
-}
-
-/// `%2F` and the like, as a URL's query writes a path.
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Encrypts without checking who is at the other end: libpq's `prefer` and `require`. The
@@ -204,10 +209,10 @@ impl ServerCertVerifier for Unchecked {
     }
 }
 
-/// Checks the chain as the inner verifier does, whatever name the certificate holds:
-/// `verify-ca`.
+/// Checks the chain as webpki does, whatever name the certificate holds: `verify-ca`.
+/// webpki reports a name that does not match only once the chain has been found good.
 #[derive(Debug)]
-struct AnyName(Arc<dyn ServerCertVerifier>);
+struct AnyName(Arc<WebPkiServerVerifier>);
 
 impl ServerCertVerifier for AnyName {
     fn verify_server_cert(
@@ -275,7 +280,6 @@ mod tests {
             put_param("postgres://h/db", "sslmode", "prefer"),
             "postgres://h/db?sslmode=prefer"
         );
-        assert_eq!(percent_decode("%zz%2"), "%zz%2");
     }
 
     #[test]

@@ -155,6 +155,30 @@ fn each_policy_triggers_at_its_size() {
     assert!(Compactor::new(policy(199)).tokens(&per_turn).due(&turns));
 }
 
+#[test]
+fn the_last_calls_size_counts_not_the_sum_nor_a_summarys() {
+    // Five model calls summed to 5 000 input tokens; the last one saw 1 200.
+    let mut turns = (1..=3).map(qa).collect::<Vec<_>>();
+    turns[1].usage = Usage {
+        input_tokens: 5_000,
+        output_tokens: 100,
+        total_tokens: 5_100,
+        ..Usage::default()
+    };
+    turns[1].context_tokens = Some(1_200);
+    // A summary's usage is its own call's.
+    turns[2].summary = true;
+    turns[2].usage = Usage {
+        input_tokens: 90_000,
+        ..Usage::default()
+    };
+    let turns = live(turns);
+    let none = |_: &str| 0u64;
+    let policy = |max| Compactor::new(Policy::Tokens { max, keep: 1 });
+    assert!(!policy(1_200).tokens(&none).due(&turns));
+    assert!(policy(1_199).tokens(&none).due(&turns));
+}
+
 #[cfg(feature = "tiktoken")]
 #[test]
 fn openai_models_are_counted_with_their_own_tokenizer() {

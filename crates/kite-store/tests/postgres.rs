@@ -121,6 +121,14 @@ impl Cluster {
                     .arg(&cert)
                     .arg(&key)
                     .status();
+                // Over TCP, TLS or nothing: a connection that works was encrypted.
+                let hba = dir.join("data/pg_hba.conf");
+                std::fs::write(
+                    &hba,
+                    "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+                )
+                .unwrap();
+                let _ = Command::new("chown").arg("postgres").arg(&hba).status();
                 postgres.args(["-c", "listen_addresses=127.0.0.1", "-c", "ssl=on"]);
                 postgres
                     .arg("-c")
@@ -265,7 +273,12 @@ async fn tls_follows_sslmode_and_sslrootcert_as_libpq_does() {
     let store = cluster.store_at(&full).await;
     suite::round_trip(&store).await;
 
-    // The default encrypts without checking, as libpq does.
+    // The default encrypts without checking, as libpq does (the server takes nothing else).
+    let e = PostgresStore::connect(&url("sslmode=disable"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no encryption") || e.contains("pg_hba"), "{e}");
     PostgresStore::connect(&cluster.url()).await.unwrap();
     PostgresStore::connect(&url("sslmode=require"))
         .await
@@ -282,6 +295,7 @@ async fn tls_follows_sslmode_and_sslrootcert_as_libpq_does() {
             other_file.display()
         )),
         url("sslmode=verify-full"),
+        url("sslmode=verify-full&sslrootcert=system"),
     ] {
         let e = PostgresStore::connect(&refused)
             .await
@@ -292,6 +306,13 @@ async fn tls_follows_sslmode_and_sslrootcert_as_libpq_does() {
             "{refused}: {e}"
         );
     }
+
+    // The system's roots check names too, so only with verify-full.
+    let e = PostgresStore::connect(&url("sslmode=verify-ca&sslrootcert=system"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("verify-full"), "{e}");
 
     // verify-ca checks the chain only: 127.0.0.1 is not the certificate's name.
     let by_ip = format!(

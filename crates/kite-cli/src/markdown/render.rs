@@ -268,7 +268,7 @@ impl Renderer {
         if let Some(cell) = self.cell() {
             cell.text
                 .extend(text.chars().map(|c| if c == '\n' { ' ' } else { c }));
-            cell.width += text.chars().count();
+            cell.width += unicode_width::UnicodeWidthStr::width(text);
             return;
         }
         for (index, part) in text.split('\n').enumerate() {

@@ -276,3 +276,16 @@ fn odd_input_does_not_panic() {
         assert!(!expected.contains("\u{1b}[2J"), "{input:?}");
     }
 }
+
+#[test]
+fn wide_characters_keep_table_columns_aligned() {
+    let out = whole("| a | b |\n|---|---|\n| 漢字 | x |\n| ab | y |\n\n");
+    let rows: Vec<String> = out
+        .lines()
+        .map(plain)
+        .filter(|l| l.contains('│') && (l.contains('x') || l.contains('y')))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out:?}");
+    let column = |row: &str| unicode_width::UnicodeWidthStr::width(row.split('│').next().unwrap());
+    assert_eq!(column(&rows[0]), column(&rows[1]), "{rows:?}");
+}

@@ -84,22 +84,58 @@ impl Provider {
     }
 
     /// The models the provider itself lists (`GET /models`), with the key from the
-    /// environment, at `endpoint`.
+    /// environment, at `endpoint`. Anthropic's list is read page by page.
     pub async fn list_models(self, endpoint: &Endpoint) -> Result<Vec<String>, Error> {
         let base = endpoint.base_url.as_deref().unwrap_or(self.base_url());
         match self {
-            Provider::Anthropic => list(&self.connect(Anthropic::new(base), endpoint)?).await,
+            Provider::Anthropic => {
+                let m = self.connect(Anthropic::new(base), endpoint)?;
+                let mut ids = Vec::new();
+                let mut query = "?limit=1000".to_owned();
+                // At most 50 pages: a server that says "more" for ever is not followed.
+                for _ in 0..50 {
+                    let page = list_page(&m, &query).await?;
+                    let last = page.ids.last().cloned();
+                    ids.extend(page.ids);
+                    match (page.more, last) {
+                        (true, Some(last)) => query = format!("?limit=1000&after_id={last}"),
+                        _ => break,
+                    }
+                }
+                ids.sort();
+                Ok(ids)
+            }
             _ => {
                 let m = OpenAiCompatible::new(base, Dialect::Compatible);
-                list(&self.connect(m, endpoint)?).await
+                self.connect(m, endpoint)?.list_models().await
             }
         }
     }
 }
 
-/// The `data[].id` of a `/models` answer (OpenAI's shape, which Anthropic shares).
-async fn list<A: Api + Clone>(m: &HttpModel<A>) -> Result<Vec<String>, Error> {
-    let body = m.get_beside("/models").await?.bytes().await?;
+impl<A: Api + Clone> HttpModel<A> {
+    /// The models the server at this model's URL lists (`GET /models` beside the API's
+    /// path), sorted.
+    pub async fn list_models(&self) -> Result<Vec<String>, Error> {
+        let mut ids = list_page(self, "").await?.ids;
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+/// One page of a `/models` answer: `data[].id` (OpenAI's shape, which Anthropic shares), and
+/// whether there are more (`has_more`, Anthropic's).
+struct Page {
+    ids: Vec<String>,
+    more: bool,
+}
+
+async fn list_page<A: Api + Clone>(m: &HttpModel<A>, query: &str) -> Result<Page, Error> {
+    let body = m
+        .get_beside(&format!("/models{query}"))
+        .await?
+        .bytes()
+        .await?;
     let bad = |why: &str| {
         Error::decode(
             format!("the list of models is not what was expected: {why}"),
@@ -111,12 +147,13 @@ async fn list<A: Api + Clone>(m: &HttpModel<A>) -> Result<Vec<String>, Error> {
     let data = listing["data"]
         .as_array()
         .ok_or_else(|| bad("no `data` list"))?;
-    let mut ids: Vec<String> = data
-        .iter()
-        .filter_map(|e| e["id"].as_str().map(str::to_owned))
-        .collect();
-    ids.sort();
-    Ok(ids)
+    Ok(Page {
+        ids: data
+            .iter()
+            .filter_map(|e| e["id"].as_str().map(str::to_owned))
+            .collect(),
+        more: listing["has_more"].as_bool().unwrap_or(false),
+    })
 }
 
 /// The context window of `model`, if kite knows it: by its name, or a dated snapshot of
