@@ -1,9 +1,9 @@
 //! `kite.toml`: where it is found and what it holds.
 //!
 //! The first of these is read: the path given with `--config` (or `KITE_CONFIG`), which
-//! must exist; `kite.toml` in the working directory; `kite/kite.toml` in the XDG config
-//! directory (`$XDG_CONFIG_HOME`, else `~/.config`). With none of them, the configuration
-//! is empty.
+//! must exist; `kite.toml` in the working directory, once trusted (`trust.rs`);
+//! `kite/kite.toml` in the XDG config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
+//! With none of them, the configuration is empty.
 
 pub(crate) use crate::settings::{Config, HttpConfig, StoreConfig, parse, seconds};
 use kite::Error;
@@ -87,6 +87,10 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             }
         }
     }
+    // Saying what is wrong with a file does nothing it asks; doing what it asks needs trust.
+    if explicit.is_none() && path == Path::new(WORKING_DIR_CONFIG) {
+        crate::trust::check(&path, &text)?;
+    }
     for name in config.providers.keys() {
         kite::Provider::parse(name)
             .map_err(|e| Error::Config(format!("{}: [providers.{name}]: {e}", path.display())))?;
@@ -147,9 +151,12 @@ fn config_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
+/// The configuration in the working directory, which must be trusted.
+const WORKING_DIR_CONFIG: &str = "kite.toml";
+
 /// Where a configuration is looked for when none is named, in order.
 fn candidates() -> Vec<PathBuf> {
-    let mut out = vec![PathBuf::from("kite.toml")];
+    let mut out = vec![PathBuf::from(WORKING_DIR_CONFIG)];
     if let Some(dir) = config_dir() {
         out.push(dir.join("kite/kite.toml"));
     }

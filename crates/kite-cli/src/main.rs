@@ -22,6 +22,7 @@ mod session;
 mod settings;
 mod signals;
 mod transcribe;
+mod trust;
 mod waiting;
 
 use crate::output::errln;
@@ -73,6 +74,9 @@ enum Command {
     Model(model::ModelCommand),
     /// Follow, cancel or delete responses OpenAI stores (background runs).
     Responses(responses::ResponsesArgs),
+    /// Trust a kite.toml in the working directory (after reading it): until then kite does
+    /// not read it, since it can start programs and send keys elsewhere.
+    Trust(trust::TrustArgs),
     /// Transcribe an audio file.
     Transcribe(Box<transcribe::TranscribeArgs>),
 }
@@ -120,6 +124,7 @@ fn main() -> ExitCode {
             Command::Model(cmd) => model::run(cmd),
             Command::Responses(args) => responses::run(args).await,
             Command::Transcribe(args) => transcribe::run(*args, config).await,
+            Command::Trust(args) => trust::run(args),
         }
     });
     let result = runtime.block_on(async {

@@ -197,6 +197,7 @@ async fn a_provider_that_stalls_or_never_answers_is_given_up_on_by_the_deadlines
     let r = run(kite()
         .env("KITE_API_KEY", KEY)
         .current_dir(&dir)
+        .env("XDG_DATA_HOME", common::trust(&dir))
         .args(["ask", "--no-mcp", "--base-url"])
         .arg(format!("{}/v1", server.url()))
         .arg("hi"))
@@ -453,8 +454,7 @@ async fn ctrl_c_while_an_mcp_server_starts_leaves_no_process_behind() {
         ),
     ] {
         let _ = std::fs::remove_file(&pids);
-        let child = kite()
-            .current_dir(&dir)
+        let child = common::in_trusted(&dir)
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -505,8 +505,7 @@ async fn a_crashed_mcp_server_is_reported_with_the_end_of_its_stderr() {
         "import sys; sys.stderr.write('config error: API_URL is empty\\n'); sys.exit(2)",
         "",
     );
-    let r = run(kite()
-        .current_dir(&dir)
+    let r = run(common::in_trusted(&dir)
         .env("KITE_LOG", "info")
         .args(["mcp", "list"]))
     .await;
@@ -547,8 +546,7 @@ async fn mcp_credentials_stay_out_of_errors_and_logs_even_when_the_server_echoes
     )
     .unwrap();
     for log in ["warn", "trace"] {
-        let r = run(kite()
-            .current_dir(&dir)
+        let r = run(common::in_trusted(&dir)
             .env("ECHO_TOKEN", TOKEN)
             .env("KITE_LOG", log)
             .args(["mcp", "list", "--json"]))
@@ -759,8 +757,7 @@ async fn a_forwarded_key_a_crashing_server_prints_is_hidden() {
         "[mcp.servers.leaky]\ncommand = \"sh\"\nargs = [\"-c\", \"echo \\\"boom: $FWD\\\" >&2; exit 3\"]\nenv = { FWD = \"${OPENAI_API_KEY}\" }\n",
     )
     .unwrap();
-    let r = run(kite()
-        .current_dir(&dir)
+    let r = run(common::in_trusted(&dir)
         .env("OPENAI_API_KEY", KEY)
         .env("KITE_LOG", "info")
         .args(["mcp", "list"]))
@@ -852,8 +849,7 @@ async fn kite_ask_goes_on_without_a_server_that_misses_its_start_up_deadline() {
     );
     let server = ReplayServer::start(vec![Reply::sse(chat_stream())]).await;
     let started = Instant::now();
-    let r = run(kite()
-        .current_dir(&dir)
+    let r = run(common::in_trusted(&dir)
         .env("KITE_API_KEY", KEY)
         .args(["ask", "--base-url"])
         .arg(format!("{}/v1", server.url()))
@@ -936,8 +932,7 @@ async fn a_token_in_an_mcp_servers_url_is_never_shown() {
         "[mcp.servers.q]\nurl = \"http://user:pw-0123456789@127.0.0.1:9/mcp?access_token=qtok-secret-555\"\n",
     )
     .unwrap();
-    let r = run(kite()
-        .current_dir(&dir)
+    let r = run(common::in_trusted(&dir)
         .env("KITE_LOG", "debug")
         .args(["mcp", "list"]))
     .await;
@@ -968,4 +963,80 @@ async fn a_broken_kite_toml_never_shows_a_password_it_quotes() {
         assert!(r.stderr.contains("kite.toml"), "{}", r.stderr);
         assert!(!r.stderr.contains("sekritpass"), "{}", r.stderr);
     }
+}
+
+#[tokio::test]
+async fn a_kite_toml_in_the_working_directory_does_nothing_until_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let server = ReplayServer::start(vec![Reply::sse(fixture(
+        "openai/chat-completions/stream-text-with-usage/response.sse",
+    ))])
+    .await;
+    let ran = dir.join("ran.txt");
+    let toml = format!(
+        "[defaults]\nprovider = \"openai\"\n[providers.openai]\nbase_url = \"{}/v1\"\n\
+         [mcp.servers.x]\ncommand = \"sh\"\nargs = [\"-c\", \"echo ran > {}\"]\n",
+        server.url(),
+        ran.display()
+    );
+    std::fs::write(dir.join("kite.toml"), &toml).unwrap();
+    let data = dir.join("data");
+    let ask = || {
+        let mut c = kite();
+        c.current_dir(dir)
+            .env("XDG_DATA_HOME", &data)
+            .env("OPENAI_API_KEY", KEY)
+            .args(["ask", "--no-store", "hi"]);
+        c
+    };
+    let r = run(&mut ask()).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not trusted yet") && r.stderr.contains("kite trust"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(server.requests().len(), 0, "the key went nowhere");
+    assert!(!ran.exists(), "no program was started");
+
+    let trust = |extra: &[&str]| {
+        let mut c = kite();
+        c.current_dir(dir)
+            .env("XDG_DATA_HOME", &data)
+            .arg("trust")
+            .args(extra);
+        c
+    };
+    let t = run(&mut trust(&[])).await;
+    assert_eq!(t.code, 0, "{}", t.stderr);
+    let list = std::fs::read_to_string(data.join("kite/trusted")).unwrap();
+    assert!(list.contains("kite.toml"), "{list}");
+    let r = run(&mut ask()).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(server.requests().len(), 1);
+
+    // A changed file must be trusted again; forgetting takes trust back.
+    std::fs::write(dir.join("kite.toml"), format!("{toml}\n# changed\n")).unwrap();
+    let r = run(&mut ask()).await;
+    assert!(
+        r.stderr.contains("has changed since it was trusted"),
+        "{}",
+        r.stderr
+    );
+    run(&mut trust(&[])).await;
+    run(&mut trust(&["--forget"])).await;
+    let r = run(&mut ask()).await;
+    assert!(r.stderr.contains("is not trusted yet"), "{}", r.stderr);
+    // Named with --config, it is the user's own choice.
+    let r = run(kite().current_dir(dir).env("XDG_DATA_HOME", &data).args([
+        "--config",
+        "kite.toml",
+        "mcp",
+        "list",
+        "--json",
+    ]))
+    .await;
+    assert!(!r.stderr.contains("trusted"), "{}", r.stderr);
+    assert!(r.stdout.contains("\"x\""), "{}", r.stdout);
 }

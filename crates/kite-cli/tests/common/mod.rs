@@ -34,6 +34,51 @@ pub(crate) fn kite() -> Command {
     c
 }
 
+/// Trusts the kite.toml in `dir` as it is now, in a data folder of `dir`'s own, which it
+/// returns (for `XDG_DATA_HOME`).
+pub(crate) fn trust(dir: &std::path::Path) -> std::path::PathBuf {
+    let data = dir.join(".kite-data");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .arg("trust")
+        .current_dir(dir)
+        .env("XDG_DATA_HOME", &data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    data
+}
+
+/// `kite()` in `dir`, whose kite.toml is trusted as it is now; the local model is still
+/// found.
+pub(crate) fn in_trusted(dir: &std::path::Path) -> Command {
+    let data = trust(dir);
+    let mut c = kite();
+    c.current_dir(dir).env("XDG_DATA_HOME", data);
+    if let Some(model) = local_model_path() {
+        c.env("KITE_LOCAL_MODEL", model);
+    }
+    c
+}
+
+/// Where the installed local model is, if it is.
+fn local_model_path() -> Option<String> {
+    static PATH: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+            .args(["model", "path"])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    })
+    .clone()
+}
+
 /// The path of a new, empty conversation store.
 pub(crate) fn fresh_store() -> std::path::PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};

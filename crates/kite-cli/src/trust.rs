@@ -1,0 +1,117 @@
+//! Trusting a `kite.toml` found in the working directory. Such a file comes with whatever
+//! folder one works in (a cloned repository), and it can start programs (MCP servers), send
+//! a provider's key to another server (`[providers.NAME] base_url`) or read files into a
+//! prompt. So, as direnv and mise do, kite reads it only once the user has read it and run
+//! `kite trust`, which records the file's path and SHA-256; a changed file must be trusted
+//! again. A file named with `--config` or `KITE_CONFIG`, and the one in kite's XDG config
+//! folder, are the user's own and need no trust.
+
+use crate::output::{errln, outln};
+use clap::Args;
+use kite::Error;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub(crate) struct TrustArgs {
+    /// The file (default: kite.toml in the working directory).
+    #[arg(default_value = "kite.toml")]
+    path: PathBuf,
+    /// Stop trusting it.
+    #[arg(long)]
+    forget: bool,
+}
+
+/// `trusted` in kite's XDG data folder: one `SHA-256 PATH` line per trusted file.
+fn list_path() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    Some(data.join("kite/trusted"))
+}
+
+fn digest(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The trusted files, as (digest, path) lines.
+fn entries() -> Vec<(String, String)> {
+    let text = list_path()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(d, p)| (d.to_owned(), p.to_owned()))
+        .collect()
+}
+
+/// Refuses `text`, read from the working directory's `path`, unless it is trusted as it is.
+pub(crate) fn check(path: &Path, text: &str) -> Result<(), Error> {
+    let full = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let full = full.to_string_lossy();
+    let wanted = digest(text);
+    let known: Vec<(String, String)> = entries().into_iter().filter(|(_, p)| *p == full).collect();
+    if known.iter().any(|(d, _)| *d == wanted) {
+        return Ok(());
+    }
+    let why = match known.is_empty() {
+        true => "is not trusted yet",
+        false => "has changed since it was trusted",
+    };
+    Err(Error::Config(format!(
+        "{full} {why}: a kite.toml can start programs and send your keys to other servers. \
+         Read it, then run `kite trust` here (or name it with --config)"
+    )))
+}
+
+pub(crate) fn run(args: TrustArgs) -> Result<(), ExitCode> {
+    trust(args).map_err(|e| {
+        errln!("kite: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+fn trust(args: TrustArgs) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let full = std::fs::canonicalize(&args.path)
+        .map_err(|e| Error::Config(format!("cannot find {}: {e}", args.path.display())))?;
+    let name = full.to_string_lossy().into_owned();
+    let list =
+        list_path().ok_or_else(|| Error::Config("no home folder to keep trust in".into()))?;
+    let mut kept: Vec<(String, String)> =
+        entries().into_iter().filter(|(_, p)| *p != name).collect();
+    if !args.forget {
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| Error::Config(format!("cannot read {name}: {e}")))?;
+        // Only a file kite can read is worth trusting.
+        crate::settings::parse(&text).map_err(|e| Error::Config(format!("{name}: {e}")))?;
+        kept.push((digest(&text), name.clone()));
+    }
+    if let Some(dir) = list.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::Config(format!("cannot keep trust in {}: {e}", dir.display())))?;
+    }
+    let body: String = kept.iter().map(|(d, p)| format!("{d} {p}\n")).collect();
+    let write = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&list)
+        .and_then(|mut f| f.write_all(body.as_bytes()));
+    write.map_err(|e| Error::Config(format!("cannot keep trust in {}: {e}", list.display())))?;
+    match args.forget {
+        true => outln!("kite: {name} is no longer trusted"),
+        false => outln!("kite: {name} is trusted as it is now"),
+    }
+    Ok(())
+}
