@@ -90,7 +90,7 @@ async fn question_text(words: &[String], ignore_stdin: bool) -> Result<String, E
 /// Standard input, whole (at most 20 MiB). A pipe that stays silent is waited for, saying
 /// so after a moment: the text may come from a slow program.
 async fn read_stdin() -> Result<String, Error> {
-    let mut reading = tokio::task::spawn_blocking(|| {
+    let mut reading = crate::blocking::off_runtime("reading standard input", || {
         let mut text = String::new();
         std::io::stdin()
             .take(MAX_STDIN + 1)
@@ -104,9 +104,7 @@ async fn read_stdin() -> Result<String, Error> {
             reading.await
         }
     };
-    let text = text
-        .map_err(|e| Error::Config(format!("cannot read standard input: {e}")))?
-        .map_err(|e| Error::Config(format!("cannot read standard input: {e}")))?;
+    let text = text?.map_err(|e| Error::Config(format!("cannot read standard input: {e}")))?;
     if text.len() as u64 > MAX_STDIN {
         return Err(Error::Config(format!(
             "standard input holds more than {} MiB; attach a smaller part",

@@ -49,7 +49,13 @@ async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<u8, Error> {
     loop {
         let line = match input.read().await {
             Ok(Some(line)) => line,
-            Ok(None) => break,
+            Ok(None) => {
+                // Leave the shell's prompt a line of its own.
+                if terminal {
+                    crate::output::write_raw("\n");
+                }
+                break;
+            }
             Err(e) => {
                 errln!("kite: {e}");
                 break;
@@ -163,21 +169,22 @@ impl Input {
     /// The next line, or `None` at the end (Ctrl-D, Ctrl-C on an empty line, end of input).
     async fn read(&mut self) -> Result<Option<String>, Error> {
         match self {
-            Input::Lines => tokio::task::spawn_blocking(|| {
-                let mut line = String::new();
-                match std::io::stdin().read_line(&mut line) {
-                    Ok(0) => Ok(None),
-                    Ok(_) => Ok(Some(line)),
-                    Err(e) => Err(Error::Config(format!("cannot read standard input: {e}"))),
-                }
-            })
-            .await
-            .map_err(|e| Error::Config(format!("the input failed: {e}")))?,
+            Input::Lines => {
+                crate::blocking::off_runtime("reading standard input", || {
+                    let mut line = String::new();
+                    match std::io::stdin().read_line(&mut line) {
+                        Ok(0) => Ok(None),
+                        Ok(_) => Ok(Some(line)),
+                        Err(e) => Err(Error::Config(format!("cannot read standard input: {e}"))),
+                    }
+                })
+                .await?
+            }
             Input::Editor(slot) => loop {
                 let Some(mut editor) = slot.take() else {
                     return Ok(None);
                 };
-                let (editor, signal) = tokio::task::spawn_blocking(move || {
+                let (editor, signal) = crate::blocking::off_runtime("the line editor", move || {
                     let prompt = DefaultPrompt::new(
                         DefaultPromptSegment::Basic("kite".into()),
                         DefaultPromptSegment::Empty,
@@ -185,8 +192,7 @@ impl Input {
                     let signal = editor.read_line(&prompt);
                     (editor, signal)
                 })
-                .await
-                .map_err(|e| Error::Config(format!("the line editor failed: {e}")))?;
+                .await?;
                 let signal =
                     signal.map_err(|e| Error::Config(format!("the line editor failed: {e}")))?;
                 let empty = editor.current_buffer_contents().trim().is_empty();

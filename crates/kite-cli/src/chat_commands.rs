@@ -108,7 +108,7 @@ fn help() {
     for (name, what) in HELP {
         outln!("  {name:<16} {what}");
     }
-    outln!("  Alt-Enter, or a line ending in \\, goes on to a new line.");
+    outln!("  Alt-Enter, a line ending in \\, or an open ``` block goes on to a new line.");
 }
 
 fn tools(session: &Session) {

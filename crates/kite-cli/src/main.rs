@@ -2,6 +2,7 @@
 
 mod ask;
 mod attach;
+mod blocking;
 mod cassette;
 mod chat;
 mod chat_commands;

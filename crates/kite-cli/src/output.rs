@@ -286,7 +286,9 @@ impl Output {
 
     pub(crate) fn error(&mut self, e: &AgentError) {
         if self.json {
-            line(&json_error(e));
+            let mut v = json_error(e);
+            v["conversation"] = json!(self.conversation);
+            line(&v);
         } else {
             self.release();
             self.end_line();

@@ -56,7 +56,10 @@ pub(crate) struct Defaults {
 
 /// `tools` in `[defaults]`: all built-in tools, none, or those named.
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "true, false, or a list of built-in tools' names (now, calculate, read_file, list_files)"
+)]
 pub(crate) enum ToolsDefault {
     All(bool),
     Named(Vec<String>),

@@ -40,7 +40,7 @@ command = "/nonexistent/mcp-server"
 async fn mcp_list_shows_each_server_its_status_and_tools() {
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path());
-    let r = run(kite().current_dir(dir.path()).args(["mcp", "list"])).await;
+    let r = run(common::in_trusted(dir.path()).args(["mcp", "list"])).await;
     assert_eq!(r.code, 1, "a server is down: {}", r.stderr);
     assert!(r.stdout.contains("broken: down: "), "{}", r.stdout);
     assert!(
@@ -69,10 +69,7 @@ async fn mcp_list_shows_each_server_its_status_and_tools() {
     }
     assert!(!r.stdout.contains("headers"), "rejected: {}", r.stdout);
 
-    let r = run(kite()
-        .current_dir(dir.path())
-        .args(["mcp", "list", "--json"]))
-    .await;
+    let r = run(common::in_trusted(dir.path()).args(["mcp", "list", "--json"])).await;
     let servers: Vec<Value> = r
         .stdout
         .lines()
@@ -96,7 +93,7 @@ async fn mcp_list_shows_each_server_its_status_and_tools() {
 async fn mcp_call_prints_the_result_and_fails_on_a_tool_error() {
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path());
-    let r = run(kite().current_dir(dir.path()).args([
+    let r = run(common::in_trusted(dir.path()).args([
         "mcp",
         "call",
         "py",
@@ -107,7 +104,7 @@ async fn mcp_call_prints_the_result_and_fails_on_a_tool_error() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "42");
 
-    let r = run(kite().current_dir(dir.path()).args([
+    let r = run(common::in_trusted(dir.path()).args([
         "mcp",
         "call",
         "py",
@@ -123,7 +120,7 @@ async fn mcp_call_prints_the_result_and_fails_on_a_tool_error() {
     );
     assert!(r.stderr.contains("reported an error"), "{}", r.stderr);
 
-    let r = run(kite().current_dir(dir.path()).args([
+    let r = run(common::in_trusted(dir.path()).args([
         "mcp",
         "call",
         "everything",
@@ -137,8 +134,7 @@ async fn mcp_call_prints_the_result_and_fails_on_a_tool_error() {
     assert_eq!(v["isError"], false);
 
     // A server's question with no terminal to ask on is declined, and the server hears so.
-    let r = run(kite()
-        .current_dir(dir.path())
+    let r = run(common::in_trusted(dir.path())
         .stdin(std::process::Stdio::null())
         .args(["mcp", "call", "everything", "trigger-elicitation-request"]))
     .await;
@@ -150,16 +146,11 @@ async fn mcp_call_prints_the_result_and_fails_on_a_tool_error() {
     );
     assert!(r.stdout.to_lowercase().contains("decline"), "{}", r.stdout);
 
-    let r = run(kite()
-        .current_dir(dir.path())
-        .args(["mcp", "call", "nope", "x"]))
-    .await;
+    let r = run(common::in_trusted(dir.path()).args(["mcp", "call", "nope", "x"])).await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains(r#"no MCP server "nope""#), "{}", r.stderr);
-    let r = run(kite()
-        .current_dir(dir.path())
-        .args(["mcp", "call", "py", "add", "not json"]))
-    .await;
+    let r =
+        run(common::in_trusted(dir.path()).args(["mcp", "call", "py", "add", "not json"])).await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("not JSON"), "{}", r.stderr);
 }
@@ -240,9 +231,8 @@ async fn the_configuration_is_found_by_flag_variable_working_directory_and_xdg()
 
 /// `kite ask` in `dir`, with OpenAI's API served by `server`.
 fn ask(dir: &Path, server: &ReplayServer, extra: &[&str]) -> tokio::process::Command {
-    let mut c = kite();
-    c.current_dir(dir)
-        .env("OPENAI_API_KEY", KEY)
+    let mut c = common::in_trusted(dir);
+    c.env("OPENAI_API_KEY", KEY)
         .arg("ask")
         .args(extra)
         .args([

@@ -117,7 +117,12 @@ impl<'a> Compactor<'a> {
                     Some(i) => (size(&turns[i].turn).unwrap_or(0), &turns[i + 1..]),
                     None => (0, turns),
                 };
-                let counted: u64 = after.iter().map(|t| self.tokens.count(&json(t))).sum();
+                // A tokenizer takes a while over megabytes; past one, an estimate will do.
+                let count = |text: String| match text.len() > 1 << 20 {
+                    true => Estimate.count(&text),
+                    false => self.tokens.count(&text),
+                };
+                let counted: u64 = after.iter().map(|t| count(json(t))).sum();
                 known + counted > max
             }
         }
