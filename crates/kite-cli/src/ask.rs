@@ -155,8 +155,7 @@ async fn ask(args: AskArgs, config: Option<&Path>, out: &mut Output) -> Result<A
     let mut session = Session::open(args.session, loaded).await?;
     let claim = crate::signals::Claim::new();
     let ended = session.turn(question, out, claim.interrupted()).await;
-    let signal = claim.signal();
-    drop(claim);
+    let signal = claim.finish();
     session.close().await;
     Ok(match (ended?, signal) {
         (_, Some(signal)) => Asked::Signalled(signal),

@@ -7,6 +7,7 @@
 use crate::choose::SessionArgs;
 use crate::output::{Output, errln, error_line};
 use crate::session::{Ended, Session};
+use crate::signals::{Claim, Interrupt};
 use clap::Args;
 use kite::{Error, Message};
 use reedline::{
@@ -66,17 +67,26 @@ async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<u8, Error> {
             continue;
         }
         if let Some(command) = text.strip_prefix('/') {
-            match crate::chat_commands::run(&mut session, command).await {
-                Ok(crate::chat_commands::Flow::Exit) => break,
-                Ok(crate::chat_commands::Flow::Go) => continue,
-                Err(e) => {
-                    errln!("kite: {e}");
-                    continue;
-                }
+            // A command that calls the model (/compact) can be cancelled like a turn.
+            let claim = Claim::new();
+            let ran = tokio::select! {
+                ran = crate::chat_commands::run(&mut session, command) => Some(ran),
+                () = claim.interrupted() => None,
+            };
+            if let Some(signal) = leaving(claim.finish()) {
+                session.close().await;
+                return Ok(signal);
             }
+            match ran {
+                Some(Ok(crate::chat_commands::Flow::Exit)) => break,
+                Some(Ok(crate::chat_commands::Flow::Go)) => {}
+                Some(Err(e)) => errln!("kite: {e}"),
+                None => errln!("kite: cancelled"),
+            }
+            continue;
         }
         let mut out = Output::new(false).markdown(terminal);
-        let claim = crate::signals::Claim::new();
+        let claim = Claim::new();
         let ended = session
             .turn(
                 Message::user(line.trim_end()),
@@ -84,13 +94,10 @@ async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<u8, Error> {
                 claim.interrupted(),
             )
             .await;
-        let signal = claim.signal();
-        drop(claim);
-        if let Some(signal) = signal.filter(|s| *s != crate::signals::Interrupt::Int) {
-            // SIGTERM or SIGHUP: the turn is stored; now leave.
+        if let Some(signal) = leaving(claim.finish()) {
+            // The turn is stored; now leave.
             session.close().await;
-            errln!("kite: {}", signal.what());
-            return Ok(signal.status());
+            return Ok(signal);
         }
         match ended {
             Ok(Ended::Cancelled) => {
@@ -106,6 +113,14 @@ async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<u8, Error> {
     }
     session.close().await;
     Ok(0)
+}
+
+/// For SIGTERM or SIGHUP, which end the chat once what it was doing is stored: the exit
+/// status, said on stderr. Ctrl-C only cancels.
+fn leaving(signal: Option<Interrupt>) -> Option<u8> {
+    let signal = signal.filter(|s| *s != Interrupt::Int)?;
+    errln!("kite: {}", signal.what());
+    Some(signal.status())
 }
 
 /// One line saying who the chat is with, and which conversation it continues.
@@ -239,8 +254,8 @@ impl Validator for Multiline {
 fn history_path() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let data = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+        .filter(|v| v.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     let dir = data.join("kite");
     std::fs::DirBuilder::new()

@@ -1,7 +1,8 @@
 //! `kite.toml`: where it is found and what it holds.
 //!
 //! The first of these is read: the path given with `--config` (or `KITE_CONFIG`), which
-//! must exist; `kite.toml` in the working directory, once trusted (`trust.rs`);
+//! must exist; `kite.toml` in the working directory, which kite refuses to use until it is
+//! trusted (`trust.rs`);
 //! `kite/kite.toml` in the XDG config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
 //! With none of them, the configuration is empty.
 
@@ -143,11 +144,11 @@ fn read_small(path: &Path, what: &str) -> Result<String, Error> {
     Ok(text)
 }
 
-/// `$XDG_CONFIG_HOME`, else `~/.config`.
+/// `$XDG_CONFIG_HOME` (if absolute, as the XDG specification asks), else `~/.config`.
 fn config_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+        .filter(|v| v.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 

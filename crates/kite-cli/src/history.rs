@@ -175,13 +175,16 @@ impl Thread {
         // The conversation stays current, so the next turn can still be saved.
         self.conversation = Some(conversation);
         saved?;
-        match raced {
-            // Another writer's turns (or a compaction) came first: read it all again.
-            true => self.load(&id).await,
-            false => {
-                self.history.extend(turn.messages);
-                Ok(())
-            }
+        // Another writer's turns (or a compaction) came first: read it all again. The turn is
+        // stored either way; if reading fails, the next turn goes without the others' turns.
+        if raced && let Err(e) = self.load(&id).await {
+            crate::output::errln!(
+                "kite: the turn is stored, but the conversation could not be read again: {e}"
+            );
+            self.history.extend(turn.messages);
+        } else if !raced {
+            self.history.extend(turn.messages);
         }
+        Ok(())
     }
 }

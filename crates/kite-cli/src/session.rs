@@ -223,7 +223,11 @@ impl Session {
             compacted = self.compact(false) => if let Err(e) = compacted {
                 errln!("kite: the conversation could not be compacted: {e}");
             },
-            () = &mut interrupt => return Ok(Ended::Cancelled),
+            () = &mut interrupt => {
+                // Cut short before the model was asked: the question is kept.
+                self.thread.save(question, &[], Turn::default()).await?;
+                return Ok(Ended::Cancelled);
+            }
         }
         let mut history = self.thread.history.clone();
         history.push(question.clone());

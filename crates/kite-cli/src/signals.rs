@@ -32,82 +32,86 @@ impl Interrupt {
     }
 }
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
-/// Whether a turn has claimed Ctrl-C (see [`Claim`]).
-static CLAIMED: AtomicBool = AtomicBool::new(false);
-/// The number of the latest claim, and of the latest claim that had its Ctrl-C.
-static CLAIM: AtomicU64 = AtomicU64::new(0);
-static CLAIM_INTERRUPTED: AtomicU64 = AtomicU64::new(0);
-/// The signal the latest claim had (0 for none, else `Interrupt as u8 + 1`).
-static CLAIM_SIGNAL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+/// The claim held, if one is: its number, the signal it had, and where it is told.
+struct Held {
+    id: u64,
+    signal: Option<Interrupt>,
+    tell: tokio::sync::watch::Sender<bool>,
+}
 
-/// Counts the Ctrl-Cs that claims took; a claim waits for it to move past what it saw.
-fn claimed_count() -> &'static tokio::sync::watch::Sender<u64> {
-    static COUNT: std::sync::OnceLock<tokio::sync::watch::Sender<u64>> = std::sync::OnceLock::new();
-    COUNT.get_or_init(|| tokio::sync::watch::Sender::new(0))
+/// The claim held and the last claim's number, under one lock, so a signal is either given
+/// to a live claim or ends kite, never lost in between.
+static CLAIMS: Mutex<(u64, Option<Held>)> = Mutex::new((0, None));
+
+fn claims() -> std::sync::MutexGuard<'static, (u64, Option<Held>)> {
+    CLAIMS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// While held, the first Ctrl-C, SIGTERM or SIGHUP does not end kite at once: it cancels
 /// what the holder does (a turn, which is then stored as far as it got), and the holder
-/// learns of it through [`Claim::interrupted`] and [`Claim::signal`]. A second one while
-/// the same claim is held ends kite as usual.
+/// learns of it through [`Claim::interrupted`] and [`Claim::finish`]. A second one while
+/// the same claim is held, or any once it is finished, ends kite as usual.
 pub(crate) struct Claim {
-    seen: tokio::sync::watch::Receiver<u64>,
+    id: u64,
+    told: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Claim {
     pub(crate) fn new() -> Self {
-        let seen = claimed_count().subscribe();
-        CLAIM_SIGNAL.store(0, Ordering::SeqCst);
-        CLAIM.fetch_add(1, Ordering::SeqCst);
-        CLAIMED.store(true, Ordering::SeqCst);
-        Claim { seen }
+        let (tell, told) = tokio::sync::watch::channel(false);
+        let mut claims = claims();
+        claims.0 += 1;
+        let id = claims.0;
+        claims.1 = Some(Held {
+            id,
+            signal: None,
+            tell,
+        });
+        Claim { id, told }
     }
 
-    /// Resolves at the first Ctrl-C since the claim was made, even one that came before
+    /// Resolves at the first signal since the claim was made, even one that came before
     /// this was first awaited.
     pub(crate) async fn interrupted(&self) {
-        let mut seen = self.seen.clone();
-        // The sender lives as long as the process, so this only returns on a change.
-        let _ = seen.changed().await;
+        let mut told = self.told.clone();
+        if told.wait_for(|t| *t).await.is_err() {
+            // The claim is finished: nothing more comes.
+            std::future::pending::<()>().await;
+        }
     }
 
-    /// The signal that interrupted the holder, if one did.
-    pub(crate) fn signal(&self) -> Option<Interrupt> {
-        match CLAIM_SIGNAL.load(Ordering::SeqCst) {
-            1 => Some(Interrupt::Int),
-            2 => Some(Interrupt::Term),
-            3 => Some(Interrupt::Hup),
-            _ => None,
+    /// Gives up the claim; the signal that interrupted the holder, if one did.
+    pub(crate) fn finish(self) -> Option<Interrupt> {
+        let mut claims = claims();
+        match claims.1.take_if(|h| h.id == self.id) {
+            Some(held) => held.signal,
+            None => None,
         }
     }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        CLAIMED.store(false, Ordering::SeqCst);
+        claims().1.take_if(|h| h.id == self.id);
     }
 }
 
 /// Gives `what` to the claim held, if one is held and has had none yet.
 fn claim_interrupt(what: Interrupt) -> bool {
-    let code = match what {
-        Interrupt::Int => 1,
-        Interrupt::Term => 2,
-        Interrupt::Hup => 3,
-        Interrupt::Quit => return false,
-    };
-    if !CLAIMED.load(Ordering::SeqCst) {
+    if what == Interrupt::Quit {
         return false;
     }
-    let claim = CLAIM.load(Ordering::SeqCst);
-    if CLAIM_INTERRUPTED.swap(claim, Ordering::SeqCst) == claim {
-        return false;
+    let mut claims = claims();
+    match &mut claims.1 {
+        Some(held) if held.signal.is_none() => {
+            held.signal = Some(what);
+            let _ = held.tell.send(true);
+            true
+        }
+        _ => false,
     }
-    CLAIM_SIGNAL.store(code, Ordering::SeqCst);
-    claimed_count().send_modify(|n| *n += 1);
-    true
 }
 
 /// A write past the file size limit (`ulimit -f`) fails with an error kite reports, rather

@@ -3,8 +3,10 @@
 //! a provider's key to another server (`[providers.NAME] base_url`) or read files into a
 //! prompt. So, as direnv and mise do, kite reads it only once the user has read it and run
 //! `kite trust`, which records the file's path and SHA-256; a changed file must be trusted
-//! again. A file named with `--config` or `KITE_CONFIG`, and the one in kite's XDG config
-//! folder, are the user's own and need no trust.
+//! again; until then kite refuses to run with it (`--config` names a file explicitly). A
+//! file named with `--config` or `KITE_CONFIG`, and the one in kite's XDG config folder,
+//! are the user's own and need no trust. Trust covers the kite.toml's text only, not the
+//! prompts file or the programs it names.
 
 use crate::output::{errln, outln};
 use clap::Args;
@@ -23,13 +25,39 @@ pub(crate) struct TrustArgs {
     forget: bool,
 }
 
-/// `trusted` in kite's XDG data folder: one `SHA-256 PATH` line per trusted file.
+/// `trusted` in kite's XDG data folder: one `SHA-256 PATH` line per trusted file. A
+/// relative `XDG_DATA_HOME` is ignored, as the XDG specification says (it would point into
+/// the folder being distrusted).
 fn list_path() -> Option<PathBuf> {
     let data = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+        .filter(|v| v.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     Some(data.join("kite/trusted"))
+}
+
+/// The canonical path of the working directory's `path`, which must be a file of its own,
+/// not a link (which would borrow another file's trust), and whose name fits on one line
+/// of the list.
+fn canonical(path: &Path) -> Result<String, Error> {
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| Error::Config(format!("cannot find {}: {e}", path.display())))?;
+    if meta.file_type().is_symlink() {
+        return Err(Error::Config(format!(
+            "{} is a link; kite trusts only a kite.toml of the folder's own (name the file it \
+             points to with --config)",
+            path.display()
+        )));
+    }
+    let full = std::fs::canonicalize(path)
+        .map_err(|e| Error::Config(format!("cannot find {}: {e}", path.display())))?;
+    let full = full.to_string_lossy().into_owned();
+    if full.contains(['\n', '\r']) {
+        return Err(Error::Config(format!(
+            "{full:?} holds a line break; kite does not trust files there"
+        )));
+    }
+    Ok(full)
 }
 
 fn digest(text: &str) -> String {
@@ -52,8 +80,7 @@ fn entries() -> Vec<(String, String)> {
 
 /// Refuses `text`, read from the working directory's `path`, unless it is trusted as it is.
 pub(crate) fn check(path: &Path, text: &str) -> Result<(), Error> {
-    let full = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    let full = full.to_string_lossy();
+    let full = canonical(path)?;
     let wanted = digest(text);
     let known: Vec<(String, String)> = entries().into_iter().filter(|(_, p)| *p == full).collect();
     if known.iter().any(|(d, _)| *d == wanted) {
@@ -79,9 +106,8 @@ pub(crate) fn run(args: TrustArgs) -> Result<(), ExitCode> {
 fn trust(args: TrustArgs) -> Result<(), Error> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let full = std::fs::canonicalize(&args.path)
-        .map_err(|e| Error::Config(format!("cannot find {}: {e}", args.path.display())))?;
-    let name = full.to_string_lossy().into_owned();
+    let name = canonical(&args.path)?;
+    let full = PathBuf::from(&name);
     let list =
         list_path().ok_or_else(|| Error::Config("no home folder to keep trust in".into()))?;
     let mut kept: Vec<(String, String)> =
@@ -101,13 +127,16 @@ fn trust(args: TrustArgs) -> Result<(), Error> {
             .map_err(|e| Error::Config(format!("cannot keep trust in {}: {e}", dir.display())))?;
     }
     let body: String = kept.iter().map(|(d, p)| format!("{d} {p}\n")).collect();
+    // Written aside and moved into place, so a list is never half written.
+    let aside = list.with_extension(format!("new-{}", std::process::id()));
     let write = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(&list)
-        .and_then(|mut f| f.write_all(body.as_bytes()));
+        .open(&aside)
+        .and_then(|mut f| f.write_all(body.as_bytes()))
+        .and_then(|()| std::fs::rename(&aside, &list));
     write.map_err(|e| Error::Config(format!("cannot keep trust in {}: {e}", list.display())))?;
     match args.forget {
         true => outln!("kite: {name} is no longer trusted"),

@@ -1039,4 +1039,16 @@ async fn a_kite_toml_in_the_working_directory_does_nothing_until_trusted() {
     .await;
     assert!(!r.stderr.contains("trusted"), "{}", r.stderr);
     assert!(r.stdout.contains("\"x\""), "{}", r.stdout);
+
+    // A link to a trusted file borrows nothing: the folder's own file is what is trusted.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(dir.join("kite.toml"), elsewhere.path().join("kite.toml")).unwrap();
+    run(&mut trust(&[])).await;
+    let r = run(kite()
+        .current_dir(elsewhere.path())
+        .env("XDG_DATA_HOME", &data)
+        .args(["ask", "--no-store", "hi"]))
+    .await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("is a link"), "{}", r.stderr);
 }

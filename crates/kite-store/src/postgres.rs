@@ -61,8 +61,8 @@ fn db(e: tokio_postgres::Error) -> StoreError {
             }
             if message.contains("certificate") {
                 message.push_str(
-                    " (name the server's CA with sslrootcert=PATH in the URL, or encrypt \
-                     without checking with sslmode=require)",
+                    " (name the server's CA with sslrootcert=PATH in the URL; or only \
+                     encrypt with sslmode=require, when no ~/.postgresql/root.crt is there)",
                 );
             }
             message

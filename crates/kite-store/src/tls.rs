@@ -11,8 +11,11 @@
 //!
 //! tokio-postgres knows only `disable`, `prefer` and `require` and refuses `sslrootcert`, so
 //! both are taken out of the URL here and the checks are made by kite's certificate
-//! verifiers; rustls does the rest. Not supported: client certificates (`sslcert`,
-//! `sslkey`), certificate revocation lists (`sslcrl`).
+//! verifiers; rustls does the rest. `PGSSLMODE` and `PGSSLROOTCERT` stand in for what the
+//! URL does not say. Not supported: client certificates (`sslcert`, `sslkey`), revocation
+//! lists (`sslcrl`), and, since webpki checks chains, a self-signed server certificate
+//! that is its own root and marked as a CA (the quick `openssl req -x509` recipe); make a
+//! CA and sign the server's certificate with it instead.
 
 use crate::StoreError;
 use rustls::client::WebPkiServerVerifier;
@@ -39,8 +42,18 @@ enum Check {
 pub(crate) fn prepare(url: &str) -> Result<(String, MakeRustlsConnect), StoreError> {
     let bad = |m: String| StoreError::Backend(m);
     let (rest, params) = take_params(url, &["sslmode", "sslrootcert"]);
-    let mode = params[0].clone().unwrap_or_else(|| "prefer".into());
-    let root = params[1].clone();
+    // libpq's environment variables stand in for what the URL does not say.
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let root = params[1].clone().or_else(|| env("PGSSLROOTCERT"));
+    // The system's roots are for checking names: they mean verify-full, and nothing less.
+    let default_mode = match root.as_deref() {
+        Some("system") => "verify-full",
+        _ => "prefer",
+    };
+    let mode = params[0]
+        .clone()
+        .or_else(|| env("PGSSLMODE"))
+        .unwrap_or_else(|| default_mode.into());
     let (pg_mode, check) = match mode.as_str() {
         "disable" => ("disable", Check::Nothing),
         "allow" | "prefer" => ("prefer", Check::Nothing),
@@ -66,12 +79,12 @@ pub(crate) fn prepare(url: &str) -> Result<(String, MakeRustlsConnect), StoreErr
         (check, _) => check,
     };
     let verifier: Arc<dyn ServerCertVerifier> = match (check, root.as_deref()) {
-        (Check::Nothing, _) => Arc::new(Unchecked(provider.clone())),
+        (Check::Nothing, root) if root != Some("system") => Arc::new(Unchecked(provider.clone())),
         (Check::ChainAndName, Some("system")) => Arc::new(
             rustls_platform_verifier::Verifier::new(provider.clone())
                 .map_err(|e| bad(format!("cannot load the system's certificates: {e}")))?,
         ),
-        (Check::Chain, Some("system")) => {
+        (Check::Nothing | Check::Chain, Some("system")) => {
             return Err(bad(format!(
                 "sslrootcert=system checks the host's name too: use it with \
                  sslmode=verify-full, not {mode}"
@@ -118,35 +131,100 @@ pub(crate) fn prepare(url: &str) -> Result<(String, MakeRustlsConnect), StoreErr
 /// query (`postgres://h/db?sslmode=require`) or a key=value string (`host=h sslmode=require`).
 fn take_params(url: &str, names: &[&str]) -> (String, Vec<Option<String>>) {
     let mut values = vec![None; names.len()];
-    let mut take = |pair: &str| -> bool {
-        let Some((k, v)) = pair.split_once('=') else {
-            return false;
-        };
-        match names.iter().position(|n| *n == k.trim()) {
-            Some(i) => {
-                values[i] = Some(
-                    percent_encoding::percent_decode_str(v.trim().trim_matches('\''))
-                        .decode_utf8_lossy()
-                        .into_owned(),
-                );
-                true
-            }
-            None => false,
-        }
-    };
     if url.contains("://") {
         let Some((base, query)) = url.split_once('?') else {
             return (url.to_owned(), values);
         };
-        let kept: Vec<&str> = query.split('&').filter(|p| !take(p)).collect();
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| {
+                let Some((k, v)) = pair.split_once('=') else {
+                    return true;
+                };
+                let Some(i) = names.iter().position(|n| *n == k) else {
+                    return true;
+                };
+                values[i] = Some(
+                    percent_encoding::percent_decode_str(v)
+                        .decode_utf8_lossy()
+                        .into_owned(),
+                );
+                false
+            })
+            .collect();
         let rest = match kept.is_empty() {
             true => base.to_owned(),
             false => format!("{base}?{}", kept.join("&")),
         };
-        (rest, values)
-    } else {
-        let kept: Vec<&str> = url.split_whitespace().filter(|p| !take(p)).collect();
-        (kept.join(" "), values)
+        return (rest, values);
+    }
+    // key=value form: the pairs named are cut out, the rest is left exactly as written.
+    let mut rest = String::new();
+    let mut from = 0;
+    for (span, key, value) in pairs(url) {
+        if let Some(i) = names.iter().position(|n| *n == key) {
+            values[i] = Some(value);
+            rest.push_str(&url[from..span.start]);
+            from = span.end;
+        }
+    }
+    rest.push_str(&url[from..]);
+    (rest.trim().to_owned(), values)
+}
+
+/// The `key=value` pairs of a libpq connection string (values may be quoted with `'`, with
+/// `\` escaping), each with its byte range, key, and value unquoted.
+fn pairs(s: &str) -> Vec<(std::ops::Range<usize>, String, String)> {
+    let b = s.as_bytes();
+    let space = |i: usize| i < b.len() && b[i].is_ascii_whitespace();
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        while space(i) {
+            i += 1;
+        }
+        if i >= b.len() {
+            return out;
+        }
+        let start = i;
+        while i < b.len() && b[i] != b'=' && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = s[start..i].to_owned();
+        while space(i) {
+            i += 1;
+        }
+        if i >= b.len() || b[i] != b'=' {
+            // Not a pair: tokio-postgres will say what is wrong with it.
+            out.push((start..i, key, String::new()));
+            continue;
+        }
+        i += 1;
+        while space(i) {
+            i += 1;
+        }
+        let quoted = i < b.len() && b[i] == b'\'';
+        if quoted {
+            i += 1;
+        }
+        let mut value = Vec::new();
+        while i < b.len()
+            && (if quoted {
+                b[i] != b'\''
+            } else {
+                !b[i].is_ascii_whitespace()
+            })
+        {
+            if b[i] == b'\\' && i + 1 < b.len() {
+                i += 1;
+            }
+            value.push(b[i]);
+            i += 1;
+        }
+        if quoted && i < b.len() {
+            i += 1;
+        }
+        out.push((start..i, key, String::from_utf8_lossy(&value).into_owned()));
     }
 }
 
@@ -269,11 +347,14 @@ mod tests {
         );
         assert_eq!(rest, "postgres://u:p@h/db?application_name=kite");
         assert_eq!(v, [Some("verify-full".into()), Some("/tmp/ca.pem".into())]);
-        let (rest, v) = take_params("host=h sslmode=require dbname=d", &["sslmode"]);
-        assert_eq!(
-            (rest.as_str(), v[0].as_deref()),
-            ("host=h dbname=d", Some("require"))
+        let (rest, v) = take_params(
+            "host=h sslmode = require password='a  b\\'c' sslrootcert='/x y/ca.pem'",
+            &["sslmode", "sslrootcert"],
         );
+        // The other pairs are left as written, quotes and spaces and all.
+        assert_eq!(rest, "host=h  password='a  b\\'c'");
+        assert_eq!(v[0].as_deref(), Some("require"));
+        assert_eq!(v[1].as_deref(), Some("/x y/ca.pem"));
         let (rest, v) = take_params("postgres://h/db", &["sslmode"]);
         assert_eq!((rest.as_str(), v[0].as_deref()), ("postgres://h/db", None));
         assert_eq!(
@@ -290,5 +371,13 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("cannot read sslrootcert"), "{e}");
+        // The system's roots mean verify-full: alone, or refused with a weaker mode.
+        for weaker in ["prefer", "require", "verify-ca"] {
+            let url = format!("postgres://h/db?sslrootcert=system&sslmode={weaker}");
+            let e = prepare(&url).err().unwrap();
+            assert!(e.to_string().contains("verify-full"), "{weaker}: {e}");
+        }
+        let (url, _) = prepare("postgres://h/db?sslrootcert=system").unwrap();
+        assert_eq!(url, "postgres://h/db?sslmode=require");
     }
 }
