@@ -92,6 +92,7 @@ pub struct Run<C = ()> {
     turns: u32,
     max_turns: u32,
     usage: Usage,
+    last_call: Usage,
     records: Vec<ToolRecord>,
     phase: Phase,
 }
@@ -120,6 +121,7 @@ impl<C> Run<C> {
             turns: 0,
             max_turns,
             usage: Usage::default(),
+            last_call: Usage::default(),
             records: Vec::new(),
             phase: Phase::Model,
         }
@@ -158,6 +160,7 @@ impl<C> Run<C> {
     pub fn model_answered(&mut self, response: Response) {
         self.turns += 1;
         self.usage += response.usage;
+        self.last_call = response.usage;
         let calls: Vec<PlannedCall> = response
             .message
             .tool_calls()
@@ -334,6 +337,12 @@ impl<C> Run<C> {
     /// Usage summed over all model calls.
     pub fn usage(&self) -> Usage {
         self.usage
+    }
+
+    /// What the last model call used: its input is how large the conversation had grown,
+    /// which [`usage`](Self::usage), summed over the calls, does not say.
+    pub fn last_call_usage(&self) -> Usage {
+        self.last_call
     }
 
     /// Model calls made.

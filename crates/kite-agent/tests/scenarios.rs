@@ -834,3 +834,25 @@ async fn a_failed_streamed_run_hands_back_what_it_did_before_the_error() {
     assert!(matches!(&added[1].parts[0], Part::ToolResult(r) if r.call_id == "c1"));
     assert!(stream.failed_run().is_none(), "taken once");
 }
+
+#[tokio::test]
+async fn the_last_calls_usage_is_kept_beside_the_sum() {
+    let with_usage = |message: Message, finish, input: u64| {
+        let mut r = kite_core::Response::empty(finish);
+        r.message = message;
+        r.usage.input_tokens = input;
+        r.usage.output_tokens = 5;
+        r
+    };
+    let call = Message::new(
+        Role::Assistant,
+        vec![Part::ToolCall(ToolCall::new("c1", "weather", r#"{"city":"Paris"}"#))],
+    );
+    let model = ScriptedModel::new()
+        .respond(with_usage(call, FinishReason::ToolCalls, 100))
+        .respond(with_usage(Message::assistant("Sunny."), FinishReason::Stop, 180));
+    let run = agent(&model).ask("Weather in Paris?").await.unwrap();
+    assert_eq!(run.usage().input_tokens, 280);
+    assert_eq!(run.last_call_usage().input_tokens, 180);
+    assert_eq!(run.last_call_usage().output_tokens, 5);
+}

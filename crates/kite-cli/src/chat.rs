@@ -249,21 +249,10 @@ impl Validator for Multiline {
     }
 }
 
-/// `chat_history` in kite's XDG data folder, made private to the user (what is typed may
-/// be as secret as the conversations).
+/// `chat_history` in kite's data folder, private to the user.
 fn history_path() -> Option<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|v| v.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    let dir = data.join("kite");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .ok()?;
-    let path = dir.join("chat_history");
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = crate::config::private_data_dir().ok()?.join("chat_history");
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -144,12 +144,35 @@ fn read_small(path: &Path, what: &str) -> Result<String, Error> {
     Ok(text)
 }
 
-/// `$XDG_CONFIG_HOME` (if absolute, as the XDG specification asks), else `~/.config`.
-fn config_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CONFIG_HOME")
+/// An XDG base folder: `$var` if absolute (the XDG specification ignores a relative one,
+/// which would point into whatever folder kite runs in), else `$HOME/fallback`.
+fn xdg(var: &str, fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
         .map(PathBuf::from)
         .filter(|v| v.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))
+}
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`.
+fn config_dir() -> Option<PathBuf> {
+    xdg("XDG_CONFIG_HOME", ".config")
+}
+
+/// kite's data folder, `kite` in `$XDG_DATA_HOME` (else `~/.local/share`).
+pub(crate) fn data_dir() -> Option<PathBuf> {
+    xdg("XDG_DATA_HOME", ".local/share").map(|d| d.join("kite"))
+}
+
+/// kite's data folder, made if missing, private to the user (what it holds may be as
+/// secret as the conversations).
+pub(crate) fn private_data_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = data_dir().ok_or_else(|| std::io::Error::other("no home folder"))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    Ok(dir)
 }
 
 /// The configuration in the working directory, which must be trusted.

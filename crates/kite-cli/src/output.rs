@@ -25,31 +25,23 @@ pub(crate) fn write_out(args: std::fmt::Arguments<'_>) {
     }
     static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let text = crate::logging::redact(&args.to_string());
-    let text = match TERMINAL.get_or_init(|| std::io::stdout().is_terminal()) {
-        true => printable(&text).into_owned(),
-        false => text,
-    };
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        STDOUT_CLOSED.store(true, Ordering::Relaxed);
-        // A reader that went away is the quiet case; anything else (a full disk) is said.
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            errln!("kite: cannot write the output: {e}");
-            STDOUT_FAILED.store(true, Ordering::Relaxed);
-        }
+    match TERMINAL.get_or_init(|| std::io::stdout().is_terminal()) {
+        true => emit(&printable(&text)),
+        false => emit(&text),
     }
 }
 
 /// Writes kite's own terminal control (clearing the screen, a rendered answer whose text
 /// was made safe already) to stdout as it is, secrets still hidden.
 pub(crate) fn write_raw(text: &str) {
-    if stdout_closed() {
-        return;
+    if !stdout_closed() {
+        emit(&crate::logging::redact(text));
     }
-    let text = crate::logging::redact(text);
+}
+
+/// Writes `text` to stdout and flushes; a failure marks stdout closed (and failed, unless
+/// its reader only went away, which is the quiet case).
+fn emit(text: &str) {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(text.as_bytes())

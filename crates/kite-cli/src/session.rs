@@ -14,7 +14,7 @@ use kite::agent::builtin;
 use kite::store::Turn;
 use kite::store::compact::{Compactor, DEFAULT_PROMPT, Policy};
 use kite::{
-    Agent, AgentError, AgentEvent, Error, Event, Message, ReasoningConfig, StopReason, StreamExt,
+    Agent, AgentError, AgentEvent, Error, Message, ReasoningConfig, StopReason, StreamExt,
     ToolChoice, Usage,
 };
 use std::future::Future;
@@ -238,20 +238,13 @@ impl Session {
         let mut give_up = std::pin::pin!(tokio::time::sleep(Duration::MAX));
         let mut ticks = tokio::time::interval(Duration::from_millis(250));
         let mut interrupted = false;
-        // The size of the conversation at the last model call, as the provider counted it.
-        let mut context_tokens = None;
         let outcome = loop {
             tokio::select! {
                 event = stream.next() => {
                     waiting.event(event.as_ref().and_then(|e| e.as_ref().ok()));
                     match event {
                         Some(Ok(AgentEvent::Done(run))) => break Ok(*run),
-                        Some(Ok(e)) => {
-                            if let AgentEvent::Model(Event::Usage { usage, .. }) = &e {
-                                context_tokens = Some(usage.input_tokens + usage.output_tokens);
-                            }
-                            out.event(&e)
-                        }
+                        Some(Ok(e)) => out.event(&e),
                         Some(Err(e)) => break Err(e),
                         None => break Err(Error::Cancelled.into()),
                     }
@@ -278,13 +271,16 @@ impl Session {
         };
         drop(stream);
         let mut turn = Turn {
-            context_tokens,
             model: Some(self.chosen.name.clone()),
             ..Turn::default()
         };
         let answers = match run.or(failed.as_ref()) {
             Some(run) => {
                 turn.usage = run.usage();
+                // The conversation's size at its last call, as the provider counted it.
+                let last = run.last_call_usage();
+                turn.context_tokens =
+                    (last.input_tokens > 0).then_some(last.input_tokens + last.output_tokens);
                 run.new_messages()
             }
             None => &[],

@@ -25,15 +25,9 @@ pub(crate) struct TrustArgs {
     forget: bool,
 }
 
-/// `trusted` in kite's XDG data folder: one `SHA-256 PATH` line per trusted file. A
-/// relative `XDG_DATA_HOME` is ignored, as the XDG specification says (it would point into
-/// the folder being distrusted).
+/// `trusted` in kite's data folder: one `SHA-256 PATH` line per trusted file.
 fn list_path() -> Option<PathBuf> {
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|v| v.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    Some(data.join("kite/trusted"))
+    crate::config::data_dir().map(|d| d.join("trusted"))
 }
 
 /// The canonical path of the working directory's `path`, which must be a file of its own,
@@ -105,7 +99,7 @@ pub(crate) fn run(args: TrustArgs) -> Result<(), ExitCode> {
 
 fn trust(args: TrustArgs) -> Result<(), Error> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let name = canonical(&args.path)?;
     let full = PathBuf::from(&name);
     let list =
@@ -119,13 +113,8 @@ fn trust(args: TrustArgs) -> Result<(), Error> {
         crate::settings::parse(&text).map_err(|e| Error::Config(format!("{name}: {e}")))?;
         kept.push((digest(&text), name.clone()));
     }
-    if let Some(dir) = list.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| Error::Config(format!("cannot keep trust in {}: {e}", dir.display())))?;
-    }
+    crate::config::private_data_dir()
+        .map_err(|e| Error::Config(format!("cannot keep trust in {}: {e}", list.display())))?;
     let body: String = kept.iter().map(|(d, p)| format!("{d} {p}\n")).collect();
     // Written aside and moved into place, so a list is never half written.
     let aside = list.with_extension(format!("new-{}", std::process::id()));

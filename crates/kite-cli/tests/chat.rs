@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::answer;
 use kite::{FinishReason, Message, Response};
 use kite_testkit::render::{Shape, sse};
 use kite_testkit::{ReplayServer, Reply};
@@ -11,13 +12,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A streamed chat answer saying `text`.
-fn answer(text: &str, n: usize) -> Reply {
-    let mut r = Response::empty(FinishReason::Stop);
-    r.message = Message::assistant(text);
-    Reply::sse(sse(Shape::Chat, &r, n))
-}
 
 /// One tmux server of the test's own (its socket in a temporary folder), holding one
 /// window that runs kite.

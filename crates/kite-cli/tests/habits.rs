@@ -5,8 +5,6 @@
 mod common;
 
 use common::{KEY, kite, run};
-use kite::{FinishReason, Message, Response};
-use kite_testkit::render::{Shape, sse};
 use kite_testkit::{ReplayServer, Reply, fixture};
 use serde_json::Value;
 use std::process::Stdio;
@@ -14,9 +12,7 @@ use tokio::io::AsyncWriteExt;
 
 /// A streamed chat answer saying `text`.
 fn answer(text: &str) -> Reply {
-    let mut r = Response::empty(FinishReason::Stop);
-    r.message = Message::assistant(text);
-    Reply::sse(sse(Shape::Chat, &r, 1))
+    common::answer(text, 1)
 }
 
 fn body(server: &ReplayServer, n: usize) -> Value {
@@ -417,21 +413,11 @@ async fn the_local_model_is_warned_of_tools_that_crowd_its_context() {
 async fn answers_render_as_markdown_on_a_terminal_and_plain_elsewhere() {
     let text = "# Plan\n\nUse **bold** moves.\n\n```rust\nfn main() {}\n```\n\nEnd \u{1b}]0;owned\u{7} here.";
     let server = ReplayServer::start(vec![answer(text), answer(text)]).await;
-    let command = format!(
-        "{} ask --no-store --model m --base-url {}/v1 hi",
-        env!("CARGO_BIN_EXE_kite"),
-        server.url()
-    );
-    let out = tokio::process::Command::new("script")
-        .args(["-qefc", &command, "/dev/null"])
-        .env("KITE_STORE_URL", common::fresh_store())
-        .env("KITE_LOG", "off")
-        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    let screen = String::from_utf8_lossy(&out.stdout);
+    let screen = common::on_terminal(
+        &format!("ask --no-store --model m --base-url {}/v1 hi", server.url()),
+        &[],
+    )
+    .await;
     assert!(
         !screen.contains("# Plan") && screen.contains("Plan"),
         "{screen:?}"

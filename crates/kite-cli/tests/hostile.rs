@@ -565,23 +565,11 @@ async fn mcp_credentials_stay_out_of_errors_and_logs_even_when_the_server_echoes
 #[tokio::test]
 async fn on_a_terminal_a_silent_model_is_shown_waiting_with_the_time() {
     let silent = SilentServer::start().await;
-    // `script` gives kite a terminal.
-    let command = format!(
-        "{} ask --timeout 3.6 --base-url {}/v1 hi",
-        env!("CARGO_BIN_EXE_kite"),
-        silent.url()
-    );
-    let out = tokio::process::Command::new("script")
-        .args(["-qefc", &command, "/dev/null"])
-        .env("KITE_API_KEY", KEY)
-        .env("KITE_STORE_URL", common::fresh_store())
-        .env("KITE_LOG", "off")
-        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    let screen = String::from_utf8_lossy(&out.stdout);
+    let screen = common::on_terminal(
+        &format!("ask --timeout 3.6 --base-url {}/v1 hi", silent.url()),
+        &[("KITE_API_KEY", KEY)],
+    )
+    .await;
     assert!(
         screen.contains("kite: waiting for the model… 2s"),
         "{screen:?}"

@@ -79,6 +79,34 @@ fn local_model_path() -> Option<String> {
     .clone()
 }
 
+/// A streamed Chat Completions answer saying `text`; `n` numbers it.
+pub(crate) fn answer(text: &str, n: usize) -> kite_testkit::Reply {
+    let mut r = kite::Response::empty(kite::FinishReason::Stop);
+    r.message = kite::Message::assistant(text);
+    kite_testkit::Reply::sse(kite_testkit::render::sse(
+        kite_testkit::render::Shape::Chat,
+        &r,
+        n,
+    ))
+}
+
+/// What a terminal shows while kite runs `args` on it (`script` gives it one), with
+/// `envs` and nothing from the machine's configuration or store.
+pub(crate) async fn on_terminal(args: &str, envs: &[(&str, &str)]) -> String {
+    let command = format!("{} {args}", env!("CARGO_BIN_EXE_kite"));
+    let out = tokio::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .envs(envs.iter().copied())
+        .env("KITE_STORE_URL", fresh_store())
+        .env("KITE_LOG", "off")
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The path of a new, empty conversation store.
 pub(crate) fn fresh_store() -> std::path::PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};
