@@ -846,11 +846,19 @@ async fn the_last_calls_usage_is_kept_beside_the_sum() {
     };
     let call = Message::new(
         Role::Assistant,
-        vec![Part::ToolCall(ToolCall::new("c1", "weather", r#"{"city":"Paris"}"#))],
+        vec![Part::ToolCall(ToolCall::new(
+            "c1",
+            "weather",
+            r#"{"city":"Paris"}"#,
+        ))],
     );
     let model = ScriptedModel::new()
         .respond(with_usage(call, FinishReason::ToolCalls, 100))
-        .respond(with_usage(Message::assistant("Sunny."), FinishReason::Stop, 180));
+        .respond(with_usage(
+            Message::assistant("Sunny."),
+            FinishReason::Stop,
+            180,
+        ));
     let run = agent(&model).ask("Weather in Paris?").await.unwrap();
     assert_eq!(run.usage().input_tokens, 280);
     assert_eq!(run.last_call_usage().input_tokens, 180);
