@@ -123,7 +123,7 @@ fn prompts_file(named: Option<PathBuf>) -> Result<crate::settings::Prompts, Erro
 }
 
 /// The text of the file at `path` (`what`), a regular file of at most 1 MiB.
-fn read_small(path: &Path, what: &str) -> Result<String, Error> {
+pub(crate) fn read_small(path: &Path, what: &str) -> Result<String, Error> {
     use std::io::Read;
     const MAX: u64 = 1024 * 1024;
     let cannot = |e: &dyn std::fmt::Display| {

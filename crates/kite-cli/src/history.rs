@@ -19,6 +19,13 @@ pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> 
         .filter(|u| !u.trim().is_empty())
         .or_else(|| config.url.clone());
     match url {
+        Some(u) if libpq_keywords(&u) => {
+            // A libpq key=value string: its password is as secret as a URL's.
+            u.split_whitespace()
+                .filter_map(|w| w.strip_prefix("password="))
+                .for_each(|v| crate::logging::secret(v.trim_matches('\'')));
+            Ok(Box::new(PostgresStore::connect(&u).await.map_err(error)?))
+        }
         Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => {
             // A password in the URL is as secret as a provider's key.
             kite::mcp::url_secrets(&u)
@@ -187,4 +194,14 @@ impl Thread {
         }
         Ok(())
     }
+}
+
+/// Whether `url` is a libpq key=value string (`host=db user=kite dbname=kite`) rather than
+/// a file's path.
+fn libpq_keywords(url: &str) -> bool {
+    const KEYS: [&str; 6] = ["host", "hostaddr", "port", "user", "dbname", "password"];
+    !url.contains("://")
+        && url
+            .split_whitespace()
+            .any(|w| w.split_once('=').is_some_and(|(k, _)| KEYS.contains(&k)))
 }

@@ -39,11 +39,8 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
         // A server named alone gets only KITE_API_KEY, as with `kite ask --base-url`.
         let endpoint = at.endpoint(&loaded.config.http).map_err(fail)?;
         let m = OpenAiCompatible::new(url, Dialect::Compatible);
-        let listed = compatible(m, &endpoint)
-            .map_err(fail)?
-            .list_models()
-            .await
-            .map_err(fail)?;
+        let m = compatible(m, &endpoint).map_err(fail)?;
+        let listed = within(m.list_models()).await.map_err(fail)?;
         match args.json {
             true => outln!("{}", json!({"server": url, "listed": listed})),
             false => {
@@ -75,7 +72,7 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
         let listed = match key_set {
             false => None,
             true => Some(match at.endpoint(&loaded.config.http) {
-                Ok(endpoint) => p.list_models(&endpoint).await,
+                Ok(endpoint) => within(p.list_models(&endpoint)).await,
                 Err(e) => Err(e),
             }),
         };
@@ -90,6 +87,20 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
         true => Err(ExitCode::FAILURE),
         false => Ok(()),
     }
+}
+
+/// `listing`, given up on after the deadline even when the server trickles bytes.
+async fn within(
+    listing: impl std::future::Future<Output = Result<Vec<String>, kite::Error>>,
+) -> Result<Vec<String>, kite::Error> {
+    tokio::time::timeout(LIST_TIMEOUT, listing)
+        .await
+        .unwrap_or_else(|_| {
+            Err(kite::Error::Config(format!(
+                "no list of models within {} s",
+                LIST_TIMEOUT.as_secs()
+            )))
+        })
 }
 
 fn print(p: Provider, listed: Option<&[String]>, key_set: bool, as_json: bool) {

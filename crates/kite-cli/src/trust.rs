@@ -107,8 +107,7 @@ fn trust(args: TrustArgs) -> Result<(), Error> {
     let mut kept: Vec<(String, String)> =
         entries().into_iter().filter(|(_, p)| *p != name).collect();
     if !args.forget {
-        let text = std::fs::read_to_string(&full)
-            .map_err(|e| Error::Config(format!("cannot read {name}: {e}")))?;
+        let text = crate::config::read_small(&full, "the configuration")?;
         // Only a file kite can read is worth trusting.
         crate::settings::parse(&text).map_err(|e| Error::Config(format!("{name}: {e}")))?;
         kept.push((digest(&text), name.clone()));

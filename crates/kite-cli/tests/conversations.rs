@@ -397,3 +397,30 @@ async fn ctrl_c_or_sigterm_mid_answer_keeps_the_question() {
         "{titles:?}"
     );
 }
+
+#[tokio::test]
+async fn a_libpq_key_value_store_string_is_postgres_not_a_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let silent = kite_testkit::SilentServer::start().await;
+    let port = silent
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let url = format!("host=127.0.0.1 port={port} user=x password='pw SECRET' dbname=d");
+    let r = run(kite()
+        .current_dir(dir.path())
+        .env("KITE_STORE_URL", &url)
+        .args(["conversations", "list"]))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("database"), "{}", r.stderr);
+    assert!(!r.stderr.contains("SECRET"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no file made"
+    );
+}
