@@ -8,6 +8,7 @@ use crate::run::Run;
 use crate::steps::{Decision, Next, StopReason, ToolRecord};
 use crate::stream::{AgentEvent, AgentStream, Sink};
 use crate::tool::Tool;
+use crate::toolkit::Toolkit;
 use crate::toolset::ToolSet;
 use futures_util::StreamExt;
 use kite_core::{Message, Model, Request, ResponseBuilder, ToolChoice};
@@ -99,6 +100,21 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     /// Adds a tool to the agent's tool set, which its clones share (see [`Agent`]).
     pub fn tool(self, tool: impl Tool<C>) -> Self {
         self.tools.add(tool);
+        self
+    }
+
+    /// Adds a toolkit's tools to the tool set and its instructions to the system prompt
+    /// (after what [`system`](Self::system) set before; a later `system` replaces both).
+    pub fn toolkit(mut self, kit: &impl Toolkit<C>) -> Self {
+        for tool in kit.tools() {
+            self.tools.add_arc(tool);
+        }
+        if let Some(text) = kit.instructions() {
+            self.template.system = Some(match self.template.system.take() {
+                Some(system) if !system.is_empty() => format!("{system}\n\n{text}"),
+                _ => text,
+            });
+        }
         self
     }
 

@@ -22,6 +22,7 @@ mod run;
 mod steps;
 mod stream;
 mod tool;
+mod toolkit;
 mod toolset;
 
 pub use agent::Agent;
@@ -36,4 +37,5 @@ pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     ContextPatch, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, TypedTool, schema_of, tool,
 };
+pub use toolkit::Toolkit;
 pub use toolset::ToolSet;
