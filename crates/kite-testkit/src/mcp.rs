@@ -43,3 +43,15 @@ pub fn own(file: &str) -> PathBuf {
         .join("mcp-peers")
         .join(file)
 }
+
+/// The Agent Skills reference validator's command (`agentskills`, from PyPI's
+/// `skills-ref`), installed beside the Python SDK.
+pub fn agentskills() -> PathBuf {
+    let bin = peers().join("venv/bin/agentskills");
+    assert!(
+        bin.exists(),
+        "the Agent Skills reference validator is not installed at {}; run scripts/setup.sh",
+        bin.display()
+    );
+    bin
+}

@@ -1,0 +1,162 @@
+//! Finding skills: the folders a user names, `.agents/skills/` in the working directory and
+//! each of its parents (the convention agents share), and kite's own folder under
+//! `$XDG_CONFIG_HOME`. Each folder is searched recursively, hidden folders included; a name
+//! found twice is reported and the first one, the nearer, wins.
+
+use crate::archive::is_archive;
+use crate::skill::{Invalid, Skill, find_skill_md};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// How deep below a folder skills are looked for.
+pub const MAX_DEPTH: usize = 8;
+/// The most folders and files looked at below one folder.
+pub const MAX_ENTRIES: usize = 20_000;
+
+/// A place to look for skills.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    /// A folder (searched), a skill's folder, or an archive.
+    pub path: PathBuf,
+    /// Named by the user: a missing one is an error, not silence.
+    pub explicit: bool,
+}
+
+impl Root {
+    /// A place the user named.
+    pub fn explicit(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            explicit: true,
+        }
+    }
+
+    /// A conventional place, which need not exist.
+    pub fn conventional(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            explicit: false,
+        }
+    }
+}
+
+/// The conventional places, nearest first: `.agents/skills/` in `cwd` and each parent, then
+/// `kite/skills` in the user's configuration folder (`config_home`, usually
+/// `$XDG_CONFIG_HOME` or `~/.config`).
+pub fn conventional_roots(cwd: &Path, config_home: Option<&Path>) -> Vec<Root> {
+    let mut roots: Vec<Root> = cwd
+        .ancestors()
+        .map(|dir| Root::conventional(dir.join(".agents").join("skills")))
+        .collect();
+    if let Some(home) = config_home {
+        roots.push(Root::conventional(home.join("kite").join("skills")));
+    }
+    roots
+}
+
+/// A skill left out because one of the same name was found nearer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shadowed {
+    /// The name both have.
+    pub name: String,
+    /// Where the skill in use is.
+    pub kept: PathBuf,
+    /// Where the one left out is.
+    pub ignored: PathBuf,
+}
+
+/// What a search found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// The valid skills, one per name, in the order found.
+    pub skills: Vec<Skill>,
+    /// Skills that are not valid, with their problems; they are left out.
+    pub invalid: Vec<Invalid>,
+    /// Names found more than once.
+    pub shadowed: Vec<Shadowed>,
+    /// Places the user named that could not be searched, and searches cut short.
+    pub errors: Vec<String>,
+}
+
+/// Searches `roots` in order; archives are unpacked under `cache`.
+pub fn discover(roots: &[Root], cache: &Path) -> Discovery {
+    let mut found = Discovery::default();
+    let mut visited = HashSet::new();
+    for root in roots {
+        let mut candidates = Vec::new();
+        match std::fs::metadata(&root.path) {
+            Err(e) if root.explicit => found.errors.push(format!(
+                "cannot look for skills in {}: {e}",
+                root.path.display()
+            )),
+            Err(_) => continue,
+            Ok(meta) if meta.is_file() => candidates.push(root.path.clone()),
+            Ok(_) => {
+                let mut budget = MAX_ENTRIES;
+                walk(&root.path, 0, &mut budget, &mut visited, &mut candidates);
+                if budget == 0 {
+                    found.errors.push(format!(
+                        "stopped looking for skills in {} after {MAX_ENTRIES} entries",
+                        root.path.display()
+                    ));
+                }
+            }
+        }
+        for path in candidates {
+            match Skill::load(&path, cache) {
+                Err(invalid) => found.invalid.push(invalid),
+                Ok(skill) => match found.skills.iter().find(|s| s.name() == skill.name()) {
+                    Some(kept) => found.shadowed.push(Shadowed {
+                        name: skill.meta.name.clone(),
+                        kept: kept.source.clone(),
+                        ignored: skill.source,
+                    }),
+                    None => found.skills.push(skill),
+                },
+            }
+        }
+    }
+    found
+}
+
+/// Collects skill folders and archives under `dir`, in name order. A skill's own folder is
+/// not searched further; links to folders are followed once.
+fn walk(
+    dir: &Path,
+    depth: usize,
+    budget: &mut usize,
+    visited: &mut HashSet<PathBuf>,
+    out: &mut Vec<PathBuf>,
+) {
+    let Ok(real) = dir.canonicalize() else { return };
+    if !visited.insert(real) {
+        return;
+    }
+    if find_skill_md(dir).is_some() {
+        out.push(dir.to_owned());
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
+    entries.sort();
+    for path in entries {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let name = path.file_name().unwrap_or_default();
+        if name == ".git" || name == "node_modules" {
+            continue;
+        }
+        if path.is_dir() {
+            walk(&path, depth + 1, budget, visited, out);
+        } else if is_archive(&path) && path.is_file() {
+            out.push(path);
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! `view`, `create_file`, `str_replace` and `bash`: the model's hands in a run.
+
+use super::State;
+use crate::sandbox::{self, Stopped};
+use crate::set::Kind;
+use cap_std::fs::Dir;
+use kite_agent::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use kite_core::ToolSpec;
+use serde_json::{Value, json};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The most bytes of a file `view` shows.
+pub(crate) const MAX_VIEW: u64 = 256 * 1024;
+/// The most bytes `create_file` and `str_replace` write.
+pub(crate) const MAX_WRITE: usize = 8 * 1024 * 1024;
+/// The most entries a folder's listing shows.
+const MAX_LISTED: usize = 300;
+
+#[derive(Clone, Copy)]
+enum Which {
+    View,
+    Create,
+    Replace,
+    Bash,
+}
+
+struct SkillTool<C> {
+    which: Which,
+    spec: ToolSpec,
+    state: Arc<State<C>>,
+}
+
+pub(super) fn all<C: Send + Sync + 'static>(state: &Arc<State<C>>) -> Vec<Arc<dyn Tool<C>>> {
+    let path = json!({"type": "string", "description": "Relative to the workspace; a skill's files are under skills/NAME/."});
+    let specs = [
+        (
+            Which::View,
+            "view",
+            "Read a file, or list a folder two levels deep. Use it to load a skill's \
+             SKILL.md, and then the files its instructions point to.",
+            json!({"type": "object", "properties": {
+                "path": path,
+                "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+                    "description": "Only lines START to END (1-based; END -1 for the last line)."}
+            }, "required": ["path"]}),
+        ),
+        (
+            Which::Create,
+            "create_file",
+            "Create or overwrite a file in the workspace with the given text.",
+            json!({"type": "object", "properties": {
+                "path": path,
+                "file_text": {"type": "string", "description": "The file's whole text."}
+            }, "required": ["path", "file_text"]}),
+        ),
+        (
+            Which::Replace,
+            "str_replace",
+            "Replace the one occurrence of old_str in a workspace file with new_str.",
+            json!({"type": "object", "properties": {
+                "path": path,
+                "old_str": {"type": "string", "description": "Text that occurs exactly once in the file."},
+                "new_str": {"type": "string", "description": "What replaces it (empty to delete)."}
+            }, "required": ["path", "old_str", "new_str"]}),
+        ),
+        (
+            Which::Bash,
+            "bash",
+            "Run a shell command in the workspace, in a sandbox without network, with a time \
+             limit. Use it to run a skill's scripts.",
+            json!({"type": "object", "properties": {
+                "command": {"type": "string", "description": "The command, run with sh -c."}
+            }, "required": ["command"]}),
+        ),
+    ];
+    specs
+        .into_iter()
+        .map(|(which, name, description, schema)| {
+            Arc::new(SkillTool {
+                which,
+                spec: ToolSpec::new(name, description, schema),
+                state: state.clone(),
+            }) as Arc<dyn Tool<C>>
+        })
+        .collect()
+}
+
+impl<C: Send + Sync + 'static> Tool<C> for SkillTool<C> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, args: Value, ctx: ToolContext<C>) -> ToolFuture<C> {
+        let state = self.state.clone();
+        let which = self.which;
+        Box::pin(async move {
+            let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
+            let result = match which {
+                Which::View => view(&state, text("path"), range(&args)),
+                Which::Create => create(&state, text("path"), text("file_text")),
+                Which::Replace => replace(&state, text("path"), text("old_str"), text("new_str")),
+                Which::Bash => return bash(&state, text("command"), &ctx).await,
+            };
+            result.map(ToolOutput::text).map_err(ToolError::Model)
+        })
+    }
+}
+
+fn range(args: &Value) -> Option<(i64, i64)> {
+    let r = args.get("view_range")?.as_array()?;
+    Some((r.first()?.as_i64()?, r.get(1)?.as_i64()?))
+}
+
+/// Where a path the model gave lies.
+enum Place {
+    /// `skills`: the list of skills.
+    Skills,
+    /// A path in skill number `index`'s folder (`""` for the folder).
+    Skill { index: usize, rel: PathBuf },
+    /// A path in the workspace (`""` for the workspace).
+    Workspace(PathBuf),
+}
+
+fn place<C>(state: &State<C>, path: &str) -> Result<Place, String> {
+    let path = path.trim();
+    if path.starts_with('/') || path.starts_with('~') || Path::new(path).is_absolute() {
+        return Err(format!(
+            "`{path}`: absolute paths are refused; give a path relative to the workspace \
+             (skills/NAME/SKILL.md for a skill's instructions)"
+        ));
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.contains(&"..") {
+        return Err(format!(
+            "`{path}`: `..` is refused; paths stay inside the workspace and the skills"
+        ));
+    }
+    match parts.as_slice() {
+        ["skills"] => Ok(Place::Skills),
+        ["skills", name, rest @ ..] => {
+            let index = state
+                .set
+                .skills
+                .iter()
+                .position(|k| k.meta().name == *name)
+                .ok_or_else(|| {
+                    format!("there is no skill named `{name}` (`view skills` lists them)")
+                })?;
+            Ok(Place::Skill {
+                index,
+                rel: rest.iter().collect(),
+            })
+        }
+        _ => Ok(Place::Workspace(parts.iter().collect())),
+    }
+}
+
+fn view<C>(state: &State<C>, path: &str, range: Option<(i64, i64)>) -> Result<String, String> {
+    match place(state, path)? {
+        Place::Skills => Ok(state
+            .set
+            .skills
+            .iter()
+            .map(|k| {
+                format!(
+                    "skills/{}/SKILL.md: {}",
+                    k.meta().name,
+                    k.meta().description
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")),
+        Place::Skill { index, rel } => {
+            let kind = &state.set.skills[index];
+            let name = &kind.meta().name;
+            let key = format!("skills/{name}/{}", rel.display());
+            let is_instructions = matches!(rel.to_str(), Some("SKILL.md" | "skill.md"));
+            let text = match (kind, &state.skill_dirs[index]) {
+                (Kind::Native(_), _) if is_instructions => kind.instructions().to_owned(),
+                (Kind::Native(_), _) => {
+                    return Err(format!(
+                        "`{name}` is built in: it has instructions (skills/{name}/SKILL.md) \
+                         and tools, but no files"
+                    ));
+                }
+                (Kind::Folder(_), Some(dir)) => {
+                    let dir_name = format!("skills/{name}");
+                    if rel.as_os_str().is_empty() {
+                        return listing(dir, Path::new("."), &dir_name);
+                    }
+                    match read(dir, &rel, path, "the skill's folder")? {
+                        Got::Folder => return listing(dir, &rel, &key),
+                        Got::Text(t) => t,
+                    }
+                }
+                (Kind::Folder(_), None) => return Err("the skill's folder is not open".into()),
+            };
+            if range.is_none() && !state.first_load(&key) {
+                return Ok(format!(
+                    "{key} was already loaded in this run; its text is in the conversation above."
+                ));
+            }
+            Ok(cut(&text, range))
+        }
+        Place::Workspace(rel) => {
+            let dir = &state.workspace_dir;
+            if rel.as_os_str().is_empty() {
+                return listing(dir, Path::new("."), ".");
+            }
+            match read(dir, &rel, path, "the workspace")? {
+                Got::Folder => listing(dir, &rel, path),
+                Got::Text(t) => Ok(cut(&t, range)),
+            }
+        }
+    }
+}
+
+enum Got {
+    Folder,
+    Text(String),
+}
+
+/// A file's text (at most [`MAX_VIEW`] bytes), or word that it is a folder.
+fn read(dir: &Dir, rel: &Path, shown: &str, within: &str) -> Result<Got, String> {
+    let meta = dir
+        .metadata(rel)
+        .map_err(|e| io_message(shown, within, &e))?;
+    if meta.is_dir() {
+        return Ok(Got::Folder);
+    }
+    let mut bytes = Vec::new();
+    dir.open(rel)
+        .and_then(|f| f.take(MAX_VIEW + 1).read_to_end(&mut bytes))
+        .map_err(|e| io_message(shown, within, &e))?;
+    let cut_short = bytes.len() as u64 > MAX_VIEW;
+    bytes.truncate(MAX_VIEW as usize);
+    let mut text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) if cut_short && e.utf8_error().error_len().is_none() => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut b = e.into_bytes();
+            b.truncate(valid);
+            String::from_utf8(b).unwrap_or_default()
+        }
+        Err(_) => {
+            return Ok(Got::Text(format!(
+                "`{shown}` is a binary file of {} bytes; it is not shown",
+                meta.len()
+            )));
+        }
+    };
+    if cut_short {
+        text.push_str(&format!(
+            "\n[cut: the file is {} bytes; only the first {} KiB are shown]",
+            meta.len(),
+            MAX_VIEW / 1024
+        ));
+    }
+    Ok(Got::Text(text))
+}
+
+/// Lines `start..=end` (1-based, `end` -1 for the last), or all.
+fn cut(text: &str, range: Option<(i64, i64)>) -> String {
+    let Some((start, end)) = range else {
+        return text.to_owned();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let start = usize::try_from(start.max(1) - 1).unwrap_or(0);
+    let end = match end {
+        e if e < 0 => lines.len(),
+        e => usize::try_from(e).unwrap_or(0).min(lines.len()),
+    };
+    lines.get(start..end).unwrap_or_default().join("\n")
+}
+
+/// A folder's files, two levels deep, as paths the model can give back.
+fn listing(dir: &Dir, rel: &Path, shown: &str) -> Result<String, String> {
+    let mut out = Vec::new();
+    let mut stack = vec![(rel.to_path_buf(), 0)];
+    while let Some((at, depth)) = stack.pop() {
+        let entries = dir.read_dir(&at).map_err(|e| io_message(shown, "", &e))?;
+        let mut names: Vec<(String, bool)> = entries
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let is_dir = e.file_type().ok()?.is_dir();
+                Some((e.file_name().to_string_lossy().into_owned(), is_dir))
+            })
+            .collect();
+        names.sort();
+        for (name, is_dir) in names.into_iter().rev() {
+            let path = at.join(&name);
+            if is_dir && depth < 1 {
+                stack.push((path.clone(), depth + 1));
+            }
+            out.push(format!(
+                "{}{}",
+                Path::new(shown)
+                    .join(path.strip_prefix(rel).unwrap_or(&path))
+                    .display(),
+                if is_dir { "/" } else { "" }
+            ));
+        }
+        if out.len() > MAX_LISTED {
+            out.truncate(MAX_LISTED);
+            out.push(format!("[more entries left out after {MAX_LISTED}]"));
+            break;
+        }
+    }
+    out.sort();
+    match out.is_empty() {
+        true => Ok(format!("{shown} is empty")),
+        false => Ok(out.join("\n")),
+    }
+}
+
+fn writable<C>(state: &State<C>, path: &str) -> Result<PathBuf, String> {
+    match place(state, path)? {
+        Place::Workspace(rel) if !rel.as_os_str().is_empty() => Ok(rel),
+        Place::Workspace(_) => Err("give a file's path".into()),
+        _ => Err(format!(
+            "`{path}`: the skills' folders are read-only; write in the workspace instead"
+        )),
+    }
+}
+
+fn create<C>(state: &State<C>, path: &str, text: &str) -> Result<String, String> {
+    let rel = writable(state, path)?;
+    if text.len() > MAX_WRITE {
+        return Err(format!("the text is larger than {} MiB", MAX_WRITE >> 20));
+    }
+    let dir = &state.workspace_dir;
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        dir.create_dir_all(parent).map_err(|e| {
+            // A link on the way shows as "exists": following it tells where it leads.
+            let e = dir.metadata(parent).err().unwrap_or(e);
+            io_message(path, "the workspace", &e)
+        })?;
+    }
+    dir.write(&rel, text)
+        .map_err(|e| io_message(path, "the workspace", &e))?;
+    Ok(format!("wrote {} bytes to {path}", text.len()))
+}
+
+fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Result<String, String> {
+    let rel = writable(state, path)?;
+    if old.is_empty() {
+        return Err("old_str is empty; give text that occurs once in the file".into());
+    }
+    let dir = &state.workspace_dir;
+    let text = match read(dir, &rel, path, "the workspace")? {
+        Got::Folder => return Err(format!("`{path}` is a folder")),
+        Got::Text(t) => t,
+    };
+    match text.matches(old).count() {
+        0 => Err(format!("old_str does not occur in {path}")),
+        1 => {
+            let changed = text.replacen(old, new, 1);
+            if changed.len() > MAX_WRITE {
+                return Err(format!(
+                    "the file would be larger than {} MiB",
+                    MAX_WRITE >> 20
+                ));
+            }
+            dir.write(&rel, &changed)
+                .map_err(|e| io_message(path, "the workspace", &e))?;
+            Ok(format!("replaced 1 occurrence in {path}"))
+        }
+        n => Err(format!(
+            "old_str occurs {n} times in {path}; give more of the text around it"
+        )),
+    }
+}
+
+async fn bash<C>(
+    state: &State<C>,
+    command: &str,
+    ctx: &ToolContext<C>,
+) -> Result<ToolOutput<C>, ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::model("the command is empty"));
+    }
+    let mounts: Vec<(String, PathBuf)> = state
+        .set
+        .skills
+        .iter()
+        .filter_map(|k| match k {
+            Kind::Folder(s) => Some((s.name().to_owned(), s.dir.clone())),
+            Kind::Native(_) => None,
+        })
+        .collect();
+    let ready = state.sandbox_ready().await;
+    let outcome = sandbox::run(
+        command,
+        &state.workspace,
+        &mounts,
+        &state.sandbox,
+        ready,
+        &ctx.cancel,
+    )
+    .await
+    .map_err(|e| ToolError::model(e.to_string()))?;
+    let mut text = String::new();
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    let stderr = String::from_utf8_lossy(&outcome.stderr);
+    text.push_str(&stdout);
+    if !stderr.is_empty() {
+        text.push_str(&format!("\n[stderr]\n{stderr}"));
+    }
+    let (is_error, note) = match (outcome.stopped, outcome.status) {
+        (Some(Stopped::TimedOut(d)), _) => (
+            true,
+            format!(
+                "stopped: still running after {} s, the time limit",
+                d.as_secs()
+            ),
+        ),
+        (Some(Stopped::TooMuchOutput(n)), _) => (
+            true,
+            format!("stopped: it wrote more than {n} bytes of output"),
+        ),
+        (Some(Stopped::Cancelled), _) => (true, "stopped: the run was cancelled".to_owned()),
+        (None, Some(0)) => (false, "exit status 0".to_owned()),
+        (None, Some(n)) => (true, format!("exit status {n}")),
+        (None, None) => (true, "ended by a signal".to_owned()),
+    };
+    text.push_str(&format!("\n[{note}]"));
+    Ok(ToolOutput {
+        is_error,
+        ..ToolOutput::text(text.trim_start().to_owned())
+    })
+}
+
+/// An I/O error as the model should read it: an escape says so and nothing more.
+fn io_message(shown: &str, within: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Other
+            if e.to_string().contains("outside") =>
+        {
+            format!("`{shown}` leads outside {within} (through a link); refused")
+        }
+        std::io::ErrorKind::NotFound => format!("`{shown}` does not exist"),
+        _ => format!("`{shown}`: {e}"),
+    }
+}
