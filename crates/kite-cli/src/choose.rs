@@ -61,6 +61,8 @@ pub(crate) struct SessionArgs {
     /// Leave out the MCP servers configured in kite.toml.
     #[arg(long)]
     pub no_mcp: bool,
+    #[command(flatten)]
+    pub skills: crate::skills::SkillArgs,
     /// Model calls allowed per question before giving up (at least 1; default 10).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,

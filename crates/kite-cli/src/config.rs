@@ -96,6 +96,12 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         kite::Provider::parse(name)
             .map_err(|e| Error::Config(format!("{}: [providers.{name}]: {e}", path.display())))?;
     }
+    // Skills' folders named in the file are relative to it.
+    if let Some(dir) = path.parent() {
+        for p in &mut config.skills.paths {
+            *p = dir.join(&*p);
+        }
+    }
     let named = config.prompts.file.take().map(|f| match path.parent() {
         Some(dir) => dir.join(f),
         None => f,
@@ -154,8 +160,13 @@ fn xdg(var: &str, fallback: &str) -> Option<PathBuf> {
 }
 
 /// `$XDG_CONFIG_HOME`, else `~/.config`.
-fn config_dir() -> Option<PathBuf> {
+pub(crate) fn config_dir() -> Option<PathBuf> {
     xdg("XDG_CONFIG_HOME", ".config")
+}
+
+/// kite's cache folder, `kite` in `$XDG_CACHE_HOME` (else `~/.cache`).
+pub(crate) fn cache_dir() -> Option<PathBuf> {
+    xdg("XDG_CACHE_HOME", ".cache").map(|d| d.join("kite"))
 }
 
 /// kite's data folder, `kite` in `$XDG_DATA_HOME` (else `~/.local/share`).

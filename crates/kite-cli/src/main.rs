@@ -22,6 +22,7 @@ mod responses;
 mod session;
 mod settings;
 mod signals;
+mod skills;
 mod transcribe;
 mod trust;
 mod waiting;
@@ -78,6 +79,9 @@ enum Command {
     /// Trust a kite.toml in the working directory (after reading it): until then kite does
     /// not read it, since it can start programs and send keys elsewhere.
     Trust(trust::TrustArgs),
+    /// List, show and validate Agent Skills.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// Transcribe an audio file.
     Transcribe(Box<transcribe::TranscribeArgs>),
 }
@@ -124,6 +128,7 @@ fn main() -> ExitCode {
             Command::Conversations(cmd) => conversations::run(cmd, config).await,
             Command::Model(cmd) => model::run(cmd),
             Command::Responses(args) => responses::run(args).await,
+            Command::Skills(cmd) => skills::run(cmd, config),
             Command::Transcribe(args) => transcribe::run(*args, config).await,
             Command::Trust(args) => trust::run(args),
         }

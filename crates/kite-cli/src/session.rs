@@ -11,6 +11,7 @@ use crate::output::{Output, errln};
 use crate::settings::CompactPolicy;
 use crate::waiting::Waiting;
 use kite::agent::builtin;
+use kite::skills::SkillRun;
 use kite::store::Turn;
 use kite::store::compact::{Compactor, DEFAULT_PROMPT, Policy};
 use kite::{
@@ -51,6 +52,8 @@ pub(crate) struct Session {
     pub agent: Agent,
     pub chosen: Chosen,
     hub: Option<kite::mcp::Hub>,
+    /// The skills on offer, with the run's workspace (removed when the session ends).
+    skills: Option<SkillRun>,
     pub thread: Thread,
     /// How long the model may stay silent.
     limit: Duration,
@@ -73,7 +76,8 @@ impl Session {
                 Some(crate::mcp::connect(&loaded, None, sampling).await?)
             }
         };
-        let agent = agent(&args, &chosen, None)?;
+        let skills = crate::skills::for_session(&args.skills, &loaded).await?;
+        let agent = agent(&args, &chosen, None, skills.as_ref())?;
         if args.tools || !args.tool.is_empty() {
             let cwd = std::env::current_dir()
                 .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
@@ -109,6 +113,7 @@ impl Session {
             agent,
             chosen,
             hub,
+            skills,
             thread,
             limit,
             usage: Usage::default(),
@@ -133,7 +138,7 @@ impl Session {
         let mut args = self.args.clone();
         args.model = Some(name.to_owned());
         let chosen = choose_model(&args, &self.loaded.config.http)?;
-        self.agent = agent(&args, &chosen, Some(&self.agent))?;
+        self.agent = agent(&args, &chosen, Some(&self.agent), self.skills.as_ref())?;
         (self.args, self.chosen) = (args, chosen);
         Ok(())
     }
@@ -141,7 +146,12 @@ impl Session {
     /// Gives the model new system instructions (none when empty; `{date}` is today's).
     pub(crate) fn set_system(&mut self, system: &str) -> Result<(), Error> {
         self.args.system = Some(system.to_owned()).filter(|s| !s.trim().is_empty());
-        self.agent = agent(&self.args, &self.chosen, Some(&self.agent))?;
+        self.agent = agent(
+            &self.args,
+            &self.chosen,
+            Some(&self.agent),
+            self.skills.as_ref(),
+        )?;
         Ok(())
     }
 
@@ -217,7 +227,12 @@ impl Session {
             .is_some_and(|s| s.contains("{date}"))
         {
             // The date moves on in a long chat.
-            self.agent = agent(&self.args, &self.chosen, Some(&self.agent))?;
+            self.agent = agent(
+                &self.args,
+                &self.chosen,
+                Some(&self.agent),
+                self.skills.as_ref(),
+            )?;
         }
         tokio::select! {
             compacted = self.compact(false) => if let Err(e) = compacted {
@@ -339,8 +354,14 @@ impl Session {
     }
 }
 
-/// The agent for `args` and `chosen`; with `before`, it keeps `before`'s tools.
-fn agent(args: &SessionArgs, chosen: &Chosen, before: Option<&Agent>) -> Result<Agent, Error> {
+/// The agent for `args` and `chosen`, offering `skills`; with `before`, it keeps `before`'s
+/// tools.
+fn agent(
+    args: &SessionArgs,
+    chosen: &Chosen,
+    before: Option<&Agent>,
+    skills: Option<&SkillRun>,
+) -> Result<Agent, Error> {
     let tool_choice = tool_choice(args);
     let mut agent = Agent::shared(chosen.model.clone(), chosen.name.clone())
         .max_turns(args.max_turns.unwrap_or(10))
@@ -355,6 +376,11 @@ fn agent(args: &SessionArgs, chosen: &Chosen, before: Option<&Agent>) -> Result<
     }
     if let Some(system) = &args.system {
         agent = agent.system(crate::choose::with_date(system));
+    }
+    if let Some(skills) = skills {
+        // The skills' part of the system prompt follows the user's; their tools are
+        // replaced by themselves when `before` had them.
+        agent = agent.toolkit(skills);
     }
     Ok(agent)
 }

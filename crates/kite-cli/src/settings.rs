@@ -31,6 +31,9 @@ pub(crate) struct Config {
     /// `[compact]`: when a stored conversation is compacted before a turn.
     #[serde(default)]
     pub compact: CompactConfig,
+    /// `[skills]`: where Agent Skills are found, and what their scripts may do.
+    #[serde(default)]
+    pub skills: SkillsConfig,
 }
 
 /// The `[defaults]` table. Flags and `KITE_*` variables win over it.
@@ -144,6 +147,49 @@ pub(crate) enum CompactPolicy {
     Bytes,
     Messages,
     Off,
+}
+
+/// The `[skills]` table. Skills are also found in `.agents/skills/` in the working
+/// directory and its parents, and in `kite/skills` in the XDG config folder.
+///
+/// ```toml
+/// [skills]
+/// paths = ["/opt/team-skills", "vendor/skills"]   # relative to kite.toml's folder
+/// network = false                                  # let scripts reach the network
+/// timeout_secs = 60                                # how long a script may run
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "RawSkills")]
+pub(crate) struct SkillsConfig {
+    pub paths: Vec<std::path::PathBuf>,
+    pub network: bool,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSkills {
+    #[serde(default)]
+    paths: Vec<std::path::PathBuf>,
+    #[serde(default)]
+    network: bool,
+    timeout_secs: Option<f64>,
+}
+
+impl TryFrom<RawSkills> for SkillsConfig {
+    type Error = String;
+
+    fn try_from(raw: RawSkills) -> Result<Self, String> {
+        let timeout = raw
+            .timeout_secs
+            .map(|s| kite::duration_from_secs("`timeout_secs`", s))
+            .transpose()?;
+        Ok(Self {
+            paths: raw.paths,
+            network: raw.network,
+            timeout,
+        })
+    }
 }
 
 /// The `[store]` table: where conversations are kept. `KITE_STORE_URL` overrides it.

@@ -42,6 +42,10 @@ pub use kite_local as local;
 #[cfg(feature = "mcp")]
 pub use kite_mcp as mcp;
 
+/// Agent Skills: folders of instructions and scripts, disclosed as needed (feature `skills`).
+#[cfg(feature = "skills")]
+pub use kite_skills as skills;
+
 /// Stored conversations and portable conversation state (feature `store`).
 #[cfg(feature = "store")]
 pub use kite_store as store;

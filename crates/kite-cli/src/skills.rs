@@ -1,0 +1,320 @@
+//! Agent Skills in the CLI: found for `kite ask` and `kite chat` (`--skills DIR` adds
+//! folders, `--no-skills` leaves them out), and `kite skills list|show|validate`.
+//!
+//! Skills are looked for, nearest first, in the folders `--skills` names, those
+//! `[skills] paths` in kite.toml names, `.agents/skills/` in the working directory and its
+//! parents, and `kite/skills` in the XDG config folder. A name found twice is said on
+//! stderr; the first one found is kept.
+
+use crate::config::{self, Loaded};
+use crate::output::{errln, outln, printable};
+use clap::{Args, Subcommand};
+use kite::Error;
+use kite::skills::{
+    Discovery, Root, RunOptions, SandboxOptions, Skill, SkillRun, SkillSet, conventional_roots,
+};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The skill flags of `kite ask` and `kite chat`.
+#[derive(Args, Clone, Default)]
+pub(crate) struct SkillArgs {
+    /// Offer the skills in this folder (or archive) too, before any other (repeatable).
+    #[arg(long = "skills", value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Offer no skills.
+    #[arg(long, conflicts_with = "dirs")]
+    pub no_skills: bool,
+    /// Run skills' scripts with no sandbox, as yourself, with all your files and the
+    /// network, where bubblewrap cannot run. Only for skills you have read and trust.
+    #[arg(long)]
+    pub dangerously_run_scripts_unsandboxed: bool,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum SkillsCommand {
+    /// List the skills kite finds, nearest first.
+    List {
+        /// One JSON object per skill.
+        #[arg(long)]
+        json: bool,
+        /// Look in this folder (or archive) too, before any other (repeatable).
+        #[arg(long = "skills", value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+    },
+    /// Show one skill: where it is, its fields, its instructions and its files.
+    Show {
+        /// The skill's name.
+        name: String,
+        /// Look in this folder (or archive) too, before any other (repeatable).
+        #[arg(long = "skills", value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+    },
+    /// Check skill folders or archives against the specification; exits 1 if any is
+    /// invalid.
+    Validate {
+        /// Skill folders, `.skill` or `.zip` archives.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// Where archives are unpacked: `kite/skills` in the XDG cache folder (private to the
+/// user), else a temporary folder of this process's own.
+fn cache() -> Result<PathBuf, Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    static FALLBACK: std::sync::OnceLock<Option<tempfile::TempDir>> = std::sync::OnceLock::new();
+    let Some(dir) = config::cache_dir().map(|d| d.join("skills")) else {
+        return FALLBACK
+            .get_or_init(|| {
+                tempfile::Builder::new()
+                    .prefix("kite-skills-")
+                    .tempdir()
+                    .ok()
+            })
+            .as_ref()
+            .map(|t| t.path().to_owned())
+            .ok_or_else(|| Error::Config("cannot make a folder to unpack skills in".into()));
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| Error::Config(format!("cannot create {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// The skills found for `loaded` and the folders `dirs` names, nearest first.
+fn find(loaded: &Loaded, dirs: &[PathBuf]) -> Result<Discovery, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
+    for dir in dirs {
+        std::fs::metadata(dir)
+            .map_err(|e| Error::Config(format!("--skills {}: {e}", dir.display())))?;
+    }
+    let mut roots: Vec<Root> = dirs.iter().map(Root::explicit).collect();
+    roots.extend(loaded.config.skills.paths.iter().map(Root::explicit));
+    roots.extend(conventional_roots(&cwd, config::config_dir().as_deref()));
+    Ok(kite::skills::discover(&roots, &cache()?))
+}
+
+/// Says on stderr what was found but not offered.
+fn report(found: &Discovery) {
+    for invalid in &found.invalid {
+        let first = invalid.problems.first().map(|p| p.to_string());
+        let more = invalid.problems.len().saturating_sub(1);
+        errln!(
+            "kite: skipped the skill at {}: {}{} (`kite skills validate` shows all)",
+            printable(&invalid.path.display().to_string()),
+            printable(first.as_deref().unwrap_or("it is not valid")),
+            match more {
+                0 => String::new(),
+                n => format!(", and {n} more problems"),
+            }
+        );
+    }
+    for s in &found.shadowed {
+        errln!(
+            "kite: the skill {} at {} is hidden by the one at {}",
+            printable(&s.name),
+            printable(&s.ignored.display().to_string()),
+            printable(&s.kept.display().to_string()),
+        );
+    }
+    for e in &found.errors {
+        errln!("kite: {}", printable(e));
+    }
+}
+
+/// The skills for a session, as a run over a fresh workspace; `None` when there are none
+/// or `--no-skills` says so. Says on stderr when their scripts cannot run here.
+pub(crate) async fn for_session(
+    args: &SkillArgs,
+    loaded: &Loaded,
+) -> Result<Option<SkillRun>, Error> {
+    if args.no_skills {
+        return Ok(None);
+    }
+    let found = find(loaded, &args.dirs)?;
+    report(&found);
+    if found.skills.is_empty() {
+        return Ok(None);
+    }
+    let settings = &loaded.config.skills;
+    let defaults = SandboxOptions::default();
+    let options = RunOptions {
+        workspace: None,
+        sandbox: SandboxOptions {
+            network: settings.network,
+            timeout: settings.timeout.unwrap_or(defaults.timeout),
+            dangerously_unsandboxed: args.dangerously_run_scripts_unsandboxed,
+            ..defaults
+        },
+    };
+    let run = SkillRun::new(Arc::new(SkillSet::from_discovery(&found)), options)
+        .map_err(|e| Error::Config(format!("cannot set up the skills' workspace: {e}")))?;
+    match run.can_run_scripts().await {
+        Err(why) => errln!("kite: skills are offered, but their scripts cannot run: {why}"),
+        Ok(()) if args.dangerously_run_scripts_unsandboxed => errln!(
+            "kite: skills' scripts may run with no sandbox (--dangerously-run-scripts-unsandboxed)"
+        ),
+        Ok(()) => {}
+    }
+    errln!(
+        "kite: {} skills offered (--no-skills leaves them out)",
+        found.skills.len()
+    );
+    Ok(Some(run))
+}
+
+pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), ExitCode> {
+    let fail = |e: Error| {
+        errln!("kite: {e}");
+        ExitCode::FAILURE
+    };
+    match command {
+        SkillsCommand::List { json, dirs } => {
+            let loaded = config::load(config).map_err(fail)?;
+            let found = find(&loaded, &dirs).map_err(fail)?;
+            report(&found);
+            if found.skills.is_empty() && !json {
+                errln!(
+                    "kite: no skills found (looked in --skills, [skills] paths, .agents/skills \
+                     here and above, and kite/skills in the config folder)"
+                );
+            }
+            for skill in &found.skills {
+                if json {
+                    outln!("{}", skill_json(skill));
+                } else {
+                    outln!(
+                        "{}  {}\n    {}",
+                        skill.name(),
+                        printable(&skill.source.display().to_string()),
+                        printable(&one_line(skill.description()))
+                    );
+                }
+            }
+            Ok(())
+        }
+        SkillsCommand::Show { name, dirs } => {
+            let loaded = config::load(config).map_err(fail)?;
+            let found = find(&loaded, &dirs).map_err(fail)?;
+            let Some(skill) = found.skills.iter().find(|s| s.name() == name) else {
+                report(&found);
+                let names: Vec<&str> = found.skills.iter().map(Skill::name).collect();
+                return Err(fail(Error::Config(format!(
+                    "no skill {:?} found (found: {})",
+                    printable(&name),
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                ))));
+            };
+            show(skill);
+            Ok(())
+        }
+        SkillsCommand::Validate { paths } => {
+            let cache = cache().map_err(fail)?;
+            let mut failed = false;
+            for path in &paths {
+                match Skill::load(path, &cache) {
+                    Ok(skill) => outln!(
+                        "{}: valid skill {}",
+                        printable(&path.display().to_string()),
+                        skill.name()
+                    ),
+                    Err(invalid) => {
+                        failed = true;
+                        errln!("{}", printable(&invalid.to_string()));
+                    }
+                }
+            }
+            if failed {
+                Err(ExitCode::FAILURE)
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A skill for `list --json`.
+fn skill_json(skill: &Skill) -> serde_json::Value {
+    let m = &skill.meta;
+    json!({
+        "name": m.name,
+        "description": m.description,
+        "path": skill.source,
+        "dir": skill.dir,
+        "license": m.license,
+        "compatibility": m.compatibility,
+        "allowed_tools": m.allowed_tools,
+        "metadata": m.metadata,
+    })
+}
+
+/// `text` on one line, for a listing.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `kite skills show`: the fields, the files, then the instructions.
+fn show(skill: &Skill) {
+    let m = &skill.meta;
+    outln!("name: {}", m.name);
+    outln!("description: {}", printable(&m.description));
+    outln!(
+        "location: {}",
+        printable(&skill.source.display().to_string())
+    );
+    let optional = [
+        ("license", &m.license),
+        ("compatibility", &m.compatibility),
+        ("allowed-tools", &m.allowed_tools),
+    ];
+    for (field, value) in optional {
+        if let Some(v) = value {
+            outln!("{field}: {}", printable(v));
+        }
+    }
+    for (key, value) in &m.metadata {
+        outln!("metadata.{}: {}", printable(key), printable(value));
+    }
+    let mut files = Vec::new();
+    list_files(&skill.dir, Path::new(""), &mut files);
+    if !files.is_empty() {
+        outln!("files:");
+        for f in files {
+            outln!("  {}", printable(&f.display().to_string()));
+        }
+    }
+    outln!("\n{}", printable(skill.body.trim_end()));
+}
+
+/// The files under `dir` (relative to the skill's folder, not following links), at most
+/// a few hundred.
+fn list_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    const MAX: usize = 500;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if out.len() >= MAX {
+            return;
+        }
+        let Ok(kind) = e.file_type() else { continue };
+        let path = rel.join(e.file_name());
+        if kind.is_dir() {
+            list_files(&e.path(), &path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
