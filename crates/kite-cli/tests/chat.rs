@@ -247,3 +247,77 @@ async fn a_chat_survives_ctrl_c_keeps_its_turns_and_resumes_with_continue() {
     assert_eq!(titles.len(), 2, "{titles:?}");
     assert!(titles.contains(&"Start over?".to_owned()), "{titles:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_offers_skills_in_every_turn_and_loads_each_file_once() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("conversations.db");
+    let skills = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/skills/valid");
+    let view = |id: &str, n: usize| {
+        let mut r = Response::empty(FinishReason::ToolCalls);
+        r.message = Message::new(
+            kite::Role::Assistant,
+            vec![kite::Part::ToolCall(kite::ToolCall::new(
+                id,
+                "view",
+                r#"{"path": "skills/word-count/SKILL.md"}"#,
+            ))],
+        );
+        Reply::sse(sse(Shape::Chat, &r, n))
+    };
+    let server = ReplayServer::start(vec![
+        view("c1", 1),
+        answer("I have read the skill.", 2),
+        view("c2", 3),
+        answer("Still read.", 4),
+    ])
+    .await;
+    let extra = format!("--skills {}", skills.join("word-count").display());
+    let t = Tmux::start(
+        dir.path(),
+        &chat_command(dir.path(), &store, &server.url(), &extra),
+    );
+    t.wait_for("chatting with m");
+    t.line("Count the words, please.");
+    t.wait_for("I have read the skill.");
+    // Another model, the same skills, and the same run: the file is not sent again.
+    t.line("/model other");
+    t.line("And again?");
+    t.wait_for("Still read.");
+    let body =
+        |n: usize| -> Value { serde_json::from_str(&server.requests()[n].body_text()).unwrap() };
+    let after_switch = body(2);
+    assert_eq!(after_switch["model"], "other");
+    let system = after_switch["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("<available_skills>"), "{system}");
+    let tools = after_switch["tools"].to_string();
+    assert!(
+        tools.contains("\"view\"") && tools.contains("\"bash\""),
+        "{tools}"
+    );
+    let results: Vec<String> = [1, 3]
+        .iter()
+        .map(|&n| {
+            body(n)["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "tool")
+                .unwrap()["content"]
+                .to_string()
+        })
+        .collect();
+    assert!(results[0].contains("It prints `words=N`"), "{}", results[0]);
+    assert!(results[1].contains("already loaded"), "{}", results[1]);
+    assert!(
+        !results[1].contains("It prints `words=N`"),
+        "{}",
+        results[1]
+    );
+    t.line("/exit");
+    t.wait_for("exit=0");
+}
