@@ -116,6 +116,10 @@ fn unpack(bytes: &[u8], archive: &Path, cache: &Path, target: &Path) -> Result<(
             .enclosed_name()
             .filter(|p| p.components().all(|c| matches!(c, Component::Normal(_))))
             .ok_or_else(|| bad(format!("{name:?} would land outside the skill's folder")))?;
+        if rel.starts_with("__MACOSX") {
+            // What macOS's Finder adds beside the files it zips.
+            continue;
+        }
         if member.is_symlink() {
             return Err(bad(format!("{name:?} is a link")));
         }

@@ -1,7 +1,8 @@
 //! Finding skills: the folders a user names, `.agents/skills/` in the working directory and
 //! each of its parents (the convention agents share), and kite's own folder under
 //! `$XDG_CONFIG_HOME`. Each folder is searched recursively, hidden folders included; a name
-//! found twice is reported and the first one, the nearer, wins.
+//! found twice is reported and the first one, the nearer, wins. A conventional folder that
+//! another user owns or may write in is left out (and said to be).
 
 use crate::archive::is_archive;
 use crate::skill::{Invalid, Skill, find_skill_md};
@@ -90,15 +91,25 @@ pub fn discover(roots: &[Root], cache: &Path) -> Discovery {
                 root.path.display()
             )),
             Err(_) => continue,
-            Ok(meta) if meta.is_file() => candidates.push(root.path.clone()),
-            Ok(_) => {
-                let mut budget = MAX_ENTRIES;
-                walk(&root.path, 0, &mut budget, &mut visited, &mut candidates);
-                if budget == 0 {
+            Ok(meta) => {
+                if let (false, Err(why)) = (root.explicit, owned_by_user(&root.path)) {
                     found.errors.push(format!(
-                        "stopped looking for skills in {} after {MAX_ENTRIES} entries",
+                        "left out the skills in {}: {why}",
                         root.path.display()
                     ));
+                    continue;
+                }
+                if meta.is_file() {
+                    candidates.push(root.path.clone());
+                } else {
+                    let mut budget = MAX_ENTRIES;
+                    walk(&root.path, 0, &mut budget, &mut visited, &mut candidates);
+                    if budget == 0 {
+                        found.errors.push(format!(
+                            "stopped looking for skills in {} after {MAX_ENTRIES} entries",
+                            root.path.display()
+                        ));
+                    }
                 }
             }
         }
@@ -117,6 +128,29 @@ pub fn discover(roots: &[Root], cache: &Path) -> Discovery {
         }
     }
     found
+}
+
+/// Whether a conventional folder (`.agents/skills`), and the `.agents` folder holding it,
+/// belong to the user running kite (or to root) and are writable by no one else: one in
+/// a shared folder above the working directory (`/tmp/.agents`) may be anyone's.
+fn owned_by_user(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for dir in [Some(path), path.parent()].into_iter().flatten() {
+        let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(format!(
+                "{} belongs to another user (uid {})",
+                dir.display(),
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(format!("others may write in {}", dir.display()));
+        }
+    }
+    Ok(())
 }
 
 /// Collects skill folders and archives under `dir`, in name order. A skill's own folder is

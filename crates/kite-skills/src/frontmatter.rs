@@ -9,6 +9,9 @@
 use yaml_rust2::Event;
 use yaml_rust2::parser::Parser;
 
+/// How deep lists and maps may nest: the tree is dropped and written out by recursion.
+const MAX_NESTING: usize = 32;
+
 /// A YAML value as strictyaml sees it: text, a list or a map.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Node {
@@ -110,6 +113,11 @@ pub(crate) fn parse(yaml: &str) -> Result<Node, YamlError> {
                      or map, or quote the text"
                         .into(),
                 ));
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_NESTING => {
+                return Err(at(format!(
+                    "lists and maps nested more than {MAX_NESTING} deep are not allowed"
+                )));
             }
             Event::SequenceStart(..) => {
                 stack.push(Building::List(Vec::new()));
@@ -217,6 +225,15 @@ mod tests {
             assert_eq!(err.line, line, "{yaml:?}: {err:?}");
             assert!(err.message.contains(says), "{yaml:?}: {err:?}");
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_it_can_overflow_the_stack() {
+        let deep = format!("\nx:\n  {}a\n", "- ".repeat(60_000));
+        let err = parse(&deep).unwrap_err();
+        assert!(err.message.contains("nested more than 32"), "{err:?}");
+        let ok = format!("\nx:\n  {}a\n", "- ".repeat(MAX_NESTING - 2));
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]

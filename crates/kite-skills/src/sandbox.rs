@@ -24,7 +24,7 @@ use tokio::process::{ChildStderr, ChildStdout, Command};
 /// How commands run.
 #[derive(Clone, Debug)]
 pub struct SandboxOptions {
-    /// The bubblewrap program (`bwrap`, looked up on `PATH`).
+    /// The bubblewrap program (`bwrap`, looked up on kite's `PATH`).
     pub bwrap: PathBuf,
     /// Lets commands reach the network.
     pub network: bool,
@@ -100,6 +100,7 @@ pub async fn probe(options: &SandboxOptions) -> Result<(), String> {
     let mut cmd = bwrap_command(options, dir.path(), &[]);
     cmd.arg("--").arg("true");
     let out = cmd
+        .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -125,6 +126,7 @@ pub async fn run(
 ) -> Result<Outcome, SandboxError> {
     let (mut cmd, home) = match sandbox {
         Ok(()) => {
+            mount_points(workspace, skills).map_err(SandboxError::Spawn)?;
             let mut cmd = bwrap_command(options, workspace, skills);
             cmd.args(["--", "/bin/sh", "-c", command]);
             (cmd, "/workspace".to_owned())
@@ -252,7 +254,7 @@ fn bwrap_command(
     workspace: &Path,
     skills: &[(String, PathBuf)],
 ) -> Command {
-    let mut cmd = Command::new(&options.bwrap);
+    let mut cmd = Command::new(resolve(&options.bwrap));
     cmd.args(["--die-with-parent", "--new-session", "--unshare-all"]);
     if options.network {
         cmd.arg("--share-net");
@@ -292,6 +294,44 @@ fn bwrap_command(
     }
     cmd.args(["--chdir", "/workspace"]);
     cmd
+}
+
+/// `program` as a path: as it is when it names a folder, else the first executable file of
+/// that name on kite's own `PATH` (the command's `PATH` is a different, shorter one).
+fn resolve(program: &Path) -> PathBuf {
+    if program.components().count() > 1 {
+        return program.to_owned();
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| program.to_owned())
+}
+
+/// Makes `skills/` and `skills/NAME` in the workspace real folders, for bubblewrap to mount
+/// the skills on: a link or file an earlier command left there in their place is removed
+/// first, so that bubblewrap never follows it out of the workspace.
+fn mount_points(workspace: &Path, skills: &[(String, PathBuf)]) -> std::io::Result<()> {
+    let real_dir = |path: &Path| -> std::io::Result<()> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => std::fs::remove_file(path)?,
+            Err(_) => {}
+        }
+        std::fs::create_dir(path)
+    };
+    let dir = workspace.join("skills");
+    real_dir(&dir)?;
+    for (name, _) in skills {
+        real_dir(&dir.join(name))?;
+    }
+    Ok(())
 }
 
 /// Without a sandbox, `skills/NAME` in the workspace is a link to the skill's folder.

@@ -95,6 +95,19 @@ async fn an_archive_loads_and_its_script_runs() {
     let top = tmp.path().join("word-count.zip");
     zip_of(&top, &members(&word_count("")));
     assert_eq!(Skill::load(&top, &cache).unwrap().name(), "word-count");
+
+    // What macOS's Finder adds beside the folder it zips is left out.
+    let finder = tmp.path().join("finder.zip");
+    let mut list = word_count("word-count/");
+    list.push((
+        "__MACOSX/word-count/._SKILL.md".into(),
+        vec![0, 5, 22, 7],
+        0o644,
+    ));
+    zip_of(&finder, &members(&list));
+    let skill = Skill::load(&finder, &cache).unwrap();
+    assert_eq!(skill.name(), "word-count");
+    assert!(!skill.dir.parent().unwrap().join("__MACOSX").exists());
 }
 
 /// Members of an archive: name, bytes, unix mode.

@@ -1,22 +1,14 @@
 //! `view`, `create_file`, `str_replace` and `bash`: the model's hands in a run.
 
 use super::State;
+use super::files::{Got, MAX_WRITE, editable, io_message, listing, read, shown, write};
 use crate::sandbox::{self, Stopped};
 use crate::set::Kind;
-use cap_std::fs::Dir;
 use kite_agent::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use kite_core::ToolSpec;
 use serde_json::{Value, json};
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The most bytes of a file `view` shows.
-pub(crate) const MAX_VIEW: u64 = 256 * 1024;
-/// The most bytes `create_file` and `str_replace` write.
-pub(crate) const MAX_WRITE: usize = 8 * 1024 * 1024;
-/// The most entries a folder's listing shows.
-const MAX_LISTED: usize = 300;
 
 #[derive(Clone, Copy)]
 enum Which {
@@ -68,8 +60,13 @@ pub(super) fn all<C: Send + Sync + 'static>(state: &Arc<State<C>>) -> Vec<Arc<dy
         (
             Which::Bash,
             "bash",
-            "Run a shell command in the workspace, in a sandbox without network, with a time \
-             limit. Use it to run a skill's scripts.",
+            if state.sandbox.network {
+                "Run a shell command in the workspace, in a sandbox with network access, with \
+                 a time limit. Use it to run a skill's scripts."
+            } else {
+                "Run a shell command in the workspace, in a sandbox without network, with a \
+                 time limit. Use it to run a skill's scripts."
+            },
             json!({"type": "object", "properties": {
                 "command": {"type": "string", "description": "The command, run with sh -c."}
             }, "required": ["command"]}),
@@ -181,7 +178,11 @@ fn view<C>(state: &State<C>, path: &str, range: Option<(i64, i64)>) -> Result<St
             let key = format!("skills/{name}/{}", rel.display());
             let is_instructions = matches!(rel.to_str(), Some("SKILL.md" | "skill.md"));
             let text = match (kind, &state.skill_dirs[index]) {
-                (Kind::Native(_), _) if is_instructions => kind.instructions().to_owned(),
+                (Kind::Native(_), _) if is_instructions => {
+                    let bytes = kind.instructions().as_bytes().to_vec();
+                    let len = bytes.len() as u64;
+                    shown(Got::File { bytes, len }, path, range)
+                }
                 (Kind::Native(_), _) => {
                     return Err(format!(
                         "`{name}` is built in: it has instructions (skills/{name}/SKILL.md) \
@@ -193,128 +194,31 @@ fn view<C>(state: &State<C>, path: &str, range: Option<(i64, i64)>) -> Result<St
                     if rel.as_os_str().is_empty() {
                         return listing(dir, Path::new("."), &dir_name);
                     }
-                    match read(dir, &rel, path, "the skill's folder")? {
+                    match read(dir, &rel, path, "the skill's folder", MAX_WRITE)? {
                         Got::Folder => return listing(dir, &rel, &key),
-                        Got::Text(t) => t,
+                        got => shown(got, path, range),
                     }
                 }
                 (Kind::Folder(_), None) => return Err("the skill's folder is not open".into()),
             };
             if range.is_none() && !state.first_load(&key) {
                 return Ok(format!(
-                    "{key} was already loaded in this run; its text is in the conversation above."
+                    "{key} was already loaded in this run; its text is in the conversation above \
+                     (should it be gone, view it again with view_range [1, -1])."
                 ));
             }
-            Ok(cut(&text, range))
+            Ok(text)
         }
         Place::Workspace(rel) => {
             let dir = &state.workspace_dir;
             if rel.as_os_str().is_empty() {
                 return listing(dir, Path::new("."), ".");
             }
-            match read(dir, &rel, path, "the workspace")? {
+            match read(dir, &rel, path, "the workspace", MAX_WRITE)? {
                 Got::Folder => listing(dir, &rel, path),
-                Got::Text(t) => Ok(cut(&t, range)),
+                got => Ok(shown(got, path, range)),
             }
         }
-    }
-}
-
-enum Got {
-    Folder,
-    Text(String),
-}
-
-/// A file's text (at most [`MAX_VIEW`] bytes), or word that it is a folder.
-fn read(dir: &Dir, rel: &Path, shown: &str, within: &str) -> Result<Got, String> {
-    let meta = dir
-        .metadata(rel)
-        .map_err(|e| io_message(shown, within, &e))?;
-    if meta.is_dir() {
-        return Ok(Got::Folder);
-    }
-    let mut bytes = Vec::new();
-    dir.open(rel)
-        .and_then(|f| f.take(MAX_VIEW + 1).read_to_end(&mut bytes))
-        .map_err(|e| io_message(shown, within, &e))?;
-    let cut_short = bytes.len() as u64 > MAX_VIEW;
-    bytes.truncate(MAX_VIEW as usize);
-    let mut text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) if cut_short && e.utf8_error().error_len().is_none() => {
-            let valid = e.utf8_error().valid_up_to();
-            let mut b = e.into_bytes();
-            b.truncate(valid);
-            String::from_utf8(b).unwrap_or_default()
-        }
-        Err(_) => {
-            return Ok(Got::Text(format!(
-                "`{shown}` is a binary file of {} bytes; it is not shown",
-                meta.len()
-            )));
-        }
-    };
-    if cut_short {
-        text.push_str(&format!(
-            "\n[cut: the file is {} bytes; only the first {} KiB are shown]",
-            meta.len(),
-            MAX_VIEW / 1024
-        ));
-    }
-    Ok(Got::Text(text))
-}
-
-/// Lines `start..=end` (1-based, `end` -1 for the last), or all.
-fn cut(text: &str, range: Option<(i64, i64)>) -> String {
-    let Some((start, end)) = range else {
-        return text.to_owned();
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    let start = usize::try_from(start.max(1) - 1).unwrap_or(0);
-    let end = match end {
-        e if e < 0 => lines.len(),
-        e => usize::try_from(e).unwrap_or(0).min(lines.len()),
-    };
-    lines.get(start..end).unwrap_or_default().join("\n")
-}
-
-/// A folder's files, two levels deep, as paths the model can give back.
-fn listing(dir: &Dir, rel: &Path, shown: &str) -> Result<String, String> {
-    let mut out = Vec::new();
-    let mut stack = vec![(rel.to_path_buf(), 0)];
-    while let Some((at, depth)) = stack.pop() {
-        let entries = dir.read_dir(&at).map_err(|e| io_message(shown, "", &e))?;
-        let mut names: Vec<(String, bool)> = entries
-            .filter_map(|e| {
-                let e = e.ok()?;
-                let is_dir = e.file_type().ok()?.is_dir();
-                Some((e.file_name().to_string_lossy().into_owned(), is_dir))
-            })
-            .collect();
-        names.sort();
-        for (name, is_dir) in names.into_iter().rev() {
-            let path = at.join(&name);
-            if is_dir && depth < 1 {
-                stack.push((path.clone(), depth + 1));
-            }
-            out.push(format!(
-                "{}{}",
-                Path::new(shown)
-                    .join(path.strip_prefix(rel).unwrap_or(&path))
-                    .display(),
-                if is_dir { "/" } else { "" }
-            ));
-        }
-        if out.len() > MAX_LISTED {
-            out.truncate(MAX_LISTED);
-            out.push(format!("[more entries left out after {MAX_LISTED}]"));
-            break;
-        }
-    }
-    out.sort();
-    match out.is_empty() {
-        true => Ok(format!("{shown} is empty")),
-        false => Ok(out.join("\n")),
     }
 }
 
@@ -341,8 +245,7 @@ fn create<C>(state: &State<C>, path: &str, text: &str) -> Result<String, String>
             io_message(path, "the workspace", &e)
         })?;
     }
-    dir.write(&rel, text)
-        .map_err(|e| io_message(path, "the workspace", &e))?;
+    write(dir, &rel, path, text)?;
     Ok(format!("wrote {} bytes to {path}", text.len()))
 }
 
@@ -352,10 +255,7 @@ fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Result<Stri
         return Err("old_str is empty; give text that occurs once in the file".into());
     }
     let dir = &state.workspace_dir;
-    let text = match read(dir, &rel, path, "the workspace")? {
-        Got::Folder => return Err(format!("`{path}` is a folder")),
-        Got::Text(t) => t,
-    };
+    let text = editable(dir, &rel, path)?;
     match text.matches(old).count() {
         0 => Err(format!("old_str does not occur in {path}")),
         1 => {
@@ -366,8 +266,7 @@ fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Result<Stri
                     MAX_WRITE >> 20
                 ));
             }
-            dir.write(&rel, &changed)
-                .map_err(|e| io_message(path, "the workspace", &e))?;
+            write(dir, &rel, path, &changed)?;
             Ok(format!("replaced 1 occurrence in {path}"))
         }
         n => Err(format!(
@@ -433,17 +332,4 @@ async fn bash<C>(
         is_error,
         ..ToolOutput::text(text.trim_start().to_owned())
     })
-}
-
-/// An I/O error as the model should read it: an escape says so and nothing more.
-fn io_message(shown: &str, within: &str, e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Other
-            if e.to_string().contains("outside") =>
-        {
-            format!("`{shown}` leads outside {within} (through a link); refused")
-        }
-        std::io::ErrorKind::NotFound => format!("`{shown}` does not exist"),
-        _ => format!("`{shown}`: {e}"),
-    }
 }
