@@ -1,6 +1,10 @@
 //! The specification's rules for a `SKILL.md`, with the verdicts of its reference library
 //! (`skills-ref`; what it does is written down in `docs/agent-skills-validator.md`): every
 //! problem is found, each one names the file, the line and the rule.
+//!
+//! It is longer than most files here: the rules, their reference texts and the checks are
+//! kept side by side, so that one rule can be read, and compared with the reference, in
+//! one place.
 
 use crate::frontmatter::{self, Entry, Node, SplitError};
 use std::collections::BTreeMap;
