@@ -11,9 +11,11 @@ use crate::tool::Tool;
 use crate::toolkit::Toolkit;
 use crate::toolset::ToolSet;
 use futures_util::StreamExt;
+use kite_core::trace;
 use kite_core::{Message, Model, Request, ResponseBuilder, ToolChoice};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 /// The tool-calling loop for one model: tools, hooks, limits.
 ///
@@ -218,7 +220,34 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         })
     }
 
+    /// Drives `run` inside an `invoke_agent` span, which ends with the run's usage (and the
+    /// error, when there is one).
     async fn drive_inner(
+        &self,
+        run: &mut Run<C>,
+        cancel: &CancellationToken,
+        sink: Option<&Sink<C>>,
+    ) -> Result<StopReason, AgentError> {
+        let origin = self.model.origin();
+        let span = trace::agent_span(None, &origin.provider, &self.template.model);
+        let result = self
+            .drive_steps(run, cancel, sink)
+            .instrument(span.clone())
+            .await;
+        trace::record_usage(&span, &run.usage());
+        if let Err(e) = &result {
+            let kind = match e {
+                AgentError::Model(e) => trace::error_type(e),
+                AgentError::Tool { .. } => "tool".to_owned(),
+                _ => "_OTHER".to_owned(),
+            };
+            span.record("error.type", kind.as_str());
+            span.record("otel.status_code", "error");
+        }
+        result
+    }
+
+    async fn drive_steps(
         &self,
         run: &mut Run<C>,
         cancel: &CancellationToken,

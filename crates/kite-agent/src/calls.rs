@@ -10,11 +10,12 @@ use crate::steps::{CallStatus, Decision, PlannedCall, StopReason, ToolRecord};
 use crate::stream::{AgentEvent, Sink};
 use crate::tool::{ContextPatch, ToolContext, ToolError};
 use futures_util::{FutureExt, StreamExt};
-use kite_core::ToolResult;
+use kite_core::{ToolResult, trace};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 /// What one tool call produced, before hooks see it.
 struct Executed<C> {
@@ -135,9 +136,36 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         Ok(())
     }
 
-    /// Runs one planned call. Only infrastructure failures are errors; everything the model
-    /// should hear about becomes an error result.
+    /// Runs one planned call in an `execute_tool` span. Only infrastructure failures are
+    /// errors; everything the model should hear about becomes an error result.
     async fn execute(
+        &self,
+        planned: PlannedCall,
+        context: Arc<C>,
+        cancel: CancellationToken,
+    ) -> Result<Executed<C>, AgentError> {
+        let call = &planned.call;
+        let span = trace::tool_span(&call.name, &call.id, &call.arguments);
+        let executed = self
+            .execute_untraced(planned, context, cancel)
+            .instrument(span.clone())
+            .await;
+        match &executed {
+            Ok(e) => {
+                let kind = match e.status {
+                    CallStatus::Skipped => Some("skipped"),
+                    CallStatus::Refused => Some("refused"),
+                    _ if e.result.is_error => Some("tool_error"),
+                    _ => None,
+                };
+                trace::tool_result(&span, Some(&e.result), kind);
+            }
+            Err(_) => trace::tool_result(&span, None, Some("fatal")),
+        }
+        executed
+    }
+
+    async fn execute_untraced(
         &self,
         planned: PlannedCall,
         context: Arc<C>,

@@ -31,6 +31,7 @@ mod metadata;
 mod model;
 mod request;
 mod response;
+pub mod trace;
 mod transcript;
 mod usage;
 

@@ -32,6 +32,11 @@ pub trait Model: Send + Sync {
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
     }
+
+    /// Who serves the model and where, for traces ([`crate::trace`]).
+    fn origin(&self) -> crate::trace::Origin {
+        crate::trace::Origin::local("unknown")
+    }
 }
 
 impl<M: Model + ?Sized> Model for std::sync::Arc<M> {
@@ -45,6 +50,10 @@ impl<M: Model + ?Sized> Model for std::sync::Arc<M> {
 
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
+    }
+
+    fn origin(&self) -> crate::trace::Origin {
+        (**self).origin()
     }
 }
 

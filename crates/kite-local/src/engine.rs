@@ -213,6 +213,23 @@ type Sender = mpsc::Sender<Result<Event, Error>>;
 
 impl Model for LocalModel {
     fn stream(&self, request: &Request) -> EventStream {
+        kite_core::trace::model_call(request, &self.origin(), self.events(request))
+    }
+
+    fn origin(&self) -> kite_core::trace::Origin {
+        kite_core::trace::Origin::local("kite_local")
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut c = Capabilities::default();
+        c.parallel_tool_calls = false;
+        c
+    }
+}
+
+impl LocalModel {
+    /// The answer to `request`, from the worker thread.
+    fn events(&self, request: &Request) -> EventStream {
         let plan = match Plan::of(request) {
             Ok(p) => p,
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
@@ -229,12 +246,6 @@ impl Model for LocalModel {
             ))]));
         }
         Box::pin(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)))
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        let mut c = Capabilities::default();
-        c.parallel_tool_calls = false;
-        c
     }
 }
 

@@ -376,10 +376,40 @@ impl Session {
             .map_err(|e| self.error("ping", e))
     }
 
-    /// Calls tool `name`. The deadline `timeout` starts again on each progress
-    /// notification; when `cancel` fires first, the server is sent
-    /// `notifications/cancelled`.
+    /// Calls tool `name`, in a `tools/call {name}` client span (each attempt its own). The
+    /// deadline `timeout` starts again on each progress notification; when `cancel` fires
+    /// first, the server is sent `notifications/cancelled`.
     pub(crate) async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<CallResult, Error> {
+        use tracing::Instrument as _;
+        let span = tracing::info_span!(
+            target: kite_core::trace::TARGET,
+            "mcp.call",
+            otel.name = %format_args!("tools/call {name}"),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            mcp.method.name = "tools/call",
+            mcp.server.name = %self.server,
+            gen_ai.tool.name = name,
+            "error.type" = tracing::field::Empty,
+        );
+        let result = self
+            .call_untraced(name, arguments, timeout, cancel)
+            .instrument(span.clone())
+            .await;
+        if result.is_err() {
+            span.record("error.type", "mcp_error");
+            span.record("otel.status_code", "error");
+        }
+        result
+    }
+
+    async fn call_untraced(
         &self,
         name: &str,
         arguments: Value,

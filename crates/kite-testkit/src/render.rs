@@ -80,7 +80,9 @@ pub fn sse(shape: Shape, response: &Response, n: usize) -> Vec<u8> {
                 None,
                 &json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [],
                 "usage": {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
-                          "total_tokens": u.total_tokens}}),
+                          "total_tokens": u.total_tokens,
+                          "prompt_tokens_details": {"cached_tokens": u.cached_input_tokens},
+                          "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens}}}),
             );
             out.push_str("data: [DONE]\n\n");
         }

@@ -69,6 +69,13 @@ pub trait Api: Send + Sync + 'static {
     /// Appended to the base URL (`/chat/completions`).
     fn path(&self) -> &'static str;
 
+    /// The provider's name as the OpenTelemetry GenAI conventions spell it
+    /// (`gen_ai.provider.name`): `openai`, `anthropic`, `mistral_ai`, `groq`, `openrouter`,
+    /// or `openai_compatible` for any other server speaking an OpenAI API.
+    fn provider_name(&self) -> &'static str {
+        "openai_compatible"
+    }
+
     /// How the key travels.
     fn auth(&self) -> Auth {
         Auth::Bearer

@@ -34,6 +34,9 @@ impl Api for Messages {
     fn path(&self) -> &'static str {
         "/messages"
     }
+    fn provider_name(&self) -> &'static str {
+        "anthropic"
+    }
     fn auth(&self) -> Auth {
         Auth::Header("x-api-key")
     }

@@ -41,6 +41,15 @@ impl Api for ChatCompletions {
     fn path(&self) -> &'static str {
         "/chat/completions"
     }
+    fn provider_name(&self) -> &'static str {
+        match self.dialect {
+            Dialect::OpenAi => "openai",
+            Dialect::Mistral => "mistral_ai",
+            Dialect::OpenRouter => "openrouter",
+            Dialect::Groq => "groq",
+            Dialect::Compatible => "openai_compatible",
+        }
+    }
 }
 
 impl Codec for ChatCompletions {

@@ -37,6 +37,9 @@ impl Api for Responses {
     fn path(&self) -> &'static str {
         "/responses"
     }
+    fn provider_name(&self) -> &'static str {
+        "openai"
+    }
 }
 
 impl Codec for Responses {

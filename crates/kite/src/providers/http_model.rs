@@ -4,6 +4,7 @@
 
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
+use kite_core::trace::Origin;
 use kite_core::{Capabilities, Error, EventStream, Model, Request};
 use kite_http::{
     ByteStream, HttpRequest, HttpResponse, Reconnect, ReqwestTransport, Retry, RetryPolicy, Secret,
@@ -292,7 +293,12 @@ impl<A: Codec> HttpModel<A> {
 
 impl<A: Codec> Model for HttpModel<A> {
     fn stream(&self, request: &Request) -> EventStream {
-        self.events(self.inner.http_request(request))
+        let events = self.events(self.inner.http_request(request));
+        kite_core::trace::model_call(request, &self.origin(), events)
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::at(self.inner.api.provider_name(), &self.inner.url)
     }
 
     fn capabilities(&self) -> Capabilities {

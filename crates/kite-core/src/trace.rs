@@ -1,0 +1,493 @@
+//! Spans after the OpenTelemetry GenAI semantic conventions, through `tracing`: one per
+//! model call ([`model_call`]), one per tool call ([`tool_span`]), one per agent run
+//! ([`agent_span`]). A program that only uses `tracing` sees them as they are; `kite-otel`
+//! exports them as OpenTelemetry spans and metrics.
+//!
+//! Written by hand: it sits on every event of every stream, so it stays a field update per
+//! event, and it is kite's own vocabulary.
+//!
+//! Message content (the instructions, messages, tool arguments and results) is recorded
+//! only when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` says so (`SPAN_ONLY`,
+//! `SPAN_AND_EVENT` or `true`), as the conventions suggest. Keys and headers never are:
+//! nothing here sees them.
+
+use crate::{Error, Event, EventStream, FinishReason, Message, Part, Request, Role, Usage};
+use futures_core::Stream;
+use serde_json::{Value, json};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tracing::field::Empty;
+
+/// The `tracing` target of every span and event here.
+pub const TARGET: &str = "kite::gen_ai";
+
+/// Whether message content goes on spans: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
+/// is `SPAN_ONLY`, `SPAN_AND_EVENT` or `true` (in any case).
+pub fn capture_content() -> bool {
+    std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").is_ok_and(|v| {
+        let v = v.trim().to_ascii_lowercase();
+        matches!(v.as_str(), "span_only" | "span_and_event" | "true")
+    })
+}
+
+/// Where a model is: the provider's name as the conventions spell it (`openai`,
+/// `anthropic`, `mistral_ai`, `groq`, `openrouter`, ...), and the server's host and port
+/// when it is reached over the network.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// `gen_ai.provider.name`.
+    pub provider: String,
+    /// `server.address`: the host alone, never a path, query or credentials.
+    pub address: Option<String>,
+    /// `server.port`.
+    pub port: Option<u16>,
+}
+
+impl Origin {
+    /// A provider reached at `url` (only its host and port are kept).
+    pub fn at(provider: impl Into<String>, url: &str) -> Self {
+        let (address, port) = host_and_port(url);
+        Self {
+            provider: provider.into(),
+            address,
+            port,
+        }
+    }
+
+    /// A model in this process.
+    pub fn local(provider: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// The host and port of `url` (`https://user:pw@host:8443/v1?k=x` gives `host`, 8443).
+fn host_and_port(url: &str) -> (Option<String>, Option<u16>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (None, None);
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let (host, port) = match host_port.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || host_port.starts_with('[') => match p.parse() {
+            Ok(p) => (h, Some(p)),
+            Err(_) => (host_port, None),
+        },
+        _ => (host_port, None),
+    };
+    let port = port.or(match scheme {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    });
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ((!host.is_empty()).then(|| host.to_owned()), port)
+}
+
+/// `stream`, the answer to `request` from the model at `origin`, inside a `chat {model}`
+/// span that records what the call was, how it went and what it used.
+pub fn model_call(request: &Request, origin: &Origin, stream: EventStream) -> EventStream {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "chat",
+        otel.name = %format_args!("chat {}", request.model),
+        otel.kind = if origin.address.is_some() { "client" } else { "internal" },
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = %origin.provider,
+        gen_ai.request.model = %request.model,
+        gen_ai.request.max_tokens = Empty,
+        gen_ai.request.temperature = Empty,
+        gen_ai.request.top_p = Empty,
+        gen_ai.request.seed = Empty,
+        gen_ai.request.stream = true,
+        server.address = Empty,
+        server.port = Empty,
+        gen_ai.response.id = Empty,
+        gen_ai.response.model = Empty,
+        gen_ai.response.finish_reasons = Empty,
+        gen_ai.response.time_to_first_chunk = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.reasoning.output_tokens = Empty,
+        kite.usage.cost = Empty,
+        "error.type" = Empty,
+        gen_ai.system_instructions = Empty,
+        gen_ai.input.messages = Empty,
+        gen_ai.output.messages = Empty,
+    );
+    if span.is_disabled() {
+        return stream;
+    }
+    if let Some(v) = request.max_tokens {
+        span.record("gen_ai.request.max_tokens", i64::from(v));
+    }
+    if let Some(v) = request.temperature {
+        span.record("gen_ai.request.temperature", v);
+    }
+    if let Some(v) = request.top_p {
+        span.record("gen_ai.request.top_p", v);
+    }
+    if let Some(v) = request.seed {
+        span.record("gen_ai.request.seed", v);
+    }
+    if let Some(a) = &origin.address {
+        span.record("server.address", a.as_str());
+    }
+    if let Some(p) = origin.port {
+        span.record("server.port", i64::from(p));
+    }
+    let capture = capture_content();
+    if capture {
+        if let Some(system) = &request.system {
+            let text = json!([{"type": "text", "content": system}]).to_string();
+            span.record("gen_ai.system_instructions", text.as_str());
+        }
+        let input: Vec<Value> = request.messages.iter().map(message_json).collect();
+        span.record(
+            "gen_ai.input.messages",
+            Value::from(input).to_string().as_str(),
+        );
+    }
+    Box::pin(Traced {
+        inner: stream,
+        span,
+        started: Instant::now(),
+        first_chunk: false,
+        usage: None,
+        reasons: Vec::new(),
+        output: capture.then(crate::ResponseBuilder::default),
+        ended: false,
+    })
+}
+
+/// A model call's stream, recording into its span as events go by.
+struct Traced {
+    inner: EventStream,
+    span: tracing::Span,
+    started: Instant,
+    first_chunk: bool,
+    usage: Option<Usage>,
+    reasons: Vec<FinishReason>,
+    /// The answer so far, when content is captured.
+    output: Option<crate::ResponseBuilder>,
+    ended: bool,
+}
+
+impl Traced {
+    fn saw(&mut self, event: &Event) {
+        match event {
+            Event::Start { id, model } => {
+                if let Some(id) = id {
+                    self.span.record("gen_ai.response.id", id.as_str());
+                }
+                if let Some(m) = model {
+                    self.span.record("gen_ai.response.model", m.as_str());
+                }
+            }
+            Event::TextDelta { .. }
+            | Event::ReasoningDelta { .. }
+            | Event::RefusalDelta { .. }
+            | Event::ToolCallStart { .. }
+                if !self.first_chunk =>
+            {
+                self.first_chunk = true;
+                let secs = self.started.elapsed().as_secs_f64();
+                self.span
+                    .record("gen_ai.response.time_to_first_chunk", secs);
+            }
+            Event::Usage { usage } => {
+                let total = self.usage.get_or_insert_with(Usage::default);
+                // Some providers send counts twice (at the start and the end): the last wins
+                // for each count they give.
+                *total = merge(*total, *usage);
+                record_usage(&self.span, total);
+            }
+            Event::Finish { reason } => {
+                self.reasons.push(reason.clone());
+                let names: Vec<&str> = self.reasons.iter().map(conventional_reason).collect();
+                self.span.record(
+                    "gen_ai.response.finish_reasons",
+                    Value::from(names).to_string().as_str(),
+                );
+            }
+            _ => {}
+        }
+        if let Some(out) = &mut self.output {
+            out.push(event.clone());
+        }
+    }
+
+    fn failed(&mut self, e: &Error) {
+        self.span.record("error.type", error_type(e).as_str());
+        self.span.record("otel.status_code", "error");
+        self.span
+            .record("otel.status_description", e.to_string().as_str());
+    }
+
+    /// Records what was answered, when content is captured.
+    fn end(&mut self) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let Some(out) = self.output.take() else {
+            return;
+        };
+        if let Ok(response) = out.finish() {
+            let mut message = message_json(&response.message);
+            message["finish_reason"] = conventional_reason(&response.finish_reason).into();
+            self.span.record(
+                "gen_ai.output.messages",
+                Value::from(vec![message]).to_string().as_str(),
+            );
+        }
+    }
+}
+
+impl Stream for Traced {
+    type Item = Result<Event, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let entered = this.span.clone();
+        let _entered = entered.enter();
+        let polled = this.inner.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(event))) => this.saw(event),
+            Poll::Ready(Some(Err(e))) => this.failed(e),
+            Poll::Ready(None) => this.end(),
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+/// `b`'s counts where it has them, else `a`'s; a cost adds up.
+fn merge(a: Usage, b: Usage) -> Usage {
+    let pick = |x: u64, y: u64| if y > 0 { y } else { x };
+    Usage {
+        input_tokens: pick(a.input_tokens, b.input_tokens),
+        output_tokens: pick(a.output_tokens, b.output_tokens),
+        total_tokens: pick(a.total_tokens, b.total_tokens),
+        cached_input_tokens: pick(a.cached_input_tokens, b.cached_input_tokens),
+        reasoning_tokens: pick(a.reasoning_tokens, b.reasoning_tokens),
+        cost: b.cost.or(a.cost),
+    }
+}
+
+/// `n` as a signed count: OpenTelemetry's integers are `i64`, and `tracing-opentelemetry`
+/// records a `u64` as text.
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Records `usage` on `span` (a model call's or an agent run's).
+pub fn record_usage(span: &tracing::Span, usage: &Usage) {
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+    if usage.cached_input_tokens > 0 {
+        span.record(
+            "gen_ai.usage.cache_read.input_tokens",
+            int(usage.cached_input_tokens),
+        );
+    }
+    if usage.reasoning_tokens > 0 {
+        span.record(
+            "gen_ai.usage.reasoning.output_tokens",
+            int(usage.reasoning_tokens),
+        );
+    }
+    if let Some(cost) = usage.cost {
+        span.record("kite.usage.cost", cost);
+    }
+}
+
+/// The conventions' name for a finish reason (`tool_call`, not `tool_calls`).
+fn conventional_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::ToolCalls => "tool_call",
+        other => other.as_str(),
+    }
+}
+
+/// `error.type` for `e`: the HTTP status when there is one, else kite's kind of failure.
+pub fn error_type(e: &Error) -> String {
+    match e {
+        Error::Api(api) => match api.status {
+            Some(status) => status.to_string(),
+            None => snake(&format!("{:?}", api.kind)),
+        },
+        Error::Transport(t) => snake(&format!("{:?}", t.kind)),
+        Error::Decode(_) => "decode".into(),
+        Error::InvalidRequest(_) => "invalid_request".into(),
+        Error::Config(_) => "config".into(),
+        Error::Engine(_) => "engine".into(),
+        Error::Cancelled => "cancelled".into(),
+        Error::Other(_) => "_OTHER".into(),
+    }
+}
+
+/// `CamelCase` as `camel_case`.
+fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// A message in the conventions' JSON shape (`{"role", "parts": [...]}`).
+pub fn message_json(message: &Message) -> Value {
+    let role = match message.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let parts: Vec<Value> = message.parts.iter().map(part_json).collect();
+    json!({"role": role, "parts": parts})
+}
+
+fn part_json(part: &Part) -> Value {
+    match part {
+        Part::Text { text } => json!({"type": "text", "content": text}),
+        Part::Reasoning(r) => json!({"type": "reasoning", "content": r.text}),
+        Part::Refusal { text } => json!({"type": "refusal", "content": text}),
+        Part::ToolCall(c) => {
+            let arguments =
+                serde_json::from_str::<Value>(&c.arguments).unwrap_or(c.arguments.clone().into());
+            json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": arguments})
+        }
+        Part::ToolResult(r) => {
+            json!({"type": "tool_call_response", "id": r.call_id, "response": r.text_content()})
+        }
+        Part::Image { source, .. } => match source {
+            crate::ImageSource::Url { url } => {
+                json!({"type": "uri", "modality": "image", "uri": url})
+            }
+            crate::ImageSource::Base64 { media_type, .. } => {
+                // The bytes are left out: a trace is no place for them.
+                json!({"type": "blob", "modality": "image", "mime_type": media_type})
+            }
+        },
+    }
+}
+
+/// The span of one tool call, `execute_tool {name}`; content (the arguments) only when
+/// captured. Record the result with [`tool_result`].
+pub fn tool_span(name: &str, call_id: &str, arguments: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {name}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = call_id,
+        "gen_ai.tool.type" = "function",
+        gen_ai.tool.call.arguments = Empty,
+        gen_ai.tool.call.result = Empty,
+        "error.type" = Empty,
+    );
+    if capture_content() {
+        span.record("gen_ai.tool.call.arguments", arguments);
+    }
+    span
+}
+
+/// Records a tool's outcome on its span: its result's text when content is captured, and
+/// whether it failed (`error_kind`, e.g. `tool_error`, `refused`).
+pub fn tool_result(
+    span: &tracing::Span,
+    result: Option<&crate::ToolResult>,
+    error_kind: Option<&str>,
+) {
+    if let Some(result) = result.filter(|_| capture_content()) {
+        span.record("gen_ai.tool.call.result", result.text_content().as_str());
+    }
+    if let Some(kind) = error_kind {
+        span.record("error.type", kind);
+        span.record("otel.status_code", "error");
+    }
+}
+
+/// The span of one agent run, `invoke_agent` (with the agent's name when it has one),
+/// around its model and tool calls. Record its total usage with [`record_usage`].
+pub fn agent_span(name: Option<&str>, provider: &str, model: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "invoke_agent",
+        otel.name = %match name {
+            Some(n) => format!("invoke_agent {n}"),
+            None => "invoke_agent".to_owned(),
+        },
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.provider.name = provider,
+        gen_ai.agent.name = Empty,
+        gen_ai.request.model = model,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.reasoning.output_tokens = Empty,
+        kite.usage.cost = Empty,
+        "error.type" = Empty,
+    );
+    if let Some(n) = name {
+        span.record("gen_ai.agent.name", n);
+    }
+    span
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_host_and_port_of_a_url_are_kept() {
+        for (url, host, port) in [
+            (
+                "https://api.openai.com/v1",
+                Some("api.openai.com"),
+                Some(443),
+            ),
+            (
+                "http://127.0.0.1:8080/v1?key=sk-secret",
+                Some("127.0.0.1"),
+                Some(8080),
+            ),
+            (
+                "https://user:pw@host.example:8443/x",
+                Some("host.example"),
+                Some(8443),
+            ),
+            ("http://[::1]:9000/v1", Some("::1"), Some(9000)),
+            ("http://[::1]/v1", Some("::1"), Some(80)),
+            ("not a url", None, None),
+        ] {
+            let (h, p) = host_and_port(url);
+            assert_eq!((h.as_deref(), p), (host, port), "{url}");
+        }
+    }
+
+    #[test]
+    fn errors_have_short_types() {
+        let api = Error::Api(Box::new(crate::ApiError::new(Some(429), "slow down")));
+        assert_eq!(error_type(&api), "429");
+        assert_eq!(error_type(&Error::Cancelled), "cancelled");
+        let t = Error::transport(crate::TransportErrorKind::IdleTimeout, "quiet");
+        assert_eq!(error_type(&t), "idle_timeout");
+    }
+}
