@@ -42,6 +42,11 @@ pub use kite_local as local;
 #[cfg(feature = "mcp")]
 pub use kite_mcp as mcp;
 
+/// OpenTelemetry export of kite's GenAI spans and metrics (feature `otel`); the spans
+/// themselves are [`trace`](kite_core::trace)'s, through `tracing`.
+#[cfg(feature = "otel")]
+pub use kite_otel as otel;
+
 /// Agent Skills: folders of instructions and scripts, disclosed as needed (feature `skills`).
 #[cfg(feature = "skills")]
 pub use kite_skills as skills;

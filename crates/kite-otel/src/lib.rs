@@ -1,0 +1,150 @@
+//! kite's traces and metrics, exported with OpenTelemetry.
+//!
+//! kite's crates describe what they do with `tracing` spans after the OpenTelemetry GenAI
+//! semantic conventions ([`kite_core::trace`]): `invoke_agent`, `chat {model}` and
+//! `execute_tool {name}`. [`Telemetry`] turns them into OpenTelemetry spans (through
+//! `tracing-opentelemetry`), adds the conventions' client metrics
+//! (`gen_ai.client.operation.duration`, `gen_ai.client.token.usage`), and exports both
+//! over OTLP/HTTP, configured by the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME`, ...).
+//!
+//! ```no_run
+//! use tracing_subscriber::layer::SubscriberExt as _;
+//! use tracing_subscriber::util::SubscriberInitExt as _;
+//!
+//! let telemetry = kite_otel::Telemetry::from_env("my-app").expect("the OTLP settings");
+//! tracing_subscriber::registry()
+//!     .with(telemetry.as_ref().map(|t| t.layer()))
+//!     .init();
+//! // ... run agents ...
+//! if let Some(t) = telemetry {
+//!     t.shutdown(std::time::Duration::from_secs(5)); // sends what is left
+//! }
+//! ```
+
+mod export;
+mod metrics;
+
+pub use export::GenAiExporter;
+pub use metrics::GenAiMetrics;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use std::time::Duration;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::registry::LookupSpan;
+
+/// Telemetry that could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("OpenTelemetry export: {0}")]
+pub struct Error(String);
+
+/// Where kite's spans and metrics go, and the means to send what is left before exiting.
+pub struct Telemetry {
+    tracer: SdkTracerProvider,
+    meter: Option<SdkMeterProvider>,
+}
+
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The exporters' settings may hold headers with tokens: nothing of them is shown.
+        f.debug_struct("Telemetry")
+            .field("metrics", &self.meter.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether the environment asks for OTLP export of `signal` (`TRACES`, `METRICS`).
+fn wanted(signal: &str) -> bool {
+    let set = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
+    set("OTEL_EXPORTER_OTLP_ENDPOINT") || set(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
+}
+
+/// The resource: what the SDK reads from `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`,
+/// with `service` as the name when they give none.
+fn resource(service: &str) -> Resource {
+    let named = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.trim().is_empty())
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| v.contains("service.name="));
+    let builder = Resource::builder();
+    match named {
+        true => builder.build(),
+        false => builder.with_service_name(service.to_owned()).build(),
+    }
+}
+
+impl Telemetry {
+    /// OTLP/HTTP export as the standard variables say, or `None` when no endpoint is set
+    /// (`OTEL_EXPORTER_OTLP_ENDPOINT`, or the `_TRACES_` and `_METRICS_` ones). `service`
+    /// names the program when `OTEL_SERVICE_NAME` does not.
+    pub fn from_env(service: &str) -> Result<Option<Self>, Error> {
+        if !wanted("TRACES") && !wanted("METRICS") {
+            return Ok(None);
+        }
+        let spans = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .build()
+            .map_err(|e| Error(e.to_string()))?;
+        let meter = match wanted("METRICS") {
+            false => None,
+            true => {
+                let exporter = opentelemetry_otlp::MetricExporter::builder()
+                    .with_http()
+                    .build()
+                    .map_err(|e| Error(e.to_string()))?;
+                Some(
+                    SdkMeterProvider::builder()
+                        .with_resource(resource(service))
+                        .with_periodic_exporter(exporter)
+                        .build(),
+                )
+            }
+        };
+        let tracer = SdkTracerProvider::builder()
+            .with_resource(resource(service))
+            .with_batch_exporter(GenAiExporter::new(spans))
+            .build();
+        Ok(Some(Self { tracer, meter }))
+    }
+
+    /// Telemetry over the given providers (tests, programs with exporters of their own).
+    /// Give the tracer provider its exporter wrapped in [`GenAiExporter`].
+    pub fn with_providers(tracer: SdkTracerProvider, meter: Option<SdkMeterProvider>) -> Self {
+        Self { tracer, meter }
+    }
+
+    /// The `tracing` layer that turns kite's spans into OpenTelemetry spans (with retries
+    /// and warnings from kite's crates as their events) and records the metrics.
+    pub fn layer<S>(&self) -> impl Layer<S>
+    where
+        S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let targets = Targets::new()
+            .with_target(kite_core::trace::TARGET, tracing::Level::INFO)
+            .with_target("kite", tracing::Level::WARN)
+            .with_target("kite_http", tracing::Level::WARN)
+            .with_target("kite_agent", tracing::Level::WARN)
+            .with_target("kite_mcp", tracing::Level::WARN);
+        let spans = tracing_opentelemetry::layer()
+            .with_tracer(self.tracer.tracer("kite"))
+            .with_location(false)
+            .with_threads(false)
+            .with_level(false);
+        let metrics = self
+            .meter
+            .as_ref()
+            .map(|m| GenAiMetrics::new(&opentelemetry::metrics::MeterProvider::meter(m, "kite")));
+        spans.and_then(metrics).with_filter(targets)
+    }
+
+    /// Sends what is left and stops, waiting at most `timeout` for each signal (a collector
+    /// that is down or silent costs that long, no more).
+    pub fn shutdown(self, timeout: Duration) {
+        let _ = self.tracer.shutdown_with_timeout(timeout);
+        if let Some(m) = self.meter {
+            let _ = m.shutdown_with_timeout(timeout);
+        }
+    }
+}
