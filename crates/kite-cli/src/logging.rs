@@ -25,21 +25,63 @@ const KEY_VARS: &[&str] = &[
     "KITE_API_KEY",
 ];
 
-/// Starts the log.
-pub(crate) fn init() {
+/// The variables that hold OTLP export headers (tokens, often).
+const OTLP_HEADER_VARS: &[&str] = &[
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+];
+
+/// Starts the log, and the export of traces and metrics when `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// asks for it (the caller shuts that down before exiting, which sends what is left).
+///
+/// `--verbose` (or a `KITE_LOG` naming `kite::gen_ai`) shows each model call, tool call and
+/// run as it ends, with its duration, time to first chunk and usage (`verbose.rs`).
+pub(crate) fn init(verbose: bool) -> Option<kite::otel::Telemetry> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     for var in KEY_VARS {
         if let Ok(v) = std::env::var(var) {
             secret(&v);
         }
     }
-    let filter = tracing_subscriber::EnvFilter::try_from_env("KITE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(OWN));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    for var in OTLP_HEADER_VARS {
+        if let Ok(v) = std::env::var(var) {
+            v.split(',')
+                .filter_map(|h| h.split_once('=').map(|(_, value)| value))
+                .for_each(secret);
+        }
+    }
+    let filter = match std::env::var("KITE_LOG") {
+        Ok(spec) => tracing_subscriber::EnvFilter::try_new(spec).ok(),
+        Err(_) => None,
+    };
+    let verbose = verbose || std::env::var("KITE_LOG").is_ok_and(|v| v.contains("gen_ai"));
+    let filter = filter.unwrap_or_else(|| tracing_subscriber::EnvFilter::new(OWN));
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(|| Redact)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
+        .with_filter(filter);
+    let calls = verbose.then(|| {
+        let only = tracing_subscriber::filter::Targets::new()
+            .with_target(kite::trace::TARGET, tracing::Level::INFO);
+        crate::verbose::Verbose.with_filter(only)
+    });
+    let telemetry = match kite::otel::Telemetry::from_env("kite") {
+        Ok(t) => t,
+        Err(e) => {
+            crate::output::errln!("kite: {}; no traces are sent", redact(&e.to_string()));
+            None
+        }
+    };
+    tracing_subscriber::registry()
+        .with(log)
+        .with(calls)
+        .with(telemetry.as_ref().map(|t| t.layer()))
         .init();
+    telemetry
 }
 
 /// Keeps `value` out of the log from now on (values shorter than 4 bytes are too common

@@ -25,6 +25,7 @@ mod signals;
 mod skills;
 mod transcribe;
 mod trust;
+mod verbose;
 mod waiting;
 
 use crate::output::errln;
@@ -42,6 +43,10 @@ struct Cli {
     /// config directory.
     #[arg(long, global = true, env = "KITE_CONFIG", value_name = "PATH")]
     config: Option<std::path::PathBuf>,
+    /// Show each model call, tool call and run on stderr as it ends: latency, time to the
+    /// first chunk, tokens (as `KITE_LOG=kite::gen_ai=info` does).
+    #[arg(long, short = 'v', global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -93,7 +98,7 @@ pub const EXIT_PIPE: u8 = 141;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init();
+    let telemetry = logging::init(cli.verbose);
     signals::survive_file_size_limit();
     // Two workers run the command; this thread only waits for it or for a signal, so a
     // signal is heard even while the command is stuck in a blocking read (a pipe, a
@@ -156,6 +161,11 @@ fn main() -> ExitCode {
     // the terminal is given back as it was (nothing happens if it was never raw).
     let _ = crossterm::terminal::disable_raw_mode();
     kite::local::wait_for_workers(std::time::Duration::from_secs(10));
+    // The spans of what was cut short ended with the runtime: they are sent now, with a
+    // deadline for a collector that does not answer.
+    if let Some(t) = telemetry {
+        t.shutdown(std::time::Duration::from_secs(5));
+    }
     match result {
         _ if output::stdout_failed() => ExitCode::FAILURE,
         Ok(()) if output::stdout_closed() => ExitCode::from(EXIT_PIPE),

@@ -1,0 +1,289 @@
+//! `kite ask` exporting its spans and metrics over OTLP/HTTP to a real receiver on
+//! loopback (a small server on the `opentelemetry-proto` package that decodes the
+//! protobuf), after a normal exit and after an error.
+
+mod common;
+
+use common::{KEY, answer, kite, run};
+use kite_testkit::{ReplayServer, Reply, mcp};
+use serde_json::Value;
+use std::io::BufRead;
+use std::path::Path;
+use std::time::Duration;
+
+/// The receiver, killed when dropped, and the file it writes.
+struct Receiver {
+    child: std::process::Child,
+    port: u16,
+    out: std::path::PathBuf,
+}
+
+impl Receiver {
+    fn start(dir: &Path) -> Self {
+        let out = dir.join("otlp.jsonl");
+        let mut child = std::process::Command::new(mcp::python())
+            .arg(mcp::own("otlp_receiver.py"))
+            .arg(&out)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the OTLP receiver starts (scripts/setup.sh installs opentelemetry-proto)");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the receiver's port");
+        Self { child, port, out }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// What arrived: spans and metrics, one JSON object each.
+    fn received(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ask(receiver: &Receiver, server: &ReplayServer) -> tokio::process::Command {
+    let mut c = kite();
+    c.env("OPENAI_API_KEY", KEY)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer otlp-token-SECRET-42",
+        )
+        .env("OTEL_SERVICE_NAME", "kite-under-test")
+        .args([
+            "ask",
+            "--no-store",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-nano",
+        ])
+        .arg("--base-url")
+        .arg(format!("{}/v1", server.url()))
+        .arg("Say hi.");
+    c
+}
+
+fn spans(received: &[Value]) -> Vec<&Value> {
+    received.iter().filter(|r| r["signal"] == "span").collect()
+}
+
+#[tokio::test]
+async fn ask_sends_its_spans_and_metrics_to_the_collector_on_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path());
+    let server = ReplayServer::start(vec![answer("Hi there.", 1)]).await;
+    let r = run(&mut ask(&receiver, &server)).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Hi there."));
+
+    let received = receiver.received();
+    let spans = spans(&received);
+    let chat = spans
+        .iter()
+        .find(|s| s["name"] == "chat gpt-5-nano")
+        .unwrap_or_else(|| panic!("no chat span in {received:?}"));
+    let agent = spans.iter().find(|s| s["name"] == "invoke_agent").unwrap();
+    assert_eq!(chat["parent_span_id"], agent["span_id"]);
+    assert_eq!(chat["trace_id"], agent["trace_id"]);
+    assert_eq!(chat["kind"], "SPAN_KIND_CLIENT");
+    let a = &chat["attributes"];
+    assert_eq!(a["gen_ai.operation.name"], "chat");
+    assert_eq!(a["gen_ai.provider.name"], "openai");
+    assert_eq!(a["gen_ai.request.model"], "gpt-5-nano");
+    assert_eq!(
+        a["gen_ai.response.finish_reasons"],
+        serde_json::json!(["stop"])
+    );
+    assert_eq!(a["server.address"], "127.0.0.1");
+    assert!(a["gen_ai.response.time_to_first_chunk"].as_f64().unwrap() > 0.0);
+    assert_eq!(chat["resource"]["service.name"], "kite-under-test");
+    // The configured header went to the collector, and nowhere else.
+    assert_eq!(chat["authorization"], "Bearer otlp-token-SECRET-42");
+    let metrics: Vec<&str> = received
+        .iter()
+        .filter(|r| r["signal"] == "metric")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        metrics.contains(&"gen_ai.client.operation.duration"),
+        "{metrics:?}"
+    );
+    let shown = serde_json::to_string(&spans).unwrap();
+    assert!(!shown.contains(KEY), "the provider key reached a trace");
+    assert!(!r.stderr.contains("SECRET"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn ask_sends_its_spans_after_an_error_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path());
+    let server = ReplayServer::start(vec![Reply::json(
+        401,
+        r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}"#,
+    )])
+    .await;
+    let r = run(&mut ask(&receiver, &server)).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    let received = receiver.received();
+    let chat = spans(&received)
+        .into_iter()
+        .find(|s| s["name"] == "chat gpt-5-nano")
+        .unwrap_or_else(|| panic!("no chat span in {received:?}"));
+    assert_eq!(chat["attributes"]["error.type"], "401");
+    assert_eq!(chat["status"]["code"], "STATUS_CODE_ERROR");
+}
+
+#[tokio::test]
+async fn a_dead_collector_costs_a_deadline_not_the_answer() {
+    // Nothing listens there: the answer still comes, and kite exits within its deadline.
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path());
+    let endpoint = receiver.endpoint();
+    drop(receiver);
+    let server = ReplayServer::start(vec![answer("Still here.", 1)]).await;
+    let started = std::time::Instant::now();
+    let mut c = kite();
+    c.env("OPENAI_API_KEY", KEY)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .args([
+            "ask",
+            "--no-store",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-nano",
+        ])
+        .arg("--base-url")
+        .arg(format!("{}/v1", server.url()))
+        .arg("Say hi.");
+    let r = run(&mut c).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Still here."));
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[tokio::test]
+async fn verbose_says_how_each_call_went() {
+    let server = ReplayServer::start(vec![answer("Hi there.", 1)]).await;
+    let mut c = kite();
+    c.env("OPENAI_API_KEY", KEY)
+        .args([
+            "ask",
+            "-v",
+            "--no-store",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-nano",
+        ])
+        .arg("--base-url")
+        .arg(format!("{}/v1", server.url()))
+        .arg("Say hi.");
+    let r = run(&mut c).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let chat = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("kite: chat gpt-5-nano: "))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(
+        chat.contains("(first chunk ") && chat.ends_with(", stop"),
+        "{chat}"
+    );
+    assert!(r.stderr.contains("kite: invoke_agent: "), "{}", r.stderr);
+    // Without it, nothing of the kind.
+    let server = ReplayServer::start(vec![answer("Hi there.", 1)]).await;
+    let mut c = kite();
+    c.env("OPENAI_API_KEY", KEY)
+        .args([
+            "ask",
+            "--no-store",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-nano",
+        ])
+        .arg("--base-url")
+        .arg(format!("{}/v1", server.url()))
+        .arg("Say hi.");
+    let r = run(&mut c).await;
+    assert!(!r.stderr.contains("kite: chat "), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn an_mcp_call_is_a_child_of_its_tool_span() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kite.toml"),
+        format!(
+            "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\n",
+            mcp::python().to_string_lossy(),
+            mcp::own("py_server.py").to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let receiver = Receiver::start(dir.path());
+    let mut call = kite::Response::empty(kite::FinishReason::ToolCalls);
+    call.message = kite::Message::new(
+        kite::Role::Assistant,
+        vec![kite::Part::ToolCall(kite::ToolCall::new(
+            "call_1",
+            "add",
+            r#"{"a": 19, "b": 23}"#,
+        ))],
+    );
+    let server = ReplayServer::start(vec![
+        Reply::sse(kite_testkit::render::sse(
+            kite_testkit::render::Shape::Chat,
+            &call,
+            1,
+        )),
+        answer("42.", 2),
+    ])
+    .await;
+    let mut c = common::in_trusted(dir.path());
+    c.env("OPENAI_API_KEY", KEY)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .args([
+            "ask",
+            "--no-store",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-nano",
+        ])
+        .arg("--base-url")
+        .arg(format!("{}/v1", server.url()))
+        .arg("What is 19 + 23?");
+    let r = run(&mut c).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let received = receiver.received();
+    let spans = spans(&received);
+    let tool = spans
+        .iter()
+        .find(|s| s["name"] == "execute_tool add")
+        .unwrap_or_else(|| panic!("{received:?}"));
+    let mcp_call = spans
+        .iter()
+        .find(|s| s["name"] == "tools/call add")
+        .unwrap_or_else(|| panic!("{received:?}"));
+    assert_eq!(mcp_call["parent_span_id"], tool["span_id"]);
+    assert_eq!(mcp_call["attributes"]["mcp.server.name"], "py");
+    assert_eq!(tool["attributes"]["gen_ai.tool.call.id"], "call_1");
+}
