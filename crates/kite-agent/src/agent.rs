@@ -2,6 +2,7 @@
 
 use crate::AgentError;
 use crate::audit::AuditSink;
+use crate::budget::{Budget, Pricer};
 use crate::calls::cancelled_record;
 use crate::hooks::{Flow, Hooks, ToolDecision};
 use crate::run::Run;
@@ -41,6 +42,8 @@ pub struct Agent<C = ()> {
     max_turns: u32,
     pub(crate) concurrency: usize,
     reset_tool_choice: bool,
+    budget: Budget,
+    pricer: Option<Pricer>,
 }
 
 impl<C> Clone for Agent<C> {
@@ -54,6 +57,8 @@ impl<C> Clone for Agent<C> {
             max_turns: self.max_turns,
             concurrency: self.concurrency,
             reset_tool_choice: self.reset_tool_choice,
+            budget: self.budget,
+            pricer: self.pricer.clone(),
         }
     }
 }
@@ -83,6 +88,8 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             max_turns: 10,
             concurrency: 8,
             reset_tool_choice: true,
+            budget: Budget::default(),
+            pricer: None,
         }
     }
 
@@ -96,6 +103,19 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     /// every model call.
     pub fn configure(mut self, f: impl FnOnce(&mut Request)) -> Self {
         f(&mut self.template);
+        self
+    }
+
+    /// Stops a run before a model call that would take it past `budget` (see [`Budget`]).
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Prices each model call the provider did not price (its [`Usage::cost`](kite_core::Usage)),
+    /// so that runs, traces and budgets know what they cost.
+    pub fn pricer(mut self, pricer: Pricer) -> Self {
+        self.pricer = Some(pricer);
         self
     }
 
@@ -259,7 +279,10 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             }
             match run.next() {
                 Next::Stopped(reason) => return Ok(reason),
-                Next::CallModel => self.call_model(run, cancel, sink).await?,
+                Next::CallModel => match self.budget.check(&run.usage(), &run.last_call_usage()) {
+                    Some(reason) => run.stop(reason),
+                    None => self.call_model(run, cancel, sink).await?,
+                },
                 Next::DecideTools => self.decide_tools(run),
                 Next::RunTools(_) => self.run_tools(run, cancel, sink).await?,
             }
@@ -343,7 +366,17 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             }
             builder.push(event);
         }
-        let response = builder.finish()?;
+        let mut response = builder.finish()?;
+        if let (Some(pricer), None) = (&self.pricer, response.usage.cost) {
+            // The answering model's name (often dated) first, then the one asked for.
+            let provider = self.model.origin().provider;
+            let usage = response.usage;
+            response.usage.cost = response
+                .model
+                .as_deref()
+                .and_then(|m| pricer(&provider, m, &usage))
+                .or_else(|| pricer(&provider, &self.template.model, &usage));
+        }
         let mut stop = None;
         for h in &self.hooks {
             if let Flow::Stop(message) = h.on_assistant_message(&mut run.context, &response.message)

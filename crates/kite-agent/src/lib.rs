@@ -13,6 +13,7 @@
 
 mod agent;
 mod audit;
+mod budget;
 pub mod builtin;
 mod calls;
 mod conversation;
@@ -27,6 +28,7 @@ mod toolset;
 
 pub use agent::Agent;
 pub use audit::AuditSink;
+pub use budget::{Budget, Pricer};
 pub use conversation::Conversation;
 pub use error::AgentError;
 pub use hooks::{Flow, Hooks, ToolDecision};

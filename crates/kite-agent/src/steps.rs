@@ -55,10 +55,18 @@ pub enum StopReason {
     },
     /// The caller cancelled the run.
     Cancelled,
+    /// One more model call would have taken the run past its [`Budget`](crate::Budget).
+    BudgetExceeded {
+        /// Input and output tokens spent.
+        tokens: u64,
+        /// Dollars spent, when known.
+        cost: Option<f64>,
+    },
 }
 
 impl StopReason {
-    /// Its name: `finished`, `turn_limit`, `hook`, `awaiting_approval` or `cancelled`.
+    /// Its name: `finished`, `turn_limit`, `hook`, `awaiting_approval`, `cancelled` or
+    /// `budget_exceeded`.
     pub fn name(&self) -> &'static str {
         match self {
             StopReason::Finished { .. } => "finished",
@@ -66,6 +74,7 @@ impl StopReason {
             StopReason::Hook { .. } => "hook",
             StopReason::AwaitingApproval { .. } => "awaiting_approval",
             StopReason::Cancelled => "cancelled",
+            StopReason::BudgetExceeded { .. } => "budget_exceeded",
         }
     }
 }
