@@ -22,8 +22,10 @@
 //! ```
 
 mod table;
+mod update;
 
 pub use table::{Cost, Error, PriceTable};
+pub use update::{load, update};
 
 use kite_core::Usage;
 

@@ -21,8 +21,8 @@ mod providers;
 
 pub use futures_util::StreamExt;
 pub use kite_agent::{
-    Agent, AgentError, AgentEvent, Conversation, Flow, Hooks, Run, StopReason, Tool, ToolContext,
-    ToolDecision, ToolError, ToolOutput, tool,
+    Agent, AgentError, AgentEvent, Budget, Conversation, Flow, Hooks, Run, StopReason, Tool,
+    ToolContext, ToolDecision, ToolError, ToolOutput, tool,
 };
 pub use kite_core::*;
 pub use kite_wire::{Api, Auth, Codec};
@@ -46,6 +46,10 @@ pub use kite_mcp as mcp;
 /// themselves are [`trace`](kite_core::trace)'s, through `tracing`.
 #[cfg(feature = "otel")]
 pub use kite_otel as otel;
+
+/// What model calls cost (feature `prices`).
+#[cfg(feature = "prices")]
+pub use kite_prices as prices;
 
 /// Agent Skills: folders of instructions and scripts, disclosed as needed (feature `skills`).
 #[cfg(feature = "skills")]
