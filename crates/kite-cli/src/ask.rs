@@ -21,6 +21,9 @@ pub(crate) struct AskArgs {
     /// Print one JSON object per event, one per line, for scripts.
     #[arg(long)]
     json: bool,
+    /// After the answer, print the tokens used and what they cost on stderr.
+    #[arg(long)]
+    usage: bool,
     /// Print the answer once it is whole, not as it arrives.
     #[arg(long)]
     no_stream: bool,
@@ -156,6 +159,9 @@ async fn ask(args: AskArgs, config: Option<&Path>, out: &mut Output) -> Result<A
     let claim = crate::signals::Claim::new();
     let ended = session.turn(question, out, claim.interrupted()).await;
     let signal = claim.finish();
+    if args.usage {
+        errln!("kite: {}", crate::output::usage_line(&session.last_usage));
+    }
     session.close().await;
     Ok(match (ended?, signal) {
         (_, Some(signal)) => Asked::Signalled(signal),

@@ -31,7 +31,7 @@ const HELP: &[(&str, &str)] = &[
     ("/conversations", "the stored conversations"),
     ("/load ID", "continue the stored conversation ID"),
     ("/compact", "summarize the older turns now"),
-    ("/usage", "tokens used in this chat"),
+    ("/usage", "tokens used in this chat, and what they cost"),
 ];
 
 /// Runs `line` (a command, without its `/`).
@@ -86,11 +86,9 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
         "usage" => {
             let (all, last) = (&session.usage, &session.last_usage);
             outln!(
-                "this chat: {} tokens in, {} out; last turn: {} in, {} out",
-                all.input_tokens,
-                all.output_tokens,
-                last.input_tokens,
-                last.output_tokens
+                "this chat: {}\nlast turn: {}",
+                crate::output::usage_line(all),
+                crate::output::usage_line(last)
             );
         }
         other => {

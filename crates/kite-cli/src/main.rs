@@ -18,6 +18,7 @@ mod mcp;
 mod model;
 mod models;
 mod output;
+mod prices;
 mod responses;
 mod session;
 mod settings;
@@ -79,6 +80,9 @@ enum Command {
     /// Manage the embedded local model.
     #[command(subcommand)]
     Model(model::ModelCommand),
+    /// The prices kite puts on calls: update them from PyPI, or show one model's.
+    #[command(subcommand)]
+    Prices(prices::PricesCommand),
     /// Follow, cancel or delete responses OpenAI stores (background runs).
     Responses(responses::ResponsesArgs),
     /// Trust a kite.toml in the working directory (after reading it): until then kite does
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
             }
             Command::Conversations(cmd) => conversations::run(cmd, config).await,
             Command::Model(cmd) => model::run(cmd),
+            Command::Prices(cmd) => prices::run(cmd),
             Command::Responses(args) => responses::run(args).await,
             Command::Skills(cmd) => skills::run(cmd, config),
             Command::Transcribe(args) => transcribe::run(*args, config).await,

@@ -95,6 +95,31 @@ pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         .collect()
 }
 
+/// Dollars as a person reads them: cents to four places, less with more.
+pub(crate) fn dollars(d: f64) -> String {
+    match d {
+        0.0 => "$0".to_owned(),
+        d if d < 0.0001 => format!("${d:.6}"),
+        d if d < 1.0 => format!("${d:.4}"),
+        d => format!("${d:.2}"),
+    }
+}
+
+/// What `usage` used and cost, on one line: `812 in (200 cached) / 64 out tokens, $0.0012`.
+pub(crate) fn usage_line(usage: &kite::Usage) -> String {
+    let mut line = format!("{} in", usage.input_tokens);
+    if usage.cached_input_tokens > 0 {
+        line.push_str(&format!(" ({} cached)", usage.cached_input_tokens));
+    }
+    line.push_str(&format!(" / {} out", usage.output_tokens));
+    if usage.reasoning_tokens > 0 {
+        line.push_str(&format!(" ({} reasoning)", usage.reasoning_tokens));
+    }
+    line.push_str(" tokens, ");
+    line.push_str(&usage.cost.map_or("cost unknown".to_owned(), dollars));
+    line
+}
+
 /// `print!` that never panics on a closed stdout.
 macro_rules! out {
     ($($t:tt)*) => { $crate::output::write_out(format_args!($($t)*)) };
@@ -238,6 +263,8 @@ impl Output {
         if self.json {
             let mut usage = serde_json::to_value(run.usage()).unwrap_or_default();
             usage["type"] = json!("usage");
+            // Dollars, from the provider or the price table; null when neither knows.
+            usage["cost"] = json!(run.usage().cost);
             line(&usage);
             let finish = match &stop {
                 Some(StopReason::Finished { finish_reason }) => json!(finish_reason.as_str()),
@@ -256,6 +283,12 @@ impl Output {
                 errln!("kite: stopped after {max_turns} model calls; allow more with --max-turns")
             }
             Some(StopReason::Hook { message }) => errln!("kite: stopped: {message}"),
+            Some(StopReason::BudgetExceeded { tokens, cost }) => errln!(
+                "kite: stopped before the next model call: it would pass the budget ({tokens} \
+                 tokens{} spent)",
+                cost.map(|c| format!(", {}", dollars(c)))
+                    .unwrap_or_default()
+            ),
             _ => {}
         }
         answered

@@ -1,0 +1,74 @@
+//! `kite prices`: the price table kite uses for costs, and its update from PyPI.
+
+use crate::output::{errln, outln};
+use clap::Subcommand;
+use kite::prices::PriceTable;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub(crate) enum PricesCommand {
+    /// Fetch the newest genai-prices data from PyPI (with pip), check it and use it from
+    /// now on (kept in kite's data folder).
+    Update,
+    /// Say where the prices in use come from and what a call of MODEL costs per million
+    /// tokens in and out.
+    Show {
+        /// The provider (openai, anthropic, mistral, openrouter, groq, ...).
+        provider: String,
+        /// The model's name.
+        model: String,
+    },
+}
+
+pub(crate) fn run(cmd: PricesCommand) -> Result<(), ExitCode> {
+    let fail = |e: String| {
+        errln!("kite: {e}");
+        ExitCode::FAILURE
+    };
+    let dir = crate::config::private_data_dir().map_err(|e| fail(e.to_string()))?;
+    match cmd {
+        PricesCommand::Update => {
+            let (table, path) =
+                kite::prices::update(&dir, |m| errln!("kite: {m}")).map_err(fail)?;
+            outln!(
+                "{}: {} models priced, saved to {}",
+                table.source,
+                table.models(),
+                path.display()
+            );
+            Ok(())
+        }
+        PricesCommand::Show { provider, model } => {
+            let table: &PriceTable = kite::prices::load(&dir).map_err(fail)?;
+            // Priced on a thousand tokens (below any tier), then scaled.
+            let per_million = |input: u64, output: u64| {
+                let usage = kite::Usage {
+                    input_tokens: input,
+                    output_tokens: output,
+                    ..kite::Usage::default()
+                };
+                table
+                    .cost(
+                        kite::prices::provider_id(&provider),
+                        &model,
+                        &usage,
+                        std::time::SystemTime::now(),
+                    )
+                    .map(|c| c.total * 1000.0)
+            };
+            match (per_million(1000, 0), per_million(0, 1000)) {
+                (Some(i), Some(o)) => {
+                    outln!(
+                        "{provider} {model}: ${i:.4} per million tokens in, ${o:.4} out ({})",
+                        table.source
+                    );
+                    Ok(())
+                }
+                _ => Err(fail(format!(
+                    "{} has no price for {provider} {model}",
+                    table.source
+                ))),
+            }
+        }
+    }
+}
