@@ -250,20 +250,38 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     ) -> Result<StopReason, AgentError> {
         let origin = self.model.origin();
         let span = trace::agent_span(None, &origin.provider, &self.template.model);
+        let pending = trace::Pending::new(span.clone());
+        let before = run.usage();
         let result = self
             .drive_steps(run, cancel, sink)
             .instrument(span.clone())
             .await;
-        trace::record_usage(&span, &run.usage());
+        // What this drive used (a resumed run has used some before).
+        let used = run.usage();
+        trace::record_usage(
+            &span,
+            &kite_core::Usage {
+                input_tokens: used.input_tokens.saturating_sub(before.input_tokens),
+                output_tokens: used.output_tokens.saturating_sub(before.output_tokens),
+                total_tokens: used.total_tokens.saturating_sub(before.total_tokens),
+                cached_input_tokens: used
+                    .cached_input_tokens
+                    .saturating_sub(before.cached_input_tokens),
+                reasoning_tokens: used
+                    .reasoning_tokens
+                    .saturating_sub(before.reasoning_tokens),
+                cost: used.cost.map(|c| c - before.cost.unwrap_or(0.0)),
+            },
+        );
         if let Err(e) = &result {
             let kind = match e {
                 AgentError::Model(e) => trace::error_type(e),
                 AgentError::Tool { .. } => "tool".to_owned(),
                 _ => "_OTHER".to_owned(),
             };
-            span.record("error.type", kind.as_str());
-            span.record("otel.status_code", "error");
+            trace::fail(&span, &kind, "the run failed");
         }
+        pending.finish();
         result
     }
 

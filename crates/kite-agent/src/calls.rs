@@ -146,14 +146,16 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     ) -> Result<Executed<C>, AgentError> {
         let call = &planned.call;
         let span = trace::tool_span(&call.name, &call.id, &call.arguments);
+        let pending = trace::Pending::new(span.clone());
         let executed = self
             .execute_untraced(planned, context, cancel)
             .instrument(span.clone())
             .await;
         match &executed {
             Ok(e) => {
+                // Refused arguments and tool errors failed; a declined call did not run.
                 let kind = match e.status {
-                    CallStatus::Skipped => Some("skipped"),
+                    CallStatus::Skipped => None,
                     CallStatus::Refused => Some("refused"),
                     _ if e.result.is_error => Some("tool_error"),
                     _ => None,
@@ -162,6 +164,7 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             }
             Err(_) => trace::tool_result(&span, None, Some("fatal")),
         }
+        pending.finish();
         executed
     }
 

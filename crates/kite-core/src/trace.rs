@@ -11,13 +11,18 @@
 //! `SPAN_AND_EVENT` or `true`), as the conventions suggest. Keys and headers never are:
 //! nothing here sees them.
 
-use crate::{Error, Event, EventStream, FinishReason, Message, Part, Request, Role, Usage};
+use crate::{Error, Event, EventStream, FinishReason, Request, Usage};
 use futures_core::Stream;
 use serde_json::{Value, json};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 use tracing::field::Empty;
+
+mod content;
+mod origin;
+pub use content::message_json;
+pub use origin::Origin;
 
 /// The `tracing` target of every span and event here.
 pub const TARGET: &str = "kite::gen_ai";
@@ -29,62 +34,6 @@ pub fn capture_content() -> bool {
         let v = v.trim().to_ascii_lowercase();
         matches!(v.as_str(), "span_only" | "span_and_event" | "true")
     })
-}
-
-/// Where a model is: the provider's name as the conventions spell it (`openai`,
-/// `anthropic`, `mistral_ai`, `groq`, `openrouter`, ...), and the server's host and port
-/// when it is reached over the network.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Origin {
-    /// `gen_ai.provider.name`.
-    pub provider: String,
-    /// `server.address`: the host alone, never a path, query or credentials.
-    pub address: Option<String>,
-    /// `server.port`.
-    pub port: Option<u16>,
-}
-
-impl Origin {
-    /// A provider reached at `url` (only its host and port are kept).
-    pub fn at(provider: impl Into<String>, url: &str) -> Self {
-        let (address, port) = host_and_port(url);
-        Self {
-            provider: provider.into(),
-            address,
-            port,
-        }
-    }
-
-    /// A model in this process.
-    pub fn local(provider: impl Into<String>) -> Self {
-        Self {
-            provider: provider.into(),
-            ..Self::default()
-        }
-    }
-}
-
-/// The host and port of `url` (`https://user:pw@host:8443/v1?k=x` gives `host`, 8443).
-fn host_and_port(url: &str) -> (Option<String>, Option<u16>) {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return (None, None);
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let (host, port) = match host_port.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(']') || host_port.starts_with('[') => match p.parse() {
-            Ok(p) => (h, Some(p)),
-            Err(_) => (host_port, None),
-        },
-        _ => (host_port, None),
-    };
-    let port = port.or(match scheme {
-        "https" => Some(443),
-        "http" => Some(80),
-        _ => None,
-    });
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    ((!host.is_empty()).then(|| host.to_owned()), port)
 }
 
 /// `stream`, the answer to `request` from the model at `origin`, inside a `chat {model}`
@@ -224,10 +173,15 @@ impl Traced {
     }
 
     fn failed(&mut self, e: &Error) {
-        self.span.record("error.type", error_type(e).as_str());
-        self.span.record("otel.status_code", "error");
-        self.span
-            .record("otel.status_description", e.to_string().as_str());
+        self.ended = true;
+        let kind = error_type(e);
+        // An error's text may quote what was sent or answered: content, shown only when
+        // content is captured.
+        let description = match capture_content() {
+            true => e.to_string(),
+            false => format!("the call failed ({kind})"),
+        };
+        fail(&self.span, &kind, &description);
     }
 
     /// Records what was answered, when content is captured.
@@ -245,6 +199,58 @@ impl Traced {
                 "gen_ai.output.messages",
                 Value::from(vec![message]).to_string().as_str(),
             );
+        }
+    }
+}
+
+impl Drop for Traced {
+    /// A call dropped before its end (Ctrl-C, a caller that gave up) says so.
+    fn drop(&mut self) {
+        if !self.ended {
+            fail(&self.span, "cancelled", "dropped before its end");
+        }
+    }
+}
+
+/// Marks `span` failed: `error.type` is `kind`, the status an error with `description`
+/// (kite's own words; nothing of the content unless it is captured).
+pub fn fail(span: &tracing::Span, kind: &str, description: &str) {
+    span.record("error.type", kind);
+    span.record("otel.status_code", "error");
+    span.record("otel.status_description", description);
+}
+
+/// A span that must end one way or the other: dropped before [`finish`](Self::finish)
+/// (its future cancelled, the program ending), it is marked cancelled.
+pub struct Pending {
+    span: tracing::Span,
+    finished: bool,
+}
+
+impl Pending {
+    /// Watches `span`.
+    pub fn new(span: tracing::Span) -> Self {
+        Self {
+            span,
+            finished: false,
+        }
+    }
+
+    /// The span.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The work ended (well or not, as recorded on the span).
+    pub fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.finished && !self.span.is_disabled() {
+            fail(&self.span, "cancelled", "ended before it finished");
         }
     }
 }
@@ -267,7 +273,8 @@ impl Stream for Traced {
     }
 }
 
-/// `b`'s counts where it has them, else `a`'s; a cost adds up.
+/// `b`'s counts where it has them, else `a`'s (a provider that reports usage twice gives
+/// the whole counts the second time); `b`'s cost, else `a`'s.
 fn merge(a: Usage, b: Usage) -> Usage {
     let pick = |x: u64, y: u64| if y > 0 { y } else { x };
     Usage {
@@ -344,43 +351,6 @@ fn snake(name: &str) -> String {
     out
 }
 
-/// A message in the conventions' JSON shape (`{"role", "parts": [...]}`).
-pub fn message_json(message: &Message) -> Value {
-    let role = match message.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
-    let parts: Vec<Value> = message.parts.iter().map(part_json).collect();
-    json!({"role": role, "parts": parts})
-}
-
-fn part_json(part: &Part) -> Value {
-    match part {
-        Part::Text { text } => json!({"type": "text", "content": text}),
-        Part::Reasoning(r) => json!({"type": "reasoning", "content": r.text}),
-        Part::Refusal { text } => json!({"type": "refusal", "content": text}),
-        Part::ToolCall(c) => {
-            let arguments =
-                serde_json::from_str::<Value>(&c.arguments).unwrap_or(c.arguments.clone().into());
-            json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": arguments})
-        }
-        Part::ToolResult(r) => {
-            json!({"type": "tool_call_response", "id": r.call_id, "response": r.text_content()})
-        }
-        Part::Image { source, .. } => match source {
-            crate::ImageSource::Url { url } => {
-                json!({"type": "uri", "modality": "image", "uri": url})
-            }
-            crate::ImageSource::Base64 { media_type, .. } => {
-                // The bytes are left out: a trace is no place for them.
-                json!({"type": "blob", "modality": "image", "mime_type": media_type})
-            }
-        },
-    }
-}
-
 /// The span of one tool call, `execute_tool {name}`; content (the arguments) only when
 /// captured. Record the result with [`tool_result`].
 pub fn tool_span(name: &str, call_id: &str, arguments: &str) -> tracing::Span {
@@ -399,7 +369,7 @@ pub fn tool_span(name: &str, call_id: &str, arguments: &str) -> tracing::Span {
         gen_ai.tool.call.result = Empty,
         "error.type" = Empty,
     );
-    if capture_content() {
+    if !span.is_disabled() && capture_content() {
         span.record("gen_ai.tool.call.arguments", arguments);
     }
     span
@@ -412,12 +382,14 @@ pub fn tool_result(
     result: Option<&crate::ToolResult>,
     error_kind: Option<&str>,
 ) {
+    if span.is_disabled() {
+        return;
+    }
     if let Some(result) = result.filter(|_| capture_content()) {
         span.record("gen_ai.tool.call.result", result.text_content().as_str());
     }
     if let Some(kind) = error_kind {
-        span.record("error.type", kind);
-        span.record("otel.status_code", "error");
+        fail(span, kind, "the tool call did not succeed");
     }
 }
 
@@ -452,42 +424,4 @@ pub fn agent_span(name: Option<&str>, provider: &str, model: &str) -> tracing::S
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_host_and_port_of_a_url_are_kept() {
-        for (url, host, port) in [
-            (
-                "https://api.openai.com/v1",
-                Some("api.openai.com"),
-                Some(443),
-            ),
-            (
-                "http://127.0.0.1:8080/v1?key=sk-secret",
-                Some("127.0.0.1"),
-                Some(8080),
-            ),
-            (
-                "https://user:pw@host.example:8443/x",
-                Some("host.example"),
-                Some(8443),
-            ),
-            ("http://[::1]:9000/v1", Some("::1"), Some(9000)),
-            ("http://[::1]/v1", Some("::1"), Some(80)),
-            ("not a url", None, None),
-        ] {
-            let (h, p) = host_and_port(url);
-            assert_eq!((h.as_deref(), p), (host, port), "{url}");
-        }
-    }
-
-    #[test]
-    fn errors_have_short_types() {
-        let api = Error::Api(Box::new(crate::ApiError::new(Some(429), "slow down")));
-        assert_eq!(error_type(&api), "429");
-        assert_eq!(error_type(&Error::Cancelled), "cancelled");
-        let t = Error::transport(crate::TransportErrorKind::IdleTimeout, "quiet");
-        assert_eq!(error_type(&t), "idle_timeout");
-    }
-}
+mod tests;

@@ -393,19 +393,24 @@ impl Session {
             otel.name = %format_args!("tools/call {name}"),
             otel.kind = "client",
             otel.status_code = tracing::field::Empty,
+            otel.status_description = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
             mcp.method.name = "tools/call",
             mcp.server.name = %self.server,
             gen_ai.tool.name = name,
             "error.type" = tracing::field::Empty,
         );
+        let pending = kite_core::trace::Pending::new(span.clone());
         let result = self
             .call_untraced(name, arguments, timeout, cancel)
             .instrument(span.clone())
             .await;
-        if result.is_err() {
-            span.record("error.type", "mcp_error");
-            span.record("otel.status_code", "error");
+        match &result {
+            Err(_) => kite_core::trace::fail(&span, "mcp_error", "the MCP call failed"),
+            Ok(r) if r.is_error => kite_core::trace::fail(&span, "tool_error", "isError"),
+            Ok(_) => {}
         }
+        pending.finish();
         result
     }
 
