@@ -44,7 +44,7 @@ pub struct Error(String);
 
 /// Where kite's spans and metrics go, and the means to send what is left before exiting.
 pub struct Telemetry {
-    tracer: SdkTracerProvider,
+    tracer: Option<SdkTracerProvider>,
     meter: Option<SdkMeterProvider>,
 }
 
@@ -52,15 +52,22 @@ impl std::fmt::Debug for Telemetry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The exporters' settings may hold headers with tokens: nothing of them is shown.
         f.debug_struct("Telemetry")
+            .field("traces", &self.tracer.is_some())
             .field("metrics", &self.meter.is_some())
             .finish_non_exhaustive()
     }
 }
 
-/// Whether the environment asks for OTLP export of `signal` (`TRACES`, `METRICS`).
+/// Whether the environment asks for OTLP export of `signal` (`TRACES`, `METRICS`): an
+/// endpoint for it, no `OTEL_SDK_DISABLED=true`, no `OTEL_{signal}_EXPORTER=none`.
 fn wanted(signal: &str) -> bool {
-    let set = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
-    set("OTEL_EXPORTER_OTLP_ENDPOINT") || set(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let disabled = var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let none = var(&format!("OTEL_{signal}_EXPORTER"))
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("none"));
+    let endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+        || var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")).is_some();
+    endpoint && !disabled && !none
 }
 
 /// The resource: what the SDK reads from `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`,
@@ -83,10 +90,6 @@ impl Telemetry {
         if !wanted("TRACES") && !wanted("METRICS") {
             return Ok(None);
         }
-        let spans = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .build()
-            .map_err(|e| Error(e.to_string()))?;
         let meter = match wanted("METRICS") {
             false => None,
             true => {
@@ -102,17 +105,31 @@ impl Telemetry {
                 )
             }
         };
-        let tracer = SdkTracerProvider::builder()
-            .with_resource(resource(service))
-            .with_batch_exporter(GenAiExporter::new(spans))
-            .build();
+        let tracer = match wanted("TRACES") {
+            false => None,
+            true => {
+                let spans = opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .build()
+                    .map_err(|e| Error(e.to_string()))?;
+                Some(
+                    SdkTracerProvider::builder()
+                        .with_resource(resource(service))
+                        .with_batch_exporter(GenAiExporter::new(spans))
+                        .build(),
+                )
+            }
+        };
         Ok(Some(Self { tracer, meter }))
     }
 
     /// Telemetry over the given providers (tests, programs with exporters of their own).
     /// Give the tracer provider its exporter wrapped in [`GenAiExporter`].
     pub fn with_providers(tracer: SdkTracerProvider, meter: Option<SdkMeterProvider>) -> Self {
-        Self { tracer, meter }
+        Self {
+            tracer: Some(tracer),
+            meter,
+        }
     }
 
     /// The `tracing` layer that turns kite's spans into OpenTelemetry spans (with retries
@@ -121,28 +138,32 @@ impl Telemetry {
     where
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
+        // kite's GenAI spans, and warnings of kite's crates (retries) as their events
+        // (`kite` takes in `kite_http`, `kite_mcp` and the rest).
         let targets = Targets::new()
             .with_target(kite_core::trace::TARGET, tracing::Level::INFO)
-            .with_target("kite", tracing::Level::WARN)
-            .with_target("kite_http", tracing::Level::WARN)
-            .with_target("kite_agent", tracing::Level::WARN)
-            .with_target("kite_mcp", tracing::Level::WARN);
-        let spans = tracing_opentelemetry::layer()
-            .with_tracer(self.tracer.tracer("kite"))
-            .with_location(false)
-            .with_threads(false)
-            .with_level(false);
+            .with_target("kite", tracing::Level::WARN);
+        let spans = self.tracer.as_ref().map(|t| {
+            tracing_opentelemetry::layer()
+                .with_tracer(t.tracer("kite"))
+                .with_location(false)
+                .with_threads(false)
+                .with_level(false)
+                .with_tracked_inactivity(false)
+        });
         let metrics = self
             .meter
             .as_ref()
             .map(|m| GenAiMetrics::new(&opentelemetry::metrics::MeterProvider::meter(m, "kite")));
-        spans.and_then(metrics).with_filter(targets)
+        Layer::and_then(spans, metrics).with_filter(targets)
     }
 
     /// Sends what is left and stops, waiting at most `timeout` for each signal (a collector
     /// that is down or silent costs that long, no more).
     pub fn shutdown(self, timeout: Duration) {
-        let _ = self.tracer.shutdown_with_timeout(timeout);
+        if let Some(t) = self.tracer {
+            let _ = t.shutdown_with_timeout(timeout);
+        }
         if let Some(m) = self.meter {
             let _ = m.shutdown_with_timeout(timeout);
         }
