@@ -76,9 +76,12 @@ async fn command(cmd: ConversationsCommand, config: Option<&Path>) -> Result<(),
             if json {
                 outln!("{}", serde_json::to_string(&turns).unwrap_or_default());
             } else {
+                let mut total = kite::Usage::default();
                 for t in &turns {
                     show(t);
+                    total += t.turn.usage;
                 }
+                outln!("total: {}", crate::output::usage_line(&total));
             }
         }
         ConversationsCommand::Delete { id } => {

@@ -25,6 +25,38 @@ const KEY_VARS: &[&str] = &[
     "KITE_API_KEY",
 ];
 
+/// The variables that hold OTLP endpoints (which may hold credentials).
+const OTLP_ENDPOINT_VARS: &[&str] = &[
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+];
+
+/// `%20` and the like decoded (bytes that do not make UTF-8 are kept as they were).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+}
+
 /// The variables that hold OTLP export headers (tokens, often).
 const OTLP_HEADER_VARS: &[&str] = &[
     "OTEL_EXPORTER_OTLP_HEADERS",
@@ -48,16 +80,28 @@ pub(crate) fn init(verbose: bool) -> Option<kite::otel::Telemetry> {
     }
     for var in OTLP_HEADER_VARS {
         if let Ok(v) = std::env::var(var) {
-            v.split(',')
-                .filter_map(|h| h.split_once('=').map(|(_, value)| value))
-                .for_each(secret);
+            for value in v
+                .split(',')
+                .filter_map(|h| h.split_once('=').map(|(_, v)| v))
+            {
+                // As given, and as sent (the variable's values are percent-encoded).
+                secret(value);
+                secret(&percent_decoded(value));
+            }
+        }
+    }
+    for var in OTLP_ENDPOINT_VARS {
+        if let Ok(url) = std::env::var(var) {
+            kite::mcp::url_secrets(&url).iter().for_each(|v| secret(v));
         }
     }
     let filter = match std::env::var("KITE_LOG") {
         Ok(spec) => tracing_subscriber::EnvFilter::try_new(spec).ok(),
         Err(_) => None,
     };
-    let verbose = verbose || std::env::var("KITE_LOG").is_ok_and(|v| v.contains("gen_ai"));
+    let verbose = verbose
+        || std::env::var("KITE_LOG")
+            .is_ok_and(|v| v.contains("gen_ai") && !v.contains("gen_ai=off"));
     let filter = filter.unwrap_or_else(|| tracing_subscriber::EnvFilter::new(OWN));
     let log = tracing_subscriber::fmt::layer()
         .with_writer(|| Redact)

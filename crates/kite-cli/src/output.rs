@@ -98,6 +98,7 @@ pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 /// Dollars as a person reads them: cents to four places, less with more.
 pub(crate) fn dollars(d: f64) -> String {
     match d {
+        d if !d.is_finite() || d < 0.0 => "cost unknown".to_owned(),
         0.0 => "$0".to_owned(),
         d if d < 0.0001 => format!("${d:.6}"),
         d if d < 1.0 => format!("${d:.4}"),

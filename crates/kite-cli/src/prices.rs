@@ -40,24 +40,21 @@ pub(crate) fn run(cmd: PricesCommand) -> Result<(), ExitCode> {
         }
         PricesCommand::Show { provider, model } => {
             let table: &PriceTable = kite::prices::load(&dir).map_err(fail)?;
-            // Priced on a thousand tokens (below any tier), then scaled.
-            let per_million = |input: u64, output: u64| {
-                let usage = kite::Usage {
-                    input_tokens: input,
-                    output_tokens: output,
-                    ..kite::Usage::default()
-                };
-                table
-                    .cost(
-                        kite::prices::provider_id(&provider),
-                        &model,
-                        &usage,
-                        std::time::SystemTime::now(),
-                    )
-                    .map(|c| c.total * 1000.0)
+            // Priced on a thousand tokens (below any tier), then scaled; the input and
+            // output parts alone, without any per-request fee.
+            let usage = kite::Usage {
+                input_tokens: 1000,
+                output_tokens: 1000,
+                ..kite::Usage::default()
             };
-            match (per_million(1000, 0), per_million(0, 1000)) {
-                (Some(i), Some(o)) => {
+            let cost = table.cost(
+                kite::prices::provider_id(&provider),
+                &model,
+                &usage,
+                std::time::SystemTime::now(),
+            );
+            match cost.map(|c| (c.input * 1000.0, c.output * 1000.0)) {
+                Some((i, o)) => {
                     outln!(
                         "{provider} {model}: ${i:.4} per million tokens in, ${o:.4} out ({})",
                         table.source

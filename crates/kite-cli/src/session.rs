@@ -388,8 +388,11 @@ fn agent(
 
 /// Prices calls with the table `kite prices update` stored, else the built-in one.
 fn pricer() -> kite::agent::Pricer {
-    let dir = crate::config::data_dir().unwrap_or_default();
-    let table = kite::prices::load(&dir).unwrap_or_else(|e| {
+    let loaded = match crate::config::data_dir() {
+        Some(dir) => kite::prices::load(&dir),
+        None => Ok(kite::prices::PriceTable::snapshot()),
+    };
+    let table = loaded.unwrap_or_else(|e| {
         errln!("kite: {e}; using the built-in prices");
         kite::prices::PriceTable::snapshot()
     });

@@ -99,6 +99,9 @@ fn line(seen: &Seen) -> String {
             out.push_str(&format!(" ({c} cached)"));
         }
     }
+    if let Some(cost) = f.get("kite.usage.cost").and_then(|c| c.parse::<f64>().ok()) {
+        out.push_str(&format!(", {}", crate::output::dollars(cost)));
+    }
     if let Some(reasons) = f.get("gen_ai.response.finish_reasons") {
         let reasons: Vec<String> = serde_json::from_str(reasons).unwrap_or_default();
         out.push_str(&format!(", {}", reasons.join(" ")));

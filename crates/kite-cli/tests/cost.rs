@@ -213,3 +213,45 @@ async fn prices_update_reads_a_new_release_and_refuses_a_hostile_one() {
     let r = run(&mut show("m7")).await;
     assert!(r.stdout.contains("genai-prices 9.9.9"), "{}", r.stdout);
 }
+
+#[tokio::test]
+async fn a_stored_conversation_adds_up_its_turns_costs() {
+    let store = common::fresh_store();
+    let server = ReplayServer::start(vec![
+        answer_with_usage(1000, 100),
+        answer_with_usage(1000, 100),
+    ])
+    .await;
+    for extra in [&[][..], &["--continue"][..]] {
+        let mut c = kite();
+        c.env("OPENAI_API_KEY", KEY)
+            .env("KITE_STORE_URL", &store)
+            .args(["ask", "--provider", "openai", "--model", "gpt-4o"])
+            .args(extra)
+            .arg("--base-url")
+            .arg(format!("{}/v1", server.url()))
+            .arg("Say hello.");
+        let r = run(&mut c).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let listed =
+        run(kite()
+            .env("KITE_STORE_URL", &store)
+            .args(["conversations", "list", "--json"]))
+        .await;
+    let id = serde_json::from_str::<Value>(listed.stdout.trim()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "show", &id]))
+    .await;
+    assert!(
+        shown
+            .stdout
+            .contains("total: 2000 in / 200 out tokens, $0.0070"),
+        "{}",
+        shown.stdout
+    );
+}

@@ -287,3 +287,46 @@ async fn an_mcp_call_is_a_child_of_its_tool_span() {
     assert_eq!(mcp_call["attributes"]["mcp.server.name"], "py");
     assert_eq!(tool["attributes"]["gen_ai.tool.call.id"], "call_1");
 }
+
+#[tokio::test]
+async fn ctrl_c_mid_answer_still_sends_the_spans() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path());
+    let body = kite_testkit::fixture("openai/chat-completions/stream-text-with-usage/response.sse");
+    let server =
+        ReplayServer::start(vec![Reply::sse(body.clone()).stall_after(body.len() / 2)]).await;
+    let mut child = ask(&receiver, &server)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The answer has begun, then stalls: Ctrl-C.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    tokio::time::timeout(Duration::from_secs(20), stdout.read_exact(&mut first))
+        .await
+        .expect("the answer began")
+        .unwrap();
+    let pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("kite ended")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let received = receiver.received();
+    let chat = spans(&received)
+        .into_iter()
+        .find(|s| s["name"] == "chat gpt-5-nano")
+        .unwrap_or_else(|| panic!("no chat span after Ctrl-C: {received:?}"));
+    assert_eq!(chat["attributes"]["error.type"], "cancelled");
+    assert!(
+        chat["attributes"]["gen_ai.response.time_to_first_chunk"]
+            .as_f64()
+            .is_some()
+    );
+}
