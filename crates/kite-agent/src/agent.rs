@@ -267,6 +267,9 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
                 cached_input_tokens: used
                     .cached_input_tokens
                     .saturating_sub(before.cached_input_tokens),
+                cache_write_tokens: used
+                    .cache_write_tokens
+                    .saturating_sub(before.cache_write_tokens),
                 reasoning_tokens: used
                     .reasoning_tokens
                     .saturating_sub(before.reasoning_tokens),

@@ -63,6 +63,7 @@ pub fn model_call(request: &Request, origin: &Origin, stream: EventStream) -> Ev
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
         gen_ai.usage.reasoning.output_tokens = Empty,
         kite.usage.cost = Empty,
         "error.type" = Empty,
@@ -282,6 +283,7 @@ fn merge(a: Usage, b: Usage) -> Usage {
         output_tokens: pick(a.output_tokens, b.output_tokens),
         total_tokens: pick(a.total_tokens, b.total_tokens),
         cached_input_tokens: pick(a.cached_input_tokens, b.cached_input_tokens),
+        cache_write_tokens: pick(a.cache_write_tokens, b.cache_write_tokens),
         reasoning_tokens: pick(a.reasoning_tokens, b.reasoning_tokens),
         cost: b.cost.or(a.cost),
     }
@@ -301,6 +303,12 @@ pub fn record_usage(span: &tracing::Span, usage: &Usage) {
         span.record(
             "gen_ai.usage.cache_read.input_tokens",
             int(usage.cached_input_tokens),
+        );
+    }
+    if usage.cache_write_tokens > 0 {
+        span.record(
+            "gen_ai.usage.cache_creation.input_tokens",
+            int(usage.cache_write_tokens),
         );
     }
     if usage.reasoning_tokens > 0 {
@@ -413,6 +421,7 @@ pub fn agent_span(name: Option<&str>, provider: &str, model: &str) -> tracing::S
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
         gen_ai.usage.reasoning.output_tokens = Empty,
         kite.usage.cost = Empty,
         "error.type" = Empty,

@@ -5,8 +5,8 @@ use std::ops::{Add, AddAssign};
 
 /// Tokens (and, where the provider reports it, cost) spent by one or more model calls.
 ///
-/// `cached_input_tokens` is part of `input_tokens`; `reasoning_tokens` is part of
-/// `output_tokens`, as the providers report them.
+/// `cached_input_tokens` and `cache_write_tokens` are part of `input_tokens`;
+/// `reasoning_tokens` is part of `output_tokens`, as the providers report them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens of the prompt, cached ones included.
@@ -18,6 +18,10 @@ pub struct Usage {
     /// Input tokens read from the provider's prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (Anthropic's cache creation),
+    /// which cost more than other input.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     /// Output tokens spent on reasoning.
     #[serde(default)]
     pub reasoning_tokens: u64,
@@ -26,12 +30,17 @@ pub struct Usage {
     pub cost: Option<f64>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl AddAssign for Usage {
     fn add_assign(&mut self, rhs: Usage) {
         self.input_tokens += rhs.input_tokens;
         self.output_tokens += rhs.output_tokens;
         self.total_tokens += rhs.total_tokens;
         self.cached_input_tokens += rhs.cached_input_tokens;
+        self.cache_write_tokens += rhs.cache_write_tokens;
         self.reasoning_tokens += rhs.reasoning_tokens;
         self.cost = match (self.cost, rhs.cost) {
             (None, None) => None,

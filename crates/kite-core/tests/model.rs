@@ -169,6 +169,7 @@ fn usage_sums_and_keeps_cost_when_any_side_has_one() {
         output_tokens: 2,
         total_tokens: 12,
         cached_input_tokens: 4,
+        cache_write_tokens: 3,
         reasoning_tokens: 1,
         cost: None,
     };
@@ -184,7 +185,14 @@ fn usage_sums_and_keeps_cost_when_any_side_has_one() {
         (s.input_tokens, s.output_tokens, s.total_tokens),
         (11, 3, 14)
     );
-    assert_eq!((s.cached_input_tokens, s.reasoning_tokens), (4, 1));
+    assert_eq!(
+        (
+            s.cached_input_tokens,
+            s.cache_write_tokens,
+            s.reasoning_tokens
+        ),
+        (4, 3, 1)
+    );
     assert_eq!(s.cost, Some(0.5));
     assert_eq!((a + a).cost, None);
 }

@@ -40,6 +40,7 @@ fn replies() -> Vec<Reply> {
             output_tokens: 40,
             total_tokens: 160,
             cached_input_tokens: 64,
+            cache_write_tokens: 0,
             reasoning_tokens: 16,
             cost: None,
         },

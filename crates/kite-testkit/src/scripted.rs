@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 type Check = Box<dyn Fn(&Request) -> Result<(), String> + Send>;
 
 enum Reply {
-    Response(Response),
+    Response(Box<Response>),
     Error(Error),
     /// A stream that never yields: for cancellation tests.
     Hang,
@@ -83,7 +83,7 @@ impl ScriptedModel {
 
     /// Next, answer with this response.
     pub fn respond(self, response: Response) -> Self {
-        self.push(Reply::Response(response))
+        self.push(Reply::Response(Box::new(response)))
     }
 
     /// Next, answer with text.

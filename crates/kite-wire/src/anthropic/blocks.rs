@@ -203,6 +203,9 @@ impl Blocks {
         if let Some(read) = cache_read {
             self.usage.cached_input_tokens = read;
         }
+        if let Some(write) = cache_write {
+            self.usage.cache_write_tokens = write;
+        }
         if let Some(output) = u.output_tokens {
             self.usage.output_tokens = output;
         }

@@ -165,6 +165,7 @@ impl From<WireUsage> for Usage {
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
+            cache_write_tokens: 0,
             reasoning_tokens: u
                 .completion_tokens_details
                 .and_then(|d| d.reasoning_tokens)

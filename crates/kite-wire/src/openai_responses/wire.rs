@@ -127,6 +127,7 @@ impl From<&WireUsage> for Usage {
                     .as_ref()
                     .and_then(|d| d.cached_tokens),
             ),
+            cache_write_tokens: 0,
             reasoning_tokens: details(
                 u.output_tokens_details
                     .as_ref()
