@@ -109,8 +109,13 @@ pub(crate) fn dollars(d: f64) -> String {
 /// What `usage` used and cost, on one line: `812 in (200 cached) / 64 out tokens, $0.0012`.
 pub(crate) fn usage_line(usage: &kite::Usage) -> String {
     let mut line = format!("{} in", usage.input_tokens);
-    if usage.cached_input_tokens > 0 {
-        line.push_str(&format!(" ({} cached)", usage.cached_input_tokens));
+    match (usage.cached_input_tokens, usage.cache_write_tokens) {
+        (0, 0) => {}
+        (read, 0) => line.push_str(&format!(" ({read} cached)")),
+        (0, written) => line.push_str(&format!(" ({written} written to cache)")),
+        (read, written) => {
+            line.push_str(&format!(" ({read} cached, {written} written to cache)"));
+        }
     }
     line.push_str(&format!(" / {} out", usage.output_tokens));
     if usage.reasoning_tokens > 0 {

@@ -2,11 +2,12 @@
 //!
 //! The table is not typed by hand: `data/prices.json` is the price data of a release of the
 //! `genai-prices` package (PyPI), turned into JSON by `src/to_json.py`, which reads the
-//! package's generated `data.py` without running it. The binary carries that snapshot;
-//! [`PriceTable::from_json`] reads a newer one (`kite prices update` fetches it).
+//! package's generated `data.py` without running it (`scripts/prices-snapshot.sh VERSION`
+//! regenerates it; the tests compare with that release's calculator). The binary carries
+//! that snapshot; [`update`] fetches a newer one and [`load`] prefers it.
 //!
-//! Prices follow the package's calculator: input tokens include cached ones, which are
-//! priced at the cache rate where the model has one; output tokens include reasoning ones,
+//! Prices follow the package's calculator: input tokens include cached ones and cache
+//! writes, which are priced at the cache rates where the model has them; output tokens include reasoning ones,
 //! priced as output unless the model prices reasoning apart; a tiered price applies whole
 //! once the request's input passes the tier's start; dated prices apply from their date,
 //! and daily off-peak prices in their hours (UTC). A model the table does not know has no

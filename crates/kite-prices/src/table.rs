@@ -197,12 +197,17 @@ impl PriceSet {
             Some(_) => usage.cached_input_tokens.min(input),
             None => 0,
         };
+        let written = match self.get("cache_write_mtok") {
+            Some(_) => usage.cache_write_tokens.min(input - cached),
+            None => 0,
+        };
         let reasoning = match self.get("output_reasoning_mtok") {
             Some(_) => usage.reasoning_tokens.min(usage.output_tokens),
             None => 0,
         };
-        let input_cost =
-            per_million("input_mtok", input - cached) + per_million("cache_read_mtok", cached);
+        let input_cost = per_million("input_mtok", input - cached - written)
+            + per_million("cache_read_mtok", cached)
+            + per_million("cache_write_mtok", written);
         let output_cost = per_million("output_mtok", usage.output_tokens - reasoning)
             + per_million("output_reasoning_mtok", reasoning);
         let requests = self

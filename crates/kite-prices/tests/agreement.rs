@@ -58,6 +58,49 @@ fn recorded_cases() -> Vec<Case> {
     out
 }
 
+/// Usages no recording has: cache writes, cache reads with writes, a tier's worth of input.
+fn written_cases() -> Vec<Case> {
+    let usage = |input, cached, written, output| Usage {
+        input_tokens: input,
+        cached_input_tokens: cached,
+        cache_write_tokens: written,
+        output_tokens: output,
+        total_tokens: input + output,
+        ..Usage::default()
+    };
+    [
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            usage(5000, 1000, 2000, 300),
+        ),
+        ("anthropic", "claude-haiku-4-5", usage(12000, 0, 12000, 50)),
+        ("anthropic", "claude-opus-4-1", usage(900, 800, 0, 10)),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            usage(300_000, 100_000, 50_000, 2000),
+        ),
+        ("openai", "gpt-4o", usage(10_000, 4096, 0, 500)),
+        ("openai", "gpt-4.1-mini", usage(2000, 1024, 0, 100)),
+        ("mistral", "mistral-large-latest", usage(3000, 0, 0, 400)),
+        ("groq", "llama-3.3-70b-versatile", usage(3000, 0, 0, 400)),
+        (
+            "openrouter",
+            "anthropic/claude-sonnet-4.5",
+            usage(4000, 1000, 1000, 200),
+        ),
+    ]
+    .into_iter()
+    .map(|(provider, model, usage)| Case {
+        name: format!("written {provider} {model}"),
+        provider,
+        model: model.to_owned(),
+        usage,
+    })
+    .collect()
+}
+
 const CALCULATOR: &str = r#"
 import json, sys
 from datetime import datetime, timezone
@@ -70,6 +113,7 @@ out = []
 for c in cases["cases"]:
     usage = Usage(input_tokens=c["input"], output_tokens=c["output"],
                   cache_read_tokens=c["cached"] or None,
+                  cache_write_tokens=c["written"] or None,
                   output_reasoning_tokens=c["reasoning"] or None)
     try:
         p = calc_price(usage, model_ref=c["model"], provider_id=c["provider"], genai_request_timestamp=at)
@@ -81,12 +125,14 @@ print(json.dumps({"version": genai_prices.__version__ if hasattr(genai_prices, "
 
 #[test]
 fn kite_prices_every_recorded_case_as_genai_prices_does() {
-    let cases = recorded_cases();
+    let mut cases = recorded_cases();
     assert!(
         cases.len() >= 50,
         "only {} recorded cases with usage",
         cases.len()
     );
+    let recorded = cases.len();
+    cases.extend(written_cases());
     let table = PriceTable::snapshot();
     let at = SystemTime::UNIX_EPOCH + Duration::from_secs(AT_UNIX);
     let input = json!({
@@ -96,7 +142,8 @@ fn kite_prices_every_recorded_case_as_genai_prices_does() {
             "model": c.model,
             "input": c.usage.input_tokens,
             "output": c.usage.output_tokens,
-            "cached": c.usage.cached_input_tokens,
+                        "cached": c.usage.cached_input_tokens,
+            "written": c.usage.cache_write_tokens,
             "reasoning": c.usage.reasoning_tokens,
         })).collect::<Vec<_>>(),
     });
@@ -119,7 +166,7 @@ fn kite_prices_every_recorded_case_as_genai_prices_does() {
     let theirs = answer["prices"].as_array().unwrap();
     assert_eq!(theirs.len(), cases.len());
 
-    let (mut priced, mut cached, mut reasoning, mut unknown) = (0, 0, 0, 0);
+    let (mut priced, mut cached, mut reasoning, mut written, mut unknown) = (0, 0, 0, 0, 0);
     let mut wrong = Vec::new();
     for (case, their) in cases.iter().zip(theirs) {
         let ours = table
@@ -137,6 +184,7 @@ fn kite_prices_every_recorded_case_as_genai_prices_does() {
                 priced += 1;
                 cached += usize::from(case.usage.cached_input_tokens > 0);
                 reasoning += usize::from(case.usage.reasoning_tokens > 0);
+                written += usize::from(case.usage.cache_write_tokens > 0);
             }
             _ => wrong.push(format!(
                 "{} ({} {}, {:?}): kite {ours:?}, genai-prices {their:?}",
@@ -152,11 +200,11 @@ fn kite_prices_every_recorded_case_as_genai_prices_does() {
     );
     assert!(priced >= 40, "only {priced} priced ({unknown} unknown)");
     assert!(
-        cached > 0 && reasoning > 0,
-        "cached {cached}, reasoning {reasoning}"
+        cached > 0 && reasoning > 0 && written >= 3,
+        "cached {cached}, reasoning {reasoning}, written {written}"
     );
     eprintln!(
-        "{priced} priced alike, {unknown} unknown to both ({})",
+        "{priced} priced alike ({recorded} recorded cases), {unknown} unknown to both ({})",
         table.source
     );
 }
