@@ -167,9 +167,9 @@ fn main() -> ExitCode {
     let _ = crossterm::terminal::disable_raw_mode();
     kite::local::wait_for_workers(std::time::Duration::from_secs(10));
     // The spans of what was cut short ended with the runtime: they are sent now, with a
-    // deadline for a collector that does not answer.
+    // deadline (3 s for traces, 3 s for metrics) for a collector that does not answer.
     if let Some(t) = telemetry {
-        t.shutdown(std::time::Duration::from_secs(5));
+        t.shutdown(std::time::Duration::from_secs(3));
     }
     match result {
         _ if output::stdout_failed() => ExitCode::FAILURE,
