@@ -12,6 +12,7 @@
 //! `x_groq.usage`, and the legacy `function_call`.
 
 mod encode;
+pub mod serve;
 mod stream;
 mod whole;
 mod wire;

@@ -1,0 +1,388 @@
+//! Chat Completions the other way round, for a server that speaks it to its clients: a
+//! client's request decoded into a kite [`Request`], and kite's answer encoded as a whole
+//! completion or as `chat.completion.chunk` events.
+
+use kite_core::{
+    Error, Event, FinishReason, Message, Part, Request, Response, ResponseFormat, Role, ToolCall,
+    ToolChoice, ToolResult, ToolSpec, Usage,
+};
+use serde_json::{Map, Value, json};
+
+/// A client's request: what to ask, and how it wants the answer.
+#[derive(Clone, Debug)]
+pub struct ClientRequest {
+    /// The request, for any kite model.
+    pub request: Request,
+    /// `stream: true`.
+    pub stream: bool,
+    /// `stream_options.include_usage`: a last chunk with the usage.
+    pub include_usage: bool,
+}
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::InvalidRequest(what.into())
+}
+
+/// Decodes a client's `POST /chat/completions` body.
+pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    let Some(o) = v.as_object() else {
+        return Err(bad("the body is not a JSON object"));
+    };
+    let model = o
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| bad("`model` is missing"))?;
+    let mut request = Request::new(model);
+    let messages = o
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("`messages` must be an array"))?;
+    let mut system: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        decode_message(m, &mut request.messages, &mut system)
+            .map_err(|e| bad(format!("messages[{i}]: {e}")))?;
+    }
+    if !system.is_empty() {
+        request.system = Some(system.join("\n\n"));
+    }
+    if let Some(tools) = o.get("tools").and_then(Value::as_array) {
+        for (i, t) in tools.iter().enumerate() {
+            request
+                .tools
+                .push(decode_tool(t).map_err(|e| bad(format!("tools[{i}]: {e}")))?);
+        }
+    }
+    request.tool_choice = match o.get("tool_choice") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s == "auto" => Some(ToolChoice::Auto),
+        Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
+        Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
+        Some(c) => match c.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => Some(ToolChoice::Tool(name.to_owned())),
+            None => return Err(bad("`tool_choice` is not one kite knows")),
+        },
+    };
+    request.parallel_tool_calls = o.get("parallel_tool_calls").and_then(Value::as_bool);
+    request.temperature = o.get("temperature").and_then(Value::as_f64);
+    request.top_p = o.get("top_p").and_then(Value::as_f64);
+    request.seed = o.get("seed").and_then(Value::as_i64);
+    request.max_tokens = o
+        .get("max_completion_tokens")
+        .or_else(|| o.get("max_tokens"))
+        .and_then(Value::as_u64)
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    request.stop = match o.get("stop") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(all)) => all
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    request.user = o.get("user").and_then(Value::as_str).map(str::to_owned);
+    request.response_format = match o.get("response_format") {
+        None | Some(Value::Null) => None,
+        Some(f) => Some(decode_format(f)?),
+    };
+    if let Some(effort) = o.get("reasoning_effort").and_then(Value::as_str) {
+        request.reasoning = Some(kite_core::ReasoningConfig::effort(effort));
+    }
+    Ok(ClientRequest {
+        request,
+        stream: o.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: v
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
+    match f.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(ResponseFormat::Text),
+        Some("json_object") => Ok(ResponseFormat::JsonObject),
+        Some("json_schema") => {
+            let s = f
+                .get("json_schema")
+                .ok_or_else(|| bad("`response_format.json_schema` is missing"))?;
+            Ok(ResponseFormat::JsonSchema {
+                name: s
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("answer")
+                    .to_owned(),
+                schema: s.get("schema").cloned().unwrap_or(json!({})),
+                description: s
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                strict: s.get("strict").and_then(Value::as_bool),
+            })
+        }
+        _ => Err(bad(
+            "`response_format.type` must be text, json_object or json_schema",
+        )),
+    }
+}
+
+fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
+    let f = t.get("function").ok_or("only function tools are served")?;
+    let name = f
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("a tool needs a name")?;
+    let mut spec = ToolSpec::new(
+        name,
+        f.get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+        f.get("parameters")
+            .cloned()
+            .unwrap_or(json!({"type": "object", "properties": {}})),
+    );
+    spec.strict = f.get("strict").and_then(Value::as_bool);
+    Ok(spec)
+}
+
+/// Text, or the parts of a content array.
+fn content_parts(content: Option<&Value>) -> Result<Vec<Part>, String> {
+    match content {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(vec![Part::text(s.clone())]),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("text") => Ok(Part::text(
+                    p.get("text").and_then(Value::as_str).unwrap_or_default(),
+                )),
+                Some("image_url") => {
+                    let url = p
+                        .pointer("/image_url/url")
+                        .and_then(Value::as_str)
+                        .ok_or("an image part needs image_url.url")?;
+                    Ok(Part::image_url(url))
+                }
+                other => Err(format!("content parts of type {other:?} are not served")),
+            })
+            .collect(),
+        Some(_) => Err("`content` must be text or an array of parts".into()),
+    }
+}
+
+fn text_of(content: Option<&Value>) -> Result<String, String> {
+    Ok(content_parts(content)?
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(""))
+}
+
+fn decode_message(
+    m: &Value,
+    out: &mut Vec<Message>,
+    system: &mut Vec<String>,
+) -> Result<(), String> {
+    let role = m
+        .get("role")
+        .and_then(Value::as_str)
+        .ok_or("a message needs a role")?;
+    let content = m.get("content");
+    match role {
+        "system" | "developer" => system.push(text_of(content)?),
+        "user" => out.push(Message::new(Role::User, content_parts(content)?)),
+        "assistant" => {
+            let mut parts = content_parts(content)?;
+            for c in m
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let id = c
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or("a tool call needs an id")?;
+                let name = c
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .ok_or("a tool call needs a function name")?;
+                let args = c
+                    .pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("{}");
+                parts.push(Part::ToolCall(ToolCall::new(id, name, args)));
+            }
+            out.push(Message::new(Role::Assistant, parts));
+        }
+        "tool" => {
+            let id = m
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .ok_or("a tool message needs tool_call_id")?;
+            out.push(Message::tool_result(ToolResult::text(
+                id,
+                text_of(content)?,
+            )));
+        }
+        other => return Err(format!("role {other:?} is not one kite knows")),
+    }
+    Ok(())
+}
+
+/// The name a client reads for `reason`.
+fn finish_name(reason: &FinishReason) -> &str {
+    reason.as_str()
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "prompt_tokens": u.input_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.input_tokens + u.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": u.cached_input_tokens},
+        "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
+    })
+}
+
+fn tool_call_json(c: &ToolCall) -> Value {
+    json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}})
+}
+
+/// A whole `chat.completion` for `response`, answering as `model`.
+pub fn encode_response(response: &Response, id: &str, model: &str, created: u64) -> Value {
+    let m = &response.message;
+    let text: String = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<Value> = m.tool_calls().map(tool_call_json).collect();
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert(
+        "content".into(),
+        if text.is_empty() && !calls.is_empty() {
+            Value::Null
+        } else {
+            json!(text)
+        },
+    );
+    if !calls.is_empty() {
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_name(&response.finish_reason)}],
+        "usage": usage_json(&response.usage),
+    })
+}
+
+/// Turns kite's events into `chat.completion.chunk`s, one call's worth.
+#[derive(Debug)]
+pub struct ChunkEncoder {
+    id: String,
+    model: String,
+    created: u64,
+    include_usage: bool,
+    started: bool,
+    usage: Option<Usage>,
+    /// The calls whose arguments have been sent in pieces.
+    argued: std::collections::HashSet<u32>,
+}
+
+impl ChunkEncoder {
+    /// An encoder for completion `id`, answering as `model`.
+    pub fn new(
+        id: impl Into<String>,
+        model: impl Into<String>,
+        created: u64,
+        include_usage: bool,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            model: model.into(),
+            created,
+            include_usage,
+            started: false,
+            usage: None,
+            argued: std::collections::HashSet::new(),
+        }
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+    }
+
+    /// The chunks `event` makes (none for what clients are not sent).
+    pub fn event(&mut self, event: &Event) -> Vec<Value> {
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            out.push(self.chunk(json!({"role": "assistant", "content": ""}), None));
+        }
+        match event {
+            Event::TextDelta { text, .. } => out.push(self.chunk(json!({"content": text}), None)),
+            Event::ReasoningDelta { text, .. } => {
+                out.push(self.chunk(json!({"reasoning_content": text}), None));
+            }
+            Event::RefusalDelta { text, .. } => out.push(self.chunk(json!({"refusal": text}), None)),
+            Event::ToolCallStart { index, id, name } => out.push(self.chunk(
+                json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                    "function": {"name": name, "arguments": ""}}]}),
+                None,
+            )),
+            Event::ToolCallDelta { index, arguments } => {
+                self.argued.insert(*index);
+                out.push(self.chunk(
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}),
+                    None,
+                ));
+            }
+            // A call that came whole: its arguments go in one piece.
+            Event::ToolCallEnd { index, call } if !self.argued.contains(index) => out.push(self.chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": call.arguments}}]}),
+                None,
+            )),
+            Event::Usage { usage } => self.usage = Some(*usage),
+            Event::Finish { reason } => out.push(self.chunk(json!({}), Some(finish_name(reason)))),
+            _ => {}
+        }
+        out
+    }
+
+    /// The last chunk: the usage, when the client asked for it.
+    pub fn finish(&mut self) -> Option<Value> {
+        let usage = self.usage.take().filter(|_| self.include_usage)?;
+        Some(json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage_json(&usage),
+        }))
+    }
+}
+
+/// An error body as OpenAI writes one.
+pub fn error_body(message: &str, kind: &str, code: Option<&str>) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": Value::Null, "code": code}})
+}
