@@ -51,6 +51,10 @@ pub use kite_otel as otel;
 #[cfg(feature = "prices")]
 pub use kite_prices as prices;
 
+/// The OpenAI-compatible gateway (feature `serve`).
+#[cfg(feature = "serve")]
+pub use kite_serve as serve;
+
 /// Agent Skills: folders of instructions and scripts, disclosed as needed (feature `skills`).
 #[cfg(feature = "skills")]
 pub use kite_skills as skills;
