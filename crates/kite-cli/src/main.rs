@@ -20,6 +20,7 @@ mod models;
 mod output;
 mod prices;
 mod responses;
+mod serve;
 mod session;
 mod settings;
 mod signals;
@@ -88,6 +89,8 @@ enum Command {
     /// Trust a kite.toml in the working directory (after reading it): until then kite does
     /// not read it, since it can start programs and send keys elsewhere.
     Trust(trust::TrustArgs),
+    /// Serve an OpenAI-compatible endpoint in front of the chosen model.
+    Serve(Box<serve::ServeArgs>),
     /// List, show and validate Agent Skills.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
@@ -138,6 +141,7 @@ fn main() -> ExitCode {
             Command::Model(cmd) => model::run(cmd),
             Command::Prices(cmd) => prices::run(cmd),
             Command::Responses(args) => responses::run(args).await,
+            Command::Serve(args) => serve::run(*args, config).await,
             Command::Skills(cmd) => skills::run(cmd, config),
             Command::Transcribe(args) => transcribe::run(*args, config).await,
             Command::Trust(args) => trust::run(args),

@@ -1,0 +1,62 @@
+//! `kite serve`: the OpenAI-compatible gateway (`kite-serve`) in front of the model the
+//! same flags as `kite ask` choose (the local model when no key is set). Every model name a
+//! client asks for goes to that provider.
+
+use crate::choose::{SessionArgs, choose_model};
+use crate::output::errln;
+use clap::Args;
+use kite::serve::{Gateway, Route};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    session: SessionArgs,
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// A key clients must send (`Authorization: Bearer KEY`); repeatable. With none, the
+    /// gateway listens on loopback only and asks for no key.
+    #[arg(long = "api-key", value_name = "KEY", env = "KITE_SERVE_API_KEY")]
+    api_keys: Vec<String>,
+}
+
+pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), ExitCode> {
+    let fail = |e: String| {
+        errln!("kite: {e}");
+        ExitCode::FAILURE
+    };
+    for key in &args.api_keys {
+        crate::logging::secret(key);
+    }
+    let loaded = crate::config::load(config).map_err(|e| fail(e.to_string()))?;
+    let session = args
+        .session
+        .with_defaults(&loaded.config)
+        .map_err(|e| fail(e.to_string()))?;
+    let chosen = choose_model(&session, &loaded.config.http).map_err(|e| fail(e.to_string()))?;
+    let route = Route {
+        name: chosen.name.clone(),
+        model: chosen.model.clone(),
+        upstream: chosen.name.clone(),
+    };
+    let mut gateway = Gateway::new(vec![route], true);
+    for key in args.api_keys.iter().filter(|k| !k.trim().is_empty()) {
+        gateway = gateway.key(key.trim());
+    }
+    gateway.check_addr(&args.addr).map_err(fail)?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| fail(format!("cannot listen on {}: {e}", args.addr)))?;
+    let addr = listener.local_addr().map_err(|e| fail(e.to_string()))?;
+    errln!(
+        "kite: serving {} on http://{addr}/v1 (chat/completions, models; /health)",
+        chosen.name
+    );
+    kite::serve::serve(listener, Arc::new(gateway), std::future::pending())
+        .await
+        .map_err(|e| fail(e.to_string()))
+}
