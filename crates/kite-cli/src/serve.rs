@@ -56,7 +56,36 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         "kite: serving {} on http://{addr}/v1 (chat/completions, models; /health)",
         chosen.name
     );
-    kite::serve::serve(listener, Arc::new(gateway), std::future::pending())
-        .await
-        .map_err(|e| fail(e.to_string()))
+    // Ctrl-C or SIGTERM stops taking requests and lets those under way finish, for at most
+    // GRACE; a second signal ends kite at once.
+    let claim = Arc::new(crate::signals::Claim::new());
+    let (stopping, mut stopped) = tokio::sync::watch::channel(false);
+    let watcher = claim.clone();
+    let shutdown = async move {
+        watcher.interrupted().await;
+        let _ = stopping.send(true);
+    };
+    let serving = kite::serve::serve(listener, Arc::new(gateway), shutdown);
+    let result = tokio::select! {
+        r = serving => r.map_err(|e| fail(e.to_string())),
+        _ = async {
+            let _ = stopped.wait_for(|s| *s).await;
+            tokio::time::sleep(GRACE).await;
+        } => {
+            errln!("kite: requests still under way after {} s are cut off", GRACE.as_secs());
+            Ok(())
+        }
+    };
+    let signal = Arc::try_unwrap(claim).ok().and_then(|c| c.finish());
+    match (result, signal) {
+        (Err(code), _) => Err(code),
+        (Ok(()), Some(signal)) => {
+            errln!("kite: {}; stopped serving", signal.what());
+            Err(ExitCode::from(signal.status()))
+        }
+        (Ok(()), None) => Ok(()),
+    }
 }
+
+/// How long requests under way may take to finish once kite is asked to stop.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(30);

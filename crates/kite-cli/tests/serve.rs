@@ -166,3 +166,119 @@ async fn without_a_key_it_listens_on_loopback_only() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("set a client key"), "{}", r.stderr);
 }
+
+#[tokio::test]
+async fn sigterm_lets_a_stream_under_way_finish_then_stops() {
+    let mut long = Response::empty(FinishReason::Stop);
+    long.message = Message::assistant("word ".repeat(60));
+    let upstream = ReplayServer::start(vec![
+        Reply::sse(sse(Shape::Chat, &long, 1)).chunked(64, std::time::Duration::from_millis(60)),
+    ])
+    .await;
+    let mut served = serve(&upstream);
+    let client = reqwest::Client::new();
+    let mut response = client
+        .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(GATEWAY_KEY)
+        .json(&json!({"model": "gpt-5-nano", "stream": true,
+            "messages": [{"role": "user", "content": "Talk."}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = String::from_utf8_lossy(&response.chunk().await.unwrap().unwrap()).into_owned();
+    // Mid-stream: SIGTERM.
+    let pid = served.child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        body.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+    let text: String = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|l| *l != "[DONE]")
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "word ".repeat(60), "the whole answer came");
+    let status = served.child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    // It takes no more requests.
+    let refused = client
+        .get(format!("{}/models", served.base))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await;
+    assert!(refused.is_err());
+}
+
+#[tokio::test]
+async fn with_no_key_set_it_serves_the_local_model() {
+    if !common::local_model_installed() {
+        return;
+    }
+    let model = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .args(["model", "path"])
+        .output()
+        .unwrap();
+    let model = String::from_utf8_lossy(&model.stdout).trim().to_owned();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", std::env::temp_dir())
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .env("KITE_LOG", "off")
+        .env("KITE_LOCAL_MODEL", &model)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut base = None;
+    for _ in 0..5 {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(w) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+            base = Some(w.to_owned());
+            break;
+        }
+    }
+    let served = Served {
+        child,
+        base: base.expect("the address"),
+    };
+    let client = reqwest::Client::new();
+    let whole: Value = client
+        .post(format!("{}/chat/completions", served.base))
+        .json(&json!({"model": "anything", "max_tokens": 12,
+            "messages": [{"role": "user", "content": "Say hi."}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = whole["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(!text.trim().is_empty(), "{whole}");
+    assert_eq!(whole["model"], "anything");
+    let streamed = client
+        .post(format!("{}/chat/completions", served.base))
+        .json(&json!({"model": "local", "max_tokens": 8, "stream": true,
+            "messages": [{"role": "user", "content": "Say hi."}]}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(streamed.contains("chat.completion.chunk"), "{streamed}");
+    assert!(streamed.trim_end().ends_with("data: [DONE]"), "{streamed}");
+}
