@@ -9,6 +9,7 @@
 
 mod blocks;
 mod encode;
+pub mod serve;
 mod stream;
 mod whole;
 mod wire;

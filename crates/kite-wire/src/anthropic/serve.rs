@@ -1,0 +1,377 @@
+//! Anthropic Messages the other way round, for a server that speaks it to its clients: a
+//! client's `POST /v1/messages` decoded into a kite [`Request`], and kite's answer encoded
+//! as a whole message or as Messages stream events.
+
+use kite_core::{
+    Error, Event, FinishReason, ImageSource, Message, Part, Request, Response, Role, ToolCall,
+    ToolChoice, ToolResult, ToolSpec, Usage,
+};
+use serde_json::{Value, json};
+
+/// A client's request, and whether it wants a stream.
+#[derive(Clone, Debug)]
+pub struct ClientRequest {
+    /// The request, for any kite model.
+    pub request: Request,
+    /// `stream: true`.
+    pub stream: bool,
+}
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::InvalidRequest(what.into())
+}
+
+/// Decodes a client's `POST /v1/messages` body.
+pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    let model = v
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| bad("model: Field required"))?;
+    let mut request = Request::new(model);
+    request.max_tokens = Some(
+        v.get("max_tokens")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad("max_tokens: Field required"))?
+            .try_into()
+            .unwrap_or(u32::MAX),
+    );
+    request.system = match v.get("system") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Array(blocks)) => Some(
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        ),
+        Some(_) => return Err(bad("system: must be text or text blocks")),
+    };
+    let messages = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("messages: Field required"))?;
+    for (i, m) in messages.iter().enumerate() {
+        decode_message(m, &mut request.messages).map_err(|e| bad(format!("messages.{i}: {e}")))?;
+    }
+    for (i, t) in v
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let name = t
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(format!("tools.{i}.name: Field required")))?;
+        request.tools.push(ToolSpec::new(
+            name,
+            t.get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            t.get("input_schema")
+                .cloned()
+                .unwrap_or(json!({"type": "object"})),
+        ));
+    }
+    request.tool_choice = match v.pointer("/tool_choice/type").and_then(Value::as_str) {
+        None => None,
+        Some("auto") => Some(ToolChoice::Auto),
+        Some("any") => Some(ToolChoice::Required),
+        Some("none") => Some(ToolChoice::None),
+        Some("tool") => v
+            .pointer("/tool_choice/name")
+            .and_then(Value::as_str)
+            .map(|n| ToolChoice::Tool(n.to_owned())),
+        Some(other) => return Err(bad(format!("tool_choice.type: {other:?} is not known"))),
+    };
+    request.temperature = v.get("temperature").and_then(Value::as_f64);
+    request.top_p = v.get("top_p").and_then(Value::as_f64);
+    request.stop = v
+        .get("stop_sequences")
+        .and_then(Value::as_array)
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ClientRequest {
+        request,
+        stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+/// The text of a `tool_result`'s content (text, or text blocks).
+fn result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
+    let role = match m.get("role").and_then(Value::as_str) {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        other => return Err(format!("role: {other:?} is not user or assistant")),
+    };
+    let blocks = match m.get("content") {
+        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+        Some(Value::Array(b)) => b.clone(),
+        _ => return Err("content: must be text or blocks".into()),
+    };
+    let mut parts = Vec::new();
+    let mut results = Vec::new();
+    for b in &blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => parts.push(Part::text(
+                b.get("text").and_then(Value::as_str).unwrap_or_default(),
+            )),
+            Some("image") => parts.push(match b.pointer("/source/type").and_then(Value::as_str) {
+                Some("url") => Part::image_url(
+                    b.pointer("/source/url")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                ),
+                _ => Part::Image {
+                    source: ImageSource::Base64 {
+                        media_type: b
+                            .pointer("/source/media_type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("image/png")
+                            .to_owned(),
+                        data: b
+                            .pointer("/source/data")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    },
+                    detail: None,
+                },
+            }),
+            Some("tool_use") => {
+                let id = b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or("tool_use.id: Field required")?;
+                let name = b
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or("tool_use.name: Field required")?;
+                let input = b.get("input").cloned().unwrap_or(json!({}));
+                parts.push(Part::ToolCall(ToolCall::new(id, name, input.to_string())));
+            }
+            Some("tool_result") => {
+                let id = b
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .ok_or("tool_result.tool_use_id: Field required")?;
+                let mut r = ToolResult::text(id, result_text(b.get("content")));
+                r.is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                results.push(r);
+            }
+            // Thinking blocks and the like are the provider's, not the conversation's.
+            _ => {}
+        }
+    }
+    // Tool results go first, as their own messages; the rest of a user turn follows.
+    out.extend(results.into_iter().map(Message::tool_result));
+    if !parts.is_empty() {
+        out.push(Message::new(role, parts));
+    }
+    Ok(())
+}
+
+fn stop_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::Stop => "end_turn",
+        FinishReason::Length => "max_tokens",
+        FinishReason::ToolCalls => "tool_use",
+        FinishReason::ContentFilter => "refusal",
+        FinishReason::Other(s) => s,
+        _ => "end_turn",
+    }
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.input_tokens.saturating_sub(u.cached_input_tokens + u.cache_write_tokens),
+        "output_tokens": u.output_tokens,
+        "cache_read_input_tokens": u.cached_input_tokens,
+        "cache_creation_input_tokens": u.cache_write_tokens,
+    })
+}
+
+/// A whole message for `response`, answering as `model`.
+pub fn encode_response(response: &Response, id: &str, model: &str) -> Value {
+    let content: Vec<Value> = response
+        .message
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            Part::ToolCall(c) => Some(json!({"type": "tool_use", "id": c.id, "name": c.name,
+                "input": serde_json::from_str::<Value>(&c.arguments).unwrap_or(json!({}))})),
+            _ => None,
+        })
+        .collect();
+    json!({
+        "id": id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason(&response.finish_reason),
+        "stop_sequence": Value::Null,
+        "usage": usage_json(&response.usage),
+    })
+}
+
+/// What is open in the stream.
+#[derive(Debug, PartialEq)]
+enum Block {
+    None,
+    Text,
+    Tool(u32),
+}
+
+/// Turns kite's events into Messages stream events (`(name, data)` pairs).
+#[derive(Debug)]
+pub struct EventEncoder {
+    id: String,
+    model: String,
+    started: bool,
+    open: Block,
+    index: u32,
+    usage: Usage,
+    reason: Option<FinishReason>,
+    /// Tool calls whose arguments came in pieces.
+    argued: std::collections::HashSet<u32>,
+}
+
+impl EventEncoder {
+    /// An encoder for message `id`, answering as `model`.
+    pub fn new(id: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            model: model.into(),
+            started: false,
+            open: Block::None,
+            index: 0,
+            usage: Usage::default(),
+            reason: None,
+            argued: std::collections::HashSet::new(),
+        }
+    }
+
+    fn close(&mut self, out: &mut Vec<(&'static str, Value)>) {
+        if self.open != Block::None {
+            out.push((
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": self.index}),
+            ));
+            self.index += 1;
+            self.open = Block::None;
+        }
+    }
+
+    /// The stream events `event` makes.
+    pub fn event(&mut self, event: &Event) -> Vec<(&'static str, Value)> {
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            out.push((
+                "message_start",
+                json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                "content": [], "stop_reason": Value::Null, "stop_sequence": Value::Null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+            ));
+        }
+        match event {
+            Event::TextDelta { text, .. } => {
+                if self.open != Block::Text {
+                    self.close(&mut out);
+                    self.open = Block::Text;
+                    out.push((
+                        "content_block_start",
+                        json!({"type": "content_block_start",
+                        "index": self.index, "content_block": {"type": "text", "text": ""}}),
+                    ));
+                }
+                out.push((
+                    "content_block_delta",
+                    json!({"type": "content_block_delta",
+                    "index": self.index, "delta": {"type": "text_delta", "text": text}}),
+                ));
+            }
+            Event::ToolCallStart { index, id, name } => {
+                self.close(&mut out);
+                self.open = Block::Tool(*index);
+                out.push((
+                    "content_block_start",
+                    json!({"type": "content_block_start",
+                    "index": self.index,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                ));
+            }
+            Event::ToolCallDelta { index, arguments } if self.open == Block::Tool(*index) => {
+                self.argued.insert(*index);
+                out.push((
+                    "content_block_delta",
+                    json!({"type": "content_block_delta",
+                    "index": self.index,
+                    "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+                ));
+            }
+            Event::ToolCallEnd { index, call } => {
+                if self.open == Block::Tool(*index) && !self.argued.contains(index) {
+                    out.push((
+                        "content_block_delta",
+                        json!({"type": "content_block_delta",
+                        "index": self.index,
+                        "delta": {"type": "input_json_delta", "partial_json": call.arguments}}),
+                    ));
+                }
+                self.close(&mut out);
+            }
+            Event::Usage { usage } => self.usage = *usage,
+            Event::Finish { reason } => self.reason = Some(reason.clone()),
+            _ => {}
+        }
+        out
+    }
+
+    /// The last events: the open block closed, the stop reason with the usage, the end.
+    pub fn finish(&mut self) -> Vec<(&'static str, Value)> {
+        let mut out = Vec::new();
+        if !self.started {
+            out.extend(self.event(&Event::Usage { usage: self.usage }));
+        }
+        self.close(&mut out);
+        let reason = self.reason.take().unwrap_or(FinishReason::Stop);
+        out.push((
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason(&reason), "stop_sequence": Value::Null},
+            "usage": usage_json(&self.usage)}),
+        ));
+        out.push(("message_stop", json!({"type": "message_stop"})));
+        out
+    }
+}
+
+/// An error body as Anthropic writes one.
+pub fn error_body(message: &str, kind: &str) -> Value {
+    json!({"type": "error", "error": {"type": kind, "message": message}})
+}
