@@ -282,3 +282,75 @@ async fn with_no_key_set_it_serves_the_local_model() {
     assert!(streamed.contains("chat.completion.chunk"), "{streamed}");
     assert!(streamed.trim_end().ends_with("data: [DONE]"), "{streamed}");
 }
+
+#[tokio::test]
+async fn the_anthropic_sdk_talks_to_the_gateway() {
+    let mut hello = Response::empty(FinishReason::Stop);
+    hello.message = Message::assistant("Hello there.");
+    hello.usage = Usage {
+        input_tokens: 9,
+        output_tokens: 3,
+        total_tokens: 12,
+        ..Usage::default()
+    };
+    let mut tool = Response::empty(FinishReason::ToolCalls);
+    tool.message = Message::new(
+        Role::Assistant,
+        vec![Part::ToolCall(ToolCall::new(
+            "toolu_7",
+            "add",
+            r#"{"a": 19, "b": 23}"#,
+        ))],
+    );
+    let upstream = ReplayServer::start(vec![
+        Reply::sse(sse(Shape::Chat, &hello, 1)),
+        Reply::sse(sse(Shape::Chat, &hello, 2)),
+        Reply::sse(sse(Shape::Chat, &tool, 3)),
+    ])
+    .await;
+    let served = serve(&upstream);
+    let base = served.base.trim_end_matches("/v1").to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(mcp::python())
+            .arg(mcp::own("anthropic_client.py"))
+            .arg(base)
+            .arg(GATEWAY_KEY)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let checks: std::collections::HashMap<String, Value> = stdout
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["check"].as_str().unwrap().to_owned(), v)
+        })
+        .collect();
+    let c = |name: &str| {
+        checks
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+    };
+    assert_eq!(c("whole")["text"], "Hello there.");
+    assert_eq!(c("whole")["stop"], "end_turn");
+    assert_eq!(c("whole")["model"], "claude-haiku-4-5");
+    assert_eq!(c("whole")["output_tokens"], 3);
+    assert_eq!(c("stream")["text"], "Hello there.");
+    assert_eq!(c("stream")["stop"], "end_turn");
+    assert_eq!(c("tool")["name"], "add");
+    assert_eq!(c("tool")["input"], json!({"a": 19, "b": 23}));
+    assert_eq!(c("tool")["id"], "toolu_7");
+    assert_eq!(c("tool")["stop"], "tool_use");
+    assert_eq!(c("bad_key")["raised"], "AuthenticationError");
+    // Upstream, the system prompt went as kite sends one.
+    let first: Value = serde_json::from_slice(&upstream.requests()[0].body).unwrap();
+    assert_eq!(first["messages"][0]["content"], "Be brief.");
+    assert_eq!(first["model"], "claude-haiku-4-5");
+}

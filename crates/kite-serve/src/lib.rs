@@ -18,7 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use kite_core::{ApiErrorKind, Error, Model, ResponseBuilder};
-use kite_wire::openai_chat::serve::{ChunkEncoder, decode_request, encode_response, error_body};
+use kite_wire::anthropic::serve as messages;
+use kite_wire::openai_chat::serve::{ChunkEncoder, decode_request, encode_response};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
@@ -123,54 +124,103 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         )
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/messages", post(anthropic))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(gateway)
 }
 
-/// An error in OpenAI's shape.
-fn error(status: StatusCode, message: &str, kind: &str, code: Option<&str>) -> Response {
-    (status, axum::Json(error_body(message, kind, code))).into_response()
+/// The API a client speaks, which decides the shape of its errors.
+#[derive(Clone, Copy)]
+enum Api {
+    Chat,
+    Messages,
 }
 
-fn unauthorized() -> Response {
+/// What kind of failure, named in each API's words.
+#[derive(Clone, Copy)]
+enum Kind {
+    Auth,
+    NotFound,
+    Invalid,
+    RateLimit,
+    Upstream,
+}
+
+/// An error in the client's API's shape.
+fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> Response {
+    let body = match api {
+        Api::Chat => {
+            let (kind, code) = match kind {
+                Kind::Auth => ("invalid_request_error", Some("invalid_api_key")),
+                Kind::NotFound => ("invalid_request_error", Some("model_not_found")),
+                Kind::Invalid => ("invalid_request_error", None),
+                Kind::RateLimit => ("rate_limit_error", Some("rate_limit_exceeded")),
+                Kind::Upstream => ("api_error", None),
+            };
+            kite_wire::openai_chat::serve::error_body(message, kind, code)
+        }
+        Api::Messages => messages::error_body(
+            message,
+            match kind {
+                Kind::Auth => "authentication_error",
+                Kind::NotFound => "not_found_error",
+                Kind::Invalid => "invalid_request_error",
+                Kind::RateLimit => "rate_limit_error",
+                Kind::Upstream => "api_error",
+            },
+        ),
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+fn unauthorized(api: Api) -> Response {
     error(
+        api,
         StatusCode::UNAUTHORIZED,
         "Incorrect API key provided.",
-        "invalid_request_error",
-        Some("invalid_api_key"),
+        Kind::Auth,
     )
 }
 
-/// An upstream failure as the client should see it: the status it stands for, in
-/// OpenAI's shape, with kite's words (the upstream's were redacted of its key already).
-fn upstream_error(e: &Error) -> Response {
+fn unknown_model(api: Api, name: &str) -> Response {
+    error(
+        api,
+        StatusCode::NOT_FOUND,
+        &format!("The model `{name}` does not exist or you do not have access to it."),
+        Kind::NotFound,
+    )
+}
+
+/// An upstream failure as the client should see it: the status it stands for, in its
+/// API's shape, with kite's words (the upstream's were redacted of its key already).
+fn upstream_error(api: Api, e: &Error) -> Response {
     let (status, kind) = match e {
-        Error::Api(api) => {
-            let status = api
+        Error::Api(a) => {
+            let status = a
                 .status
                 .and_then(|s| StatusCode::from_u16(s).ok())
                 .unwrap_or(StatusCode::BAD_GATEWAY);
-            let kind = match api.kind {
-                ApiErrorKind::RateLimited => "rate_limit_error",
+            match a.kind {
+                // The gateway's own key to the provider is wrong, not the client's.
                 ApiErrorKind::Authentication | ApiErrorKind::PermissionDenied => {
-                    // The gateway's own key to the provider is wrong: the client's is not.
                     return error(
+                        api,
                         StatusCode::BAD_GATEWAY,
                         "the gateway's upstream refused its credentials",
-                        "api_error",
-                        None,
+                        Kind::Upstream,
                     );
                 }
-                _ if status.is_server_error() => "api_error",
-                _ => "invalid_request_error",
-            };
-            (status, kind)
+                ApiErrorKind::RateLimited => (status, Kind::RateLimit),
+                ApiErrorKind::NotFound => (status, Kind::NotFound),
+                _ if status.is_server_error() => (status, Kind::Upstream),
+                _ => (status, Kind::Invalid),
+            }
         }
-        Error::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request_error"),
-        Error::Transport(_) => (StatusCode::BAD_GATEWAY, "api_error"),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "api_error"),
+        Error::InvalidRequest(_) => (StatusCode::BAD_REQUEST, Kind::Invalid),
+        Error::Transport(_) => (StatusCode::BAD_GATEWAY, Kind::Upstream),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, Kind::Upstream),
     };
-    error(status, &e.to_string(), kind, None)
+    error(api, status, &e.to_string(), kind)
 }
 
 fn now() -> u64 {
@@ -181,7 +231,7 @@ fn now() -> u64 {
 
 async fn models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
     if !gw.authorized(&headers) {
-        return unauthorized();
+        return unauthorized(Api::Chat);
     }
     let data: Vec<Value> = gw
         .routes
@@ -192,28 +242,17 @@ async fn models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response 
 }
 
 async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
+    let api = Api::Chat;
     if !gw.authorized(&headers) {
-        return unauthorized();
+        return unauthorized(api);
     }
     let client = match decode_request(&body) {
         Ok(c) => c,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &e.to_string(),
-                "invalid_request_error",
-                None,
-            );
-        }
+        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
     };
     let public = client.request.model.clone();
     let Some((route, upstream)) = gw.route(&public) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            &format!("The model `{public}` does not exist or you do not have access to it."),
-            "invalid_request_error",
-            Some("model_not_found"),
-        );
+        return unknown_model(api, &public);
     };
     let mut request = client.request;
     request.model = upstream;
@@ -225,19 +264,19 @@ async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -
         while let Some(event) = events.next().await {
             match event {
                 Ok(e) => builder.push(e),
-                Err(e) => return upstream_error(&e),
+                Err(e) => return upstream_error(api, &e),
             }
         }
         return match builder.finish() {
             Ok(response) => {
                 axum::Json(encode_response(&response, &id, &public, created)).into_response()
             }
-            Err(e) => upstream_error(&e),
+            Err(e) => upstream_error(api, &e),
         };
     }
     // The first event decides between a stream and an error the client can read.
     let first = match events.next().await {
-        Some(Err(e)) => return upstream_error(&e),
+        Some(Err(e)) => return upstream_error(api, &e),
         first => first,
     };
     let encoder = Arc::new(std::sync::Mutex::new(ChunkEncoder::new(
@@ -256,13 +295,81 @@ async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -
                 enc.event(&e).into_iter().map(sse).collect::<String>()
             }
             // Mid-stream, an error can only be said in the stream.
-            Err(e) => sse(error_body(&e.to_string(), "api_error", None)),
+            Err(e) => sse(kite_wire::openai_chat::serve::error_body(
+                &e.to_string(),
+                "api_error",
+                None,
+            )),
         })
         .chain(futures_util::stream::once(async move {
             // The usage comes last, when the client asked for it.
             let mut enc = last.lock().unwrap_or_else(|p| p.into_inner());
             let usage = enc.finish().map(sse).unwrap_or_default();
             format!("{usage}data: [DONE]\n\n")
+        }))
+        .map(Ok::<_, std::convert::Infallible>);
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+async fn anthropic(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
+    let api = Api::Messages;
+    if !gw.authorized(&headers) {
+        return unauthorized(api);
+    }
+    let client = match messages::decode_request(&body) {
+        Ok(c) => c,
+        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
+    };
+    let public = client.request.model.clone();
+    let Some((route, upstream)) = gw.route(&public) else {
+        return unknown_model(api, &public);
+    };
+    let mut request = client.request;
+    request.model = upstream;
+    let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
+    let mut events = route.model.stream(&request);
+    if !client.stream {
+        let mut builder = ResponseBuilder::new();
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(e) => builder.push(e),
+                Err(e) => return upstream_error(api, &e),
+            }
+        }
+        return match builder.finish() {
+            Ok(r) => axum::Json(messages::encode_response(&r, &id, &public)).into_response(),
+            Err(e) => upstream_error(api, &e),
+        };
+    }
+    let first = match events.next().await {
+        Some(Err(e)) => return upstream_error(api, &e),
+        first => first,
+    };
+    let encoder = Arc::new(std::sync::Mutex::new(messages::EventEncoder::new(
+        id, public,
+    )));
+    let last = encoder.clone();
+    let sse = |events: Vec<(&str, Value)>| {
+        events
+            .into_iter()
+            .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+            .collect::<String>()
+    };
+    let body = futures_util::stream::iter(first)
+        .chain(events)
+        .map(move |event| match event {
+            Ok(e) => sse(encoder.lock().unwrap_or_else(|p| p.into_inner()).event(&e)),
+            Err(e) => sse(vec![(
+                "error",
+                messages::error_body(&e.to_string(), "api_error"),
+            )]),
+        })
+        .chain(futures_util::stream::once(async move {
+            sse(last.lock().unwrap_or_else(|p| p.into_inner()).finish())
         }))
         .map(Ok::<_, std::convert::Infallible>);
     Response::builder()
