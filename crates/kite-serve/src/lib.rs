@@ -10,6 +10,11 @@
 //! Client keys are kept as SHA-256 digests and compared in constant time; with none, the
 //! gateway asks for no key and must listen on loopback only ([`Gateway::check_addr`]).
 
+mod keys;
+
+use keys::{Caller, Keys};
+pub use keys::{KeyUsage, Limits};
+
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -17,16 +22,15 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
-use kite_core::{ApiErrorKind, Error, Model, ResponseBuilder};
+use kite_core::{ApiErrorKind, Error, Event, EventStream, Model, ResponseBuilder};
 use kite_wire::anthropic::serve as messages;
 use kite_wire::openai_chat::serve::{ChunkEncoder, decode_request, encode_response};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
-use subtle::ConstantTimeEq;
 
 /// The largest request body read (16 MiB).
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -47,7 +51,7 @@ pub struct Gateway {
     /// With `catch_all`, a model name no route names goes to the first route, under the
     /// client's own name.
     catch_all: bool,
-    keys: Vec<[u8; 32]>,
+    keys: Keys,
     ids: AtomicU64,
 }
 
@@ -58,15 +62,25 @@ impl Gateway {
         Self {
             routes,
             catch_all,
-            keys: Vec::new(),
+            keys: Keys::default(),
             ids: AtomicU64::new(0),
         }
     }
 
-    /// Accepts `key` from clients (kept as its SHA-256 digest only).
-    pub fn key(mut self, key: &str) -> Self {
-        self.keys.push(Sha256::digest(key.as_bytes()).into());
+    /// Accepts `key` from clients, with no limits (kept as its SHA-256 digest only).
+    pub fn key(self, key: &str) -> Self {
+        self.key_with(key, Limits::default())
+    }
+
+    /// Accepts `key` from clients, within `limits`.
+    pub fn key_with(mut self, key: &str, limits: Limits) -> Self {
+        self.keys.add(key, limits);
         self
+    }
+
+    /// What the `n`th key given has used so far.
+    pub fn key_usage(&self, n: usize) -> Option<KeyUsage> {
+        self.keys.usage(n)
     }
 
     /// Refuses an address off loopback when no client key is set.
@@ -80,23 +94,28 @@ impl Gateway {
         }
     }
 
-    /// Whether `headers` carry an accepted key (any request, when none is set).
-    fn authorized(&self, headers: &HeaderMap) -> bool {
-        if self.keys.is_empty() {
-            return true;
-        }
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
-        let Some(given) = given else { return false };
-        let digest: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
-        // Every key is compared, so the time taken says nothing of which one matched.
-        self.keys
-            .iter()
-            .fold(0u8, |hit, k| hit | k.ct_eq(&digest).unwrap_u8())
-            == 1
+    /// The caller, admitted: a refusal in the client's API's shape when its key is
+    /// wrong (401) or over its limits (429 with `Retry-After`).
+    fn admit(&self, api: Api, headers: &HeaderMap) -> Result<Caller, Box<Response>> {
+        let Some(caller) = self.keys.caller(headers) else {
+            return Err(Box::new(unauthorized(api)));
+        };
+        self.keys.admit(caller).map_err(|wait| {
+            let mut r = error(
+                api,
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Rate limit reached for this key; try again in {} s.",
+                    wait.as_secs()
+                ),
+                Kind::RateLimit,
+            );
+            if let Ok(v) = header::HeaderValue::from_str(&wait.as_secs().to_string()) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            Box::new(r)
+        })?;
+        Ok(caller)
     }
 
     fn route(&self, name: &str) -> Option<(&Route, String)> {
@@ -223,6 +242,19 @@ fn upstream_error(api: Api, e: &Error) -> Response {
     error(api, status, &e.to_string(), kind)
 }
 
+/// `events`, with the tokens they report counted against `caller` (a provider that reports
+/// usage twice is counted once).
+fn metered(gw: Arc<Gateway>, caller: Caller, events: EventStream) -> EventStream {
+    let mut counted = 0;
+    Box::pin(events.inspect(move |e| {
+        if let Ok(Event::Usage { usage }) = e {
+            let total = usage.input_tokens + usage.output_tokens;
+            gw.keys.spent(caller, total.saturating_sub(counted));
+            counted = counted.max(total);
+        }
+    }))
+}
+
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -230,8 +262,8 @@ fn now() -> u64 {
 }
 
 async fn models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    if !gw.authorized(&headers) {
-        return unauthorized(Api::Chat);
+    if let Err(refused) = gw.admit(Api::Chat, &headers) {
+        return *refused;
     }
     let data: Vec<Value> = gw
         .routes
@@ -243,9 +275,10 @@ async fn models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response 
 
 async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
     let api = Api::Chat;
-    if !gw.authorized(&headers) {
-        return unauthorized(api);
-    }
+    let caller = match gw.admit(api, &headers) {
+        Ok(c) => c,
+        Err(refused) => return *refused,
+    };
     let client = match decode_request(&body) {
         Ok(c) => c,
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
@@ -258,7 +291,7 @@ async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -
     request.model = upstream;
     let id = gw.next_id();
     let created = now();
-    let mut events = route.model.stream(&request);
+    let mut events = metered(gw.clone(), caller, route.model.stream(&request));
     if !client.stream {
         let mut builder = ResponseBuilder::new();
         while let Some(event) = events.next().await {
@@ -317,9 +350,10 @@ async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -
 
 async fn anthropic(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
     let api = Api::Messages;
-    if !gw.authorized(&headers) {
-        return unauthorized(api);
-    }
+    let caller = match gw.admit(api, &headers) {
+        Ok(c) => c,
+        Err(refused) => return *refused,
+    };
     let client = match messages::decode_request(&body) {
         Ok(c) => c,
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
@@ -331,7 +365,7 @@ async fn anthropic(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
     let mut request = client.request;
     request.model = upstream;
     let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
-    let mut events = route.model.stream(&request);
+    let mut events = metered(gw.clone(), caller, route.model.stream(&request));
     if !client.stream {
         let mut builder = ResponseBuilder::new();
         while let Some(event) = events.next().await {

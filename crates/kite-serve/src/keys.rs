@@ -1,0 +1,202 @@
+//! Client keys: kept as SHA-256 digests and compared in constant time (every key is
+//! compared, so the time taken says nothing of which one matched), each with its rate
+//! limits over the last minute and its usage so far.
+
+use axum::http::{HeaderMap, header};
+use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// What one key may spend per minute (none: no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Requests per minute.
+    pub requests_per_minute: Option<u32>,
+    /// Input and output tokens per minute.
+    pub tokens_per_minute: Option<u64>,
+}
+
+/// What one key has used since the gateway started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyUsage {
+    /// Requests admitted.
+    pub requests: u64,
+    /// Input and output tokens.
+    pub tokens: u64,
+}
+
+#[derive(Default)]
+struct Window {
+    requests: VecDeque<Instant>,
+    tokens: VecDeque<(Instant, u64)>,
+    used: KeyUsage,
+}
+
+impl Window {
+    fn forget_before(&mut self, now: Instant) {
+        while self.requests.front().is_some_and(|t| now - *t >= MINUTE) {
+            self.requests.pop_front();
+        }
+        while self.tokens.front().is_some_and(|(t, _)| now - *t >= MINUTE) {
+            self.tokens.pop_front();
+        }
+    }
+}
+
+struct Key {
+    digest: [u8; 32],
+    limits: Limits,
+    window: Mutex<Window>,
+}
+
+/// The keys clients may use.
+#[derive(Default)]
+pub(crate) struct Keys(Vec<Key>);
+
+/// Who a request comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// No keys are set: anyone (on loopback).
+    Anyone,
+    /// The key at this place.
+    Key(usize),
+}
+
+impl Keys {
+    pub(crate) fn add(&mut self, key: &str, limits: Limits) {
+        self.0.push(Key {
+            digest: Sha256::digest(key.as_bytes()).into(),
+            limits,
+            window: Mutex::new(Window::default()),
+        });
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The caller `headers` name (`Authorization: Bearer KEY` or `x-api-key`), or `None`
+    /// when a key is needed and none matches.
+    pub(crate) fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
+        if self.0.is_empty() {
+            return Some(Caller::Anyone);
+        }
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))?;
+        let digest: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
+        let mut found = None;
+        for (i, k) in self.0.iter().enumerate() {
+            if bool::from(k.digest.ct_eq(&digest)) {
+                found = Some(i);
+            }
+        }
+        found.map(Caller::Key)
+    }
+
+    /// Admits one request from `caller`, or says how long to wait.
+    pub(crate) fn admit(&self, caller: Caller) -> Result<(), Duration> {
+        let Caller::Key(i) = caller else {
+            return Ok(());
+        };
+        let key = &self.0[i];
+        let now = Instant::now();
+        let mut w = key.window.lock().unwrap_or_else(|e| e.into_inner());
+        w.forget_before(now);
+        let wait = |since: Instant| {
+            MINUTE
+                .saturating_sub(now - since)
+                .max(Duration::from_secs(1))
+        };
+        if let Some(max) = key.limits.requests_per_minute
+            && w.requests.len() >= max as usize
+        {
+            return Err(wait(w.requests.front().copied().unwrap_or(now)));
+        }
+        if let Some(max) = key.limits.tokens_per_minute
+            && w.tokens.iter().map(|(_, n)| n).sum::<u64>() >= max
+        {
+            return Err(wait(w.tokens.front().map_or(now, |(t, _)| *t)));
+        }
+        w.requests.push_back(now);
+        w.used.requests += 1;
+        Ok(())
+    }
+
+    /// Counts `tokens` against `caller`.
+    pub(crate) fn spent(&self, caller: Caller, tokens: u64) {
+        let Caller::Key(i) = caller else { return };
+        let mut w = self.0[i].window.lock().unwrap_or_else(|e| e.into_inner());
+        w.tokens.push_back((Instant::now(), tokens));
+        w.used.tokens += tokens;
+    }
+
+    /// What the key at `i` has used.
+    pub(crate) fn usage(&self, i: usize) -> Option<KeyUsage> {
+        let k = self.0.get(i)?;
+        Some(k.window.lock().unwrap_or_else(|e| e.into_inner()).used)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bearer(key: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            format!("Bearer {key}").parse().unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn keys_are_told_apart_and_limited_by_requests_and_tokens() {
+        let mut keys = Keys::default();
+        keys.add(
+            "first",
+            Limits {
+                requests_per_minute: Some(1),
+                tokens_per_minute: None,
+            },
+        );
+        keys.add(
+            "second",
+            Limits {
+                requests_per_minute: None,
+                tokens_per_minute: Some(100),
+            },
+        );
+        assert_eq!(keys.caller(&bearer("nope")), None);
+        assert_eq!(keys.caller(&HeaderMap::new()), None);
+        let first = keys.caller(&bearer("first")).unwrap();
+        let second = keys.caller(&bearer("second")).unwrap();
+        assert_eq!((first, second), (Caller::Key(0), Caller::Key(1)));
+
+        assert!(keys.admit(first).is_ok());
+        let wait = keys.admit(first).unwrap_err();
+        assert!(wait > Duration::from_secs(55) && wait <= MINUTE, "{wait:?}");
+
+        assert!(keys.admit(second).is_ok());
+        keys.spent(second, 150);
+        assert!(keys.admit(second).is_err(), "over its tokens");
+        assert_eq!(
+            keys.usage(1),
+            Some(KeyUsage {
+                requests: 1,
+                tokens: 150
+            })
+        );
+
+        let open = Keys::default();
+        assert_eq!(open.caller(&HeaderMap::new()), Some(Caller::Anyone));
+        assert!(open.admit(Caller::Anyone).is_ok());
+    }
+}
