@@ -22,6 +22,12 @@ pub(crate) struct ServeArgs {
     /// gateway listens on loopback only and asks for no key.
     #[arg(long = "api-key", value_name = "KEY", env = "KITE_SERVE_API_KEY")]
     api_keys: Vec<String>,
+    /// Requests per minute each key may make (answered with 429 and Retry-After past it).
+    #[arg(long, value_name = "N", requires = "api_keys")]
+    rpm: Option<u32>,
+    /// Tokens (in and out) per minute each key may use.
+    #[arg(long, value_name = "N", requires = "api_keys")]
+    tpm: Option<u64>,
 }
 
 pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), ExitCode> {
@@ -44,8 +50,12 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         upstream: chosen.name.clone(),
     };
     let mut gateway = Gateway::new(vec![route], true);
+    let limits = kite::serve::Limits {
+        requests_per_minute: args.rpm,
+        tokens_per_minute: args.tpm,
+    };
     for key in args.api_keys.iter().filter(|k| !k.trim().is_empty()) {
-        gateway = gateway.key(key.trim());
+        gateway = gateway.key_with(key.trim(), limits);
     }
     gateway.check_addr(&args.addr).map_err(fail)?;
     let listener = tokio::net::TcpListener::bind(args.addr)

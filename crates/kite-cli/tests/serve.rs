@@ -354,3 +354,78 @@ async fn the_anthropic_sdk_talks_to_the_gateway() {
     assert_eq!(first["messages"][0]["content"], "Be brief.");
     assert_eq!(first["model"], "claude-haiku-4-5");
 }
+
+#[tokio::test]
+async fn a_key_over_its_limit_gets_429_with_retry_after() {
+    let upstream = ReplayServer::start(vec![answer("One.", 1), answer("Two.", 2)]).await;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", std::env::temp_dir())
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .env("KITE_LOG", "off")
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "serve",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-nano",
+            "--rpm",
+            "2",
+        ])
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--api-key",
+            GATEWAY_KEY,
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", upstream.url()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let served = Served { child, base };
+    let base = served.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(mcp::python())
+            .arg(mcp::own("openai_client.py"))
+            .arg(base)
+            .arg(GATEWAY_KEY)
+            .arg("rate")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(said[0]["raised"], Value::Null, "{stdout}");
+    assert_eq!(said[1]["raised"], Value::Null, "{stdout}");
+    assert_eq!(said[2]["raised"], "RateLimitError", "{stdout}");
+    assert_eq!(said[2]["status"], 429);
+    let wait: u64 = said[2]["retry_after"].as_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_eq!(
+        upstream.requests().len(),
+        2,
+        "the refused request never went upstream"
+    );
+}

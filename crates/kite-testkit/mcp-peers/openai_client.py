@@ -16,6 +16,18 @@ def say(check, **fields):
     print(json.dumps({"check": check, **fields}), flush=True)
 
 
+if sys.argv[3:] == ["rate"]:
+    # Three questions in a row: the third is over a two-a-minute limit.
+    for n in range(3):
+        try:
+            client.chat.completions.create(model="gpt-5-nano", messages=[{"role": "user", "content": "Hi"}])
+            say("rate", n=n, raised=None)
+        except openai.RateLimitError as e:
+            say("rate", n=n, raised="RateLimitError", status=e.status_code,
+                retry_after=e.response.headers.get("retry-after"))
+    sys.exit(0)
+
+
 whole = client.chat.completions.create(
     model="gpt-5-nano", messages=[{"role": "user", "content": "Say hello."}]
 )
