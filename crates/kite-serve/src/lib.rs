@@ -145,6 +145,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(anthropic))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(log_request))
         .with_state(gateway)
 }
 
@@ -163,6 +164,42 @@ enum Kind {
     Invalid,
     RateLimit,
     Upstream,
+}
+
+/// Gives each request an id (`x-request-id` on the answer) and logs it once its answer
+/// starts: method, path, status and milliseconds, at target `kite::serve`. Nothing of the
+/// headers or the body is logged.
+async fn log_request(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    static IDS: AtomicU64 = AtomicU64::new(0);
+    let id = format!(
+        "req_{:x}_{}",
+        now(),
+        IDS.fetch_add(1, Ordering::Relaxed) + 1
+    );
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    let started = std::time::Instant::now();
+    let mut response = next.run(request).await;
+    tracing::info!(
+        target: "kite::serve",
+        request_id = %id,
+        %method,
+        path = %log_safe(&path),
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    if let Ok(v) = header::HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
+}
+
+/// A path as it may be logged: printable ASCII, at most 200 characters.
+fn log_safe(path: &str) -> String {
+    path.chars()
+        .filter(|c| c.is_ascii_graphic())
+        .take(200)
+        .collect()
 }
 
 /// An error in the client's API's shape.
