@@ -69,7 +69,7 @@ const OTLP_HEADER_VARS: &[&str] = &[
 ///
 /// `--verbose` (or a `KITE_LOG` naming `kite::gen_ai`) shows each model call, tool call and
 /// run as it ends, with its duration, time to first chunk and usage (`verbose.rs`).
-pub(crate) fn init(verbose: bool) -> Option<kite::otel::Telemetry> {
+pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -102,7 +102,11 @@ pub(crate) fn init(verbose: bool) -> Option<kite::otel::Telemetry> {
     let verbose = verbose
         || std::env::var("KITE_LOG")
             .is_ok_and(|v| v.contains("gen_ai") && !v.contains("gen_ai=off"));
-    let filter = filter.unwrap_or_else(|| tracing_subscriber::EnvFilter::new(OWN));
+    // `kite serve` logs each request (`kite::serve`) unless KITE_LOG says otherwise.
+    let filter = filter.unwrap_or_else(|| match serving {
+        true => tracing_subscriber::EnvFilter::new(format!("{OWN},kite::serve=info")),
+        false => tracing_subscriber::EnvFilter::new(OWN),
+    });
     let log = tracing_subscriber::fmt::layer()
         .with_writer(|| Redact)
         .with_ansi(std::io::stderr().is_terminal())

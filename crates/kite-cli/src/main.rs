@@ -105,7 +105,7 @@ pub const EXIT_PIPE: u8 = 141;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let telemetry = logging::init(cli.verbose);
+    let telemetry = logging::init(cli.verbose, matches!(cli.command, Command::Serve(_)));
     signals::survive_file_size_limit();
     // Two workers run the command; this thread only waits for it or for a signal, so a
     // signal is heard even while the command is stuck in a blocking read (a pipe, a

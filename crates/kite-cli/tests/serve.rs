@@ -429,3 +429,70 @@ async fn a_key_over_its_limit_gets_429_with_retry_after() {
         "the refused request never went upstream"
     );
 }
+
+#[tokio::test]
+async fn each_request_is_logged_with_its_id_and_no_key() {
+    let upstream = ReplayServer::start(vec![answer("Logged.", 1)]).await;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", std::env::temp_dir())
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .env("OPENAI_API_KEY", KEY)
+        .args(["serve", "--provider", "openai", "--model", "gpt-5-nano"])
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--api-key",
+            GATEWAY_KEY,
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", upstream.url()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let client = reqwest::Client::new();
+    let ok = client
+        .post(format!("{base}/chat/completions"))
+        .bearer_auth(GATEWAY_KEY)
+        .json(&json!({"model": "gpt-5-nano", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    let id = ok.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let refused = client
+        .get(format!("{base}/models"))
+        .bearer_auth("a-wrong-key-SECRET")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut log).unwrap();
+    let _ = child.wait();
+    let logged = log
+        .lines()
+        .find(|l| l.contains(&id))
+        .unwrap_or_else(|| panic!("{id} not in {log}"));
+    assert!(
+        logged.contains("status=200") && logged.contains("/v1/chat/completions"),
+        "{logged}"
+    );
+    assert!(log.contains("status=401"), "{log}");
+    assert!(
+        !log.contains("SECRET") && !log.contains(GATEWAY_KEY) && !log.contains(KEY),
+        "{log}"
+    );
+}
