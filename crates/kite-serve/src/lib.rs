@@ -43,6 +43,8 @@ pub struct Route {
     pub model: Arc<dyn Model>,
     /// The name the model is asked for upstream.
     pub upstream: String,
+    /// Routes tried in turn when this one fails before answering (by name).
+    pub fallbacks: Vec<String>,
 }
 
 /// What the gateway serves, and to whom.
@@ -124,6 +126,42 @@ impl Gateway {
             None if self.catch_all => self.routes.first().map(|r| (r, name.to_owned())),
             None => None,
         }
+    }
+
+    /// Starts answering `request` on the route its model names, or on that route's
+    /// fallbacks in turn while each fails before its first event: the first event and the
+    /// rest, or the refusal to send (unknown model, the last failure).
+    async fn open(
+        self: &Arc<Self>,
+        api: Api,
+        caller: Caller,
+        mut request: kite_core::Request,
+    ) -> Result<(Option<Result<Event, Error>>, EventStream), Box<Response>> {
+        let public = request.model.clone();
+        let Some((route, upstream)) = self.route(&public) else {
+            return Err(Box::new(unknown_model(api, &public)));
+        };
+        let chain = std::iter::once((route, upstream)).chain(
+            route
+                .fallbacks
+                .iter()
+                .filter_map(|name| self.routes.iter().find(|r| &r.name == name))
+                .map(|r| (r, r.upstream.clone())),
+        );
+        let mut failure = None;
+        for (route, upstream) in chain {
+            request.model = upstream;
+            let mut events = metered(self.clone(), caller, route.model.stream(&request));
+            match events.next().await {
+                Some(Err(e)) => {
+                    tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
+                    failure = Some(e);
+                }
+                first => return Ok((first, events)),
+            }
+        }
+        let e = failure.unwrap_or(Error::Cancelled);
+        Err(Box::new(upstream_error(api, &e)))
     }
 
     fn next_id(&self) -> String {
@@ -321,17 +359,16 @@ async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
     };
     let public = client.request.model.clone();
-    let Some((route, upstream)) = gw.route(&public) else {
-        return unknown_model(api, &public);
+    let (first, mut events) = match gw.open(api, caller, client.request).await {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
     };
-    let mut request = client.request;
-    request.model = upstream;
     let id = gw.next_id();
     let created = now();
-    let mut events = metered(gw.clone(), caller, route.model.stream(&request));
     if !client.stream {
         let mut builder = ResponseBuilder::new();
-        while let Some(event) = events.next().await {
+        let mut all = futures_util::stream::iter(first).chain(&mut events);
+        while let Some(event) = all.next().await {
             match event {
                 Ok(e) => builder.push(e),
                 Err(e) => return upstream_error(api, &e),
@@ -344,11 +381,6 @@ async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -
             Err(e) => upstream_error(api, &e),
         };
     }
-    // The first event decides between a stream and an error the client can read.
-    let first = match events.next().await {
-        Some(Err(e)) => return upstream_error(api, &e),
-        first => first,
-    };
     let encoder = Arc::new(std::sync::Mutex::new(ChunkEncoder::new(
         id,
         public,
@@ -396,16 +428,15 @@ async fn anthropic(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
     };
     let public = client.request.model.clone();
-    let Some((route, upstream)) = gw.route(&public) else {
-        return unknown_model(api, &public);
+    let (first, mut events) = match gw.open(api, caller, client.request).await {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
     };
-    let mut request = client.request;
-    request.model = upstream;
     let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
-    let mut events = metered(gw.clone(), caller, route.model.stream(&request));
     if !client.stream {
         let mut builder = ResponseBuilder::new();
-        while let Some(event) = events.next().await {
+        let mut all = futures_util::stream::iter(first).chain(&mut events);
+        while let Some(event) = all.next().await {
             match event {
                 Ok(e) => builder.push(e),
                 Err(e) => return upstream_error(api, &e),
@@ -416,10 +447,6 @@ async fn anthropic(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
             Err(e) => upstream_error(api, &e),
         };
     }
-    let first = match events.next().await {
-        Some(Err(e)) => return upstream_error(api, &e),
-        first => first,
-    };
     let encoder = Arc::new(std::sync::Mutex::new(messages::EventEncoder::new(
         id, public,
     )));

@@ -57,6 +57,7 @@ async fn a_client_that_leaves_mid_stream_cancels_the_model_call() {
                 dropped: dropped.clone(),
             }),
             upstream: "endless".into(),
+            fallbacks: Vec::new(),
         }],
         false,
     );

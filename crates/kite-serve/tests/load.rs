@@ -55,6 +55,7 @@ async fn a_thousand_concurrent_streams_stay_apart() {
             name: "echo".into(),
             model: Arc::new(Echo),
             upstream: "echo".into(),
+            fallbacks: Vec::new(),
         }],
         false,
     );
