@@ -15,18 +15,18 @@ use std::sync::Arc;
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     session: SessionArgs,
-    /// Where to listen.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
+    /// Where to listen (default: [serve] addr, else 127.0.0.1:8080).
+    #[arg(long)]
+    addr: Option<SocketAddr>,
     /// A key clients must send (`Authorization: Bearer KEY`); repeatable. With none, the
     /// gateway listens on loopback only and asks for no key.
     #[arg(long = "api-key", value_name = "KEY", env = "KITE_SERVE_API_KEY")]
     api_keys: Vec<String>,
     /// Requests per minute each key may make (answered with 429 and Retry-After past it).
-    #[arg(long, value_name = "N", requires = "api_keys")]
+    #[arg(long, value_name = "N")]
     rpm: Option<u32>,
     /// Tokens (in and out) per minute each key may use.
-    #[arg(long, value_name = "N", requires = "api_keys")]
+    #[arg(long, value_name = "N")]
     tpm: Option<u64>,
 }
 
@@ -35,36 +35,64 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         errln!("kite: {e}");
         ExitCode::FAILURE
     };
-    for key in &args.api_keys {
+    let loaded = crate::config::load(config).map_err(|e| fail(e.to_string()))?;
+    let settings = &loaded.config.serve;
+    let mut keys: Vec<String> = args.api_keys.clone();
+    for key in &settings.keys {
+        keys.push(kite::mcp::expand_env(key).map_err(|e| fail(format!("[serve] keys: {e}")))?);
+    }
+    keys.retain(|k| !k.trim().is_empty());
+    for key in &keys {
         crate::logging::secret(key);
     }
-    let loaded = crate::config::load(config).map_err(|e| fail(e.to_string()))?;
     let session = args
         .session
         .with_defaults(&loaded.config)
         .map_err(|e| fail(e.to_string()))?;
-    let chosen = choose_model(&session, &loaded.config.http).map_err(|e| fail(e.to_string()))?;
-    let route = Route {
-        name: chosen.name.clone(),
-        model: chosen.model.clone(),
-        upstream: chosen.name.clone(),
+    let (routes, catch_all, shown) = match settings.routes.is_empty() {
+        // No routes: every name goes to the model the flags choose.
+        true => {
+            let chosen =
+                choose_model(&session, &loaded.config.http).map_err(|e| fail(e.to_string()))?;
+            let route = Route {
+                name: chosen.name.clone(),
+                model: chosen.model.clone(),
+                upstream: chosen.name.clone(),
+                fallbacks: Vec::new(),
+            };
+            (vec![route], true, chosen.name)
+        }
+        false => {
+            let routes = settings
+                .routes
+                .iter()
+                .map(|r| route(r, &session, &loaded.config.http))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(fail)?;
+            let names: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
+            let shown = names.join(", ");
+            (routes, false, shown)
+        }
     };
-    let mut gateway = Gateway::new(vec![route], true);
     let limits = kite::serve::Limits {
-        requests_per_minute: args.rpm,
-        tokens_per_minute: args.tpm,
+        requests_per_minute: args.rpm.or(settings.requests_per_minute),
+        tokens_per_minute: args.tpm.or(settings.tokens_per_minute),
     };
-    for key in args.api_keys.iter().filter(|k| !k.trim().is_empty()) {
+    let mut gateway = Gateway::new(routes, catch_all);
+    for key in &keys {
         gateway = gateway.key_with(key.trim(), limits);
     }
-    gateway.check_addr(&args.addr).map_err(fail)?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
+    let addr = args
+        .addr
+        .or(settings.addr)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+    gateway.check_addr(&addr).map_err(fail)?;
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| fail(format!("cannot listen on {}: {e}", args.addr)))?;
+        .map_err(|e| fail(format!("cannot listen on {addr}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| fail(e.to_string()))?;
     errln!(
-        "kite: serving {} on http://{addr}/v1 (chat/completions, models; /health)",
-        chosen.name
+        "kite: serving {shown} on http://{addr}/v1 (chat/completions, messages, models; /health)"
     );
     // Ctrl-C or SIGTERM stops taking requests and lets those under way finish, for at most
     // GRACE; a second signal ends kite at once.
@@ -95,6 +123,45 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         }
         (Ok(()), None) => Ok(()),
     }
+}
+
+/// A `[[serve.routes]]` entry's model: a provider's (its key from the environment), or the
+/// local model.
+fn route(
+    r: &crate::settings::RouteConfig,
+    session: &SessionArgs,
+    http: &crate::config::HttpConfig,
+) -> Result<Route, String> {
+    let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
+    let (model, upstream) = match r.provider.as_str() {
+        "local" => {
+            let mut local = session.clone();
+            local.local = true;
+            let chosen = choose_model(&local, http).map_err(context)?;
+            (chosen.model, chosen.name)
+        }
+        name => {
+            let provider = kite::Provider::parse(name).map_err(context)?;
+            let upstream = r
+                .model
+                .clone()
+                .unwrap_or_else(|| provider.default_model().to_owned());
+            let endpoint = match &r.base_url {
+                Some(url) => kite::Endpoint::at(url.clone()),
+                None => kite::Endpoint::new(),
+            };
+            (
+                provider.model(&upstream, &endpoint).map_err(context)?,
+                upstream,
+            )
+        }
+    };
+    Ok(Route {
+        name: r.name.clone(),
+        model,
+        upstream,
+        fallbacks: r.fallbacks.clone(),
+    })
 }
 
 /// How long requests under way may take to finish once kite is asked to stop.

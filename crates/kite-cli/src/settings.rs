@@ -34,6 +34,49 @@ pub(crate) struct Config {
     /// `[skills]`: where Agent Skills are found, and what their scripts may do.
     #[serde(default)]
     pub skills: SkillsConfig,
+    /// `[serve]`: what `kite serve` serves, where, and to whom.
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// The `[serve]` table. Flags win over it.
+///
+/// ```toml
+/// [serve]
+/// addr = "0.0.0.0:8080"
+/// keys = ["${GATEWAY_KEY}"]          # ${NAME} is read from the environment
+/// requests_per_minute = 60           # per key
+/// tokens_per_minute = 100000         # per key
+///
+/// [[serve.routes]]
+/// name = "fast"                      # the model name clients ask for
+/// provider = "groq"                  # any provider, or "local"
+/// model = "llama-3.3-70b-versatile"  # default: the provider's
+/// base_url = "https://..."           # optional
+/// fallbacks = ["steady"]             # tried in turn when this one fails before answering
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServeConfig {
+    pub addr: Option<std::net::SocketAddr>,
+    #[serde(default)]
+    pub keys: Vec<String>,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u64>,
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+}
+
+/// One `[[serve.routes]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RouteConfig {
+    pub name: String,
+    pub provider: String,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub fallbacks: Vec<String>,
 }
 
 /// The `[defaults]` table. Flags and `KITE_*` variables win over it.

@@ -496,3 +496,111 @@ async fn each_request_is_logged_with_its_id_and_no_key() {
         "{log}"
     );
 }
+
+#[tokio::test]
+async fn routes_from_kite_toml_fall_back_when_the_first_fails() {
+    let upstream = ReplayServer::start(vec![answer("From the backup.", 1)]).await;
+    // Nothing listens on the primary's address: it fails before answering.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/v1", dead.local_addr().unwrap());
+    drop(dead);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kite.toml"),
+        format!(
+            r#"
+[serve]
+keys = ["${{SERVE_TEST_KEY}}"]
+
+[[serve.routes]]
+name = "primary"
+provider = "openai"
+model = "gpt-5-nano"
+base_url = "{dead_url}"
+fallbacks = ["backup"]
+
+[[serve.routes]]
+name = "backup"
+provider = "openai"
+model = "gpt-5-mini"
+base_url = "{}/v1"
+"#,
+            upstream.url()
+        ),
+    )
+    .unwrap();
+    let data = common::trust(dir.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", &data)
+        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
+        .env("KITE_LOG", "off")
+        .env("OPENAI_API_KEY", KEY)
+        .env("SERVE_TEST_KEY", GATEWAY_KEY)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    let _served = Served {
+        child,
+        base: base.clone(),
+    };
+    let client = reqwest::Client::new();
+    let models: Value = client
+        .get(format!("{base}/models"))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["primary", "backup"]);
+    let answer: Value = client
+        .post(format!("{base}/chat/completions"))
+        .bearer_auth(GATEWAY_KEY)
+        .json(&json!({"model": "primary", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "From the backup.",
+        "{answer}"
+    );
+    assert_eq!(answer["model"], "primary");
+    let sent: Value = serde_json::from_slice(&upstream.requests()[0].body).unwrap();
+    assert_eq!(
+        sent["model"], "gpt-5-mini",
+        "the backup's own model went upstream"
+    );
+    // With routes configured, other names are unknown.
+    let unknown = client
+        .post(format!("{base}/chat/completions"))
+        .bearer_auth(GATEWAY_KEY)
+        .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+}
