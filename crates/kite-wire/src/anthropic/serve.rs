@@ -192,20 +192,21 @@ fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
     Ok(())
 }
 
-fn stop_reason(reason: &FinishReason) -> &str {
+/// The stop reason a client reads for `reason`: one of the API's own.
+fn stop_reason(reason: &FinishReason) -> &'static str {
     match reason {
-        FinishReason::Stop => "end_turn",
         FinishReason::Length => "max_tokens",
         FinishReason::ToolCalls => "tool_use",
         FinishReason::ContentFilter => "refusal",
-        FinishReason::Other(s) => s,
         _ => "end_turn",
     }
 }
 
 fn usage_json(u: &Usage) -> Value {
     json!({
-        "input_tokens": u.input_tokens.saturating_sub(u.cached_input_tokens + u.cache_write_tokens),
+        "input_tokens": u
+            .input_tokens
+            .saturating_sub(u.cached_input_tokens.saturating_add(u.cache_write_tokens)),
         "output_tokens": u.output_tokens,
         "cache_read_input_tokens": u.cached_input_tokens,
         "cache_creation_input_tokens": u.cache_write_tokens,
@@ -237,26 +238,20 @@ pub fn encode_response(response: &Response, id: &str, model: &str) -> Value {
     })
 }
 
-/// What is open in the stream.
-#[derive(Debug, PartialEq)]
-enum Block {
-    None,
-    Text,
-    Tool(u32),
-}
-
-/// Turns kite's events into Messages stream events (`(name, data)` pairs).
+/// Turns kite's events into Messages stream events (`(name, data)` pairs). Text streams
+/// as it comes; a tool call goes out whole once it is complete, so that calls an upstream
+/// interleaves still make one block each, in order.
 #[derive(Debug)]
 pub struct EventEncoder {
     id: String,
     model: String,
     started: bool,
-    open: Block,
+    /// A text block is open.
+    text_open: bool,
     index: u32,
     usage: Usage,
     reason: Option<FinishReason>,
-    /// Tool calls whose arguments came in pieces.
-    argued: std::collections::HashSet<u32>,
+    failed: bool,
 }
 
 impl EventEncoder {
@@ -266,22 +261,21 @@ impl EventEncoder {
             id: id.into(),
             model: model.into(),
             started: false,
-            open: Block::None,
+            text_open: false,
             index: 0,
             usage: Usage::default(),
             reason: None,
-            argued: std::collections::HashSet::new(),
+            failed: false,
         }
     }
 
-    fn close(&mut self, out: &mut Vec<(&'static str, Value)>) {
-        if self.open != Block::None {
+    fn close_text(&mut self, out: &mut Vec<(&'static str, Value)>) {
+        if std::mem::take(&mut self.text_open) {
             out.push((
                 "content_block_stop",
                 json!({"type": "content_block_stop", "index": self.index}),
             ));
             self.index += 1;
-            self.open = Block::None;
         }
     }
 
@@ -300,9 +294,8 @@ impl EventEncoder {
         }
         match event {
             Event::TextDelta { text, .. } => {
-                if self.open != Block::Text {
-                    self.close(&mut out);
-                    self.open = Block::Text;
+                if !self.text_open {
+                    self.text_open = true;
                     out.push((
                         "content_block_start",
                         json!({"type": "content_block_start",
@@ -315,35 +308,21 @@ impl EventEncoder {
                     "index": self.index, "delta": {"type": "text_delta", "text": text}}),
                 ));
             }
-            Event::ToolCallStart { index, id, name } => {
-                self.close(&mut out);
-                self.open = Block::Tool(*index);
-                out.push((
-                    "content_block_start",
-                    json!({"type": "content_block_start",
-                    "index": self.index,
-                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-                ));
-            }
-            Event::ToolCallDelta { index, arguments } if self.open == Block::Tool(*index) => {
-                self.argued.insert(*index);
+            Event::ToolCallEnd { call, .. } => {
+                self.close_text(&mut out);
+                let i = self.index;
+                out.push(("content_block_start", json!({"type": "content_block_start", "index": i,
+                    "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}})));
                 out.push((
                     "content_block_delta",
-                    json!({"type": "content_block_delta",
-                    "index": self.index,
-                    "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+                    json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": call.arguments}}),
                 ));
-            }
-            Event::ToolCallEnd { index, call } => {
-                if self.open == Block::Tool(*index) && !self.argued.contains(index) {
-                    out.push((
-                        "content_block_delta",
-                        json!({"type": "content_block_delta",
-                        "index": self.index,
-                        "delta": {"type": "input_json_delta", "partial_json": call.arguments}}),
-                    ));
-                }
-                self.close(&mut out);
+                out.push((
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": i}),
+                ));
+                self.index += 1;
             }
             Event::Usage { usage } => self.usage = *usage,
             Event::Finish { reason } => self.reason = Some(reason.clone()),
@@ -352,13 +331,22 @@ impl EventEncoder {
         out
     }
 
+    /// The stream failed: its end says nothing more (no stop reason that would pass a cut
+    /// answer for a whole one).
+    pub fn failed(&mut self) {
+        self.failed = true;
+    }
+
     /// The last events: the open block closed, the stop reason with the usage, the end.
     pub fn finish(&mut self) -> Vec<(&'static str, Value)> {
         let mut out = Vec::new();
+        if self.failed {
+            return out;
+        }
         if !self.started {
             out.extend(self.event(&Event::Usage { usage: self.usage }));
         }
-        self.close(&mut out);
+        self.close_text(&mut out);
         let reason = self.reason.take().unwrap_or(FinishReason::Stop);
         out.push((
             "message_delta",
@@ -374,4 +362,80 @@ impl EventEncoder {
 /// An error body as Anthropic writes one.
 pub fn error_body(message: &str, kind: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interleaved_tool_calls_become_one_whole_block_each() {
+        let mut enc = EventEncoder::new("msg_1", "m");
+        let call = |id: &str, args: &str| ToolCall::new(id, "add", args);
+        let events = [
+            Event::text(0, "Let me add."),
+            Event::ToolCallStart {
+                index: 0,
+                id: "a".into(),
+                name: "add".into(),
+            },
+            Event::ToolCallStart {
+                index: 1,
+                id: "b".into(),
+                name: "add".into(),
+            },
+            Event::ToolCallDelta {
+                index: 0,
+                arguments: r#"{"a":1,"#.into(),
+            },
+            Event::ToolCallDelta {
+                index: 1,
+                arguments: r#"{"a":3,"#.into(),
+            },
+            Event::ToolCallEnd {
+                index: 0,
+                call: call("a", r#"{"a":1,"b":2}"#),
+            },
+            Event::ToolCallEnd {
+                index: 1,
+                call: call("b", r#"{"a":3,"b":4}"#),
+            },
+            Event::Finish {
+                reason: FinishReason::ToolCalls,
+            },
+        ];
+        let mut out: Vec<(&str, Value)> = events.iter().flat_map(|e| enc.event(e)).collect();
+        out.extend(enc.finish());
+        let names: Vec<&str> = out.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert_eq!(out[4].1["content_block"]["id"], "a");
+        assert_eq!(out[5].1["delta"]["partial_json"], r#"{"a":1,"b":2}"#);
+        assert_eq!(out[7].1["index"], 2);
+        assert_eq!(out[8].1["delta"]["partial_json"], r#"{"a":3,"b":4}"#);
+        assert_eq!(out[10].1["delta"]["stop_reason"], "tool_use");
+    }
+
+    #[test]
+    fn a_failed_stream_ends_without_a_stop_reason() {
+        let mut enc = EventEncoder::new("msg_1", "m");
+        let _ = enc.event(&Event::text(0, "Half"));
+        enc.failed();
+        assert!(enc.finish().is_empty());
+    }
 }

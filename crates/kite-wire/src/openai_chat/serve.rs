@@ -235,16 +235,21 @@ fn decode_message(
     Ok(())
 }
 
-/// The name a client reads for `reason`.
-fn finish_name(reason: &FinishReason) -> &str {
-    reason.as_str()
+/// The name a client reads for `reason`: one of the API's own.
+fn finish_name(reason: &FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::ContentFilter => "content_filter",
+        _ => "stop",
+    }
 }
 
 fn usage_json(u: &Usage) -> Value {
     json!({
         "prompt_tokens": u.input_tokens,
         "completion_tokens": u.output_tokens,
-        "total_tokens": u.input_tokens + u.output_tokens,
+        "total_tokens": u.input_tokens.saturating_add(u.output_tokens),
         "prompt_tokens_details": {"cached_tokens": u.cached_input_tokens},
         "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
     })
