@@ -67,7 +67,11 @@ pub(crate) enum Caller {
 }
 
 impl Keys {
+    /// Adds `key` (an empty one is never a key).
     pub(crate) fn add(&mut self, key: &str, limits: Limits) {
+        if key.trim().is_empty() {
+            return;
+        }
         self.0.push(Key {
             digest: Sha256::digest(key.as_bytes()).into(),
             limits,
@@ -88,7 +92,10 @@ impl Keys {
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(|v| {
+                let (scheme, token) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(token)
+            })
             .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))?;
         let digest: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
         let mut found = None;
@@ -120,7 +127,10 @@ impl Keys {
             return Err(wait(w.requests.front().copied().unwrap_or(now)));
         }
         if let Some(max) = key.limits.tokens_per_minute
-            && w.tokens.iter().map(|(_, n)| n).sum::<u64>() >= max
+            && w.tokens
+                .iter()
+                .fold(0u64, |sum, (_, n)| sum.saturating_add(*n))
+                >= max
         {
             return Err(wait(w.tokens.front().map_or(now, |(t, _)| *t)));
         }
@@ -134,7 +144,7 @@ impl Keys {
         let Caller::Key(i) = caller else { return };
         let mut w = self.0[i].window.lock().unwrap_or_else(|e| e.into_inner());
         w.tokens.push_back((Instant::now(), tokens));
-        w.used.tokens += tokens;
+        w.used.tokens = w.used.tokens.saturating_add(tokens);
     }
 
     /// What the key at `i` has used.

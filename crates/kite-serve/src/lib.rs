@@ -17,7 +17,7 @@ pub use keys::{KeyUsage, Limits};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -108,11 +108,11 @@ impl Gateway {
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!(
                     "Rate limit reached for this key; try again in {} s.",
-                    wait.as_secs()
+                    seconds(wait)
                 ),
                 Kind::RateLimit,
             );
-            if let Ok(v) = header::HeaderValue::from_str(&wait.as_secs().to_string()) {
+            if let Ok(v) = header::HeaderValue::from_str(&seconds(wait).to_string()) {
                 r.headers_mut().insert(header::RETRY_AFTER, v);
             }
             Box::new(r)
@@ -153,10 +153,12 @@ impl Gateway {
             request.model = upstream;
             let mut events = metered(self.clone(), caller, route.model.stream(&request));
             match events.next().await {
-                Some(Err(e)) => {
+                Some(Err(e)) if worth_another_route(&e) => {
                     tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
                     failure = Some(e);
                 }
+                // The request itself is at fault: no other route will do better.
+                Some(Err(e)) => return Err(Box::new(upstream_error(api, &e))),
                 first => return Ok((first, events)),
             }
         }
@@ -183,6 +185,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(anthropic))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(gateway.clone(), gate))
         .layer(axum::middleware::from_fn(log_request))
         .with_state(gateway)
 }
@@ -202,6 +205,72 @@ enum Kind {
     Invalid,
     RateLimit,
     Upstream,
+}
+
+/// Admits a request before its body is read: a JSON body on `POST` (a web page cannot send
+/// one across sites without a preflight, which kite never answers), a loopback `Host`
+/// when no key is set (against DNS rebinding), then the key and its limits. The caller
+/// goes on in the request's extensions.
+async fn gate(
+    State(gw): State<Arc<Gateway>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    if path == "/health" {
+        return next.run(request).await;
+    }
+    let api = match path {
+        "/v1/messages" => Api::Messages,
+        _ => Api::Chat,
+    };
+    let headers = request.headers();
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    if request.method() == axum::http::Method::POST && !json {
+        return error(
+            api,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the request as JSON (Content-Type: application/json)",
+            Kind::Invalid,
+        );
+    }
+    if gw.keys.is_empty() && !loopback_host(headers) {
+        return error(
+            api,
+            StatusCode::FORBIDDEN,
+            "this gateway has no keys and answers only requests for localhost",
+            Kind::Auth,
+        );
+    }
+    match gw.admit(api, headers) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refused) => *refused,
+    }
+}
+
+/// Whether `Host` names this machine by a loopback name or address.
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Gives each request an id (`x-request-id` on the answer) and logs it once its answer
@@ -290,9 +359,12 @@ fn unknown_model(api: Api, name: &str) -> Response {
 fn upstream_error(api: Api, e: &Error) -> Response {
     let (status, kind) = match e {
         Error::Api(a) => {
+            // Only an error status passes through; anything else from upstream is the
+            // gateway's failure.
             let status = a
                 .status
                 .and_then(|s| StatusCode::from_u16(s).ok())
+                .filter(|s| s.is_client_error() || s.is_server_error())
                 .unwrap_or(StatusCode::BAD_GATEWAY);
             match a.kind {
                 // The gateway's own key to the provider is wrong, not the client's.
@@ -323,11 +395,35 @@ fn metered(gw: Arc<Gateway>, caller: Caller, events: EventStream) -> EventStream
     let mut counted = 0;
     Box::pin(events.inspect(move |e| {
         if let Ok(Event::Usage { usage }) = e {
-            let total = usage.input_tokens + usage.output_tokens;
+            let total = usage.input_tokens.saturating_add(usage.output_tokens);
             gw.keys.spent(caller, total.saturating_sub(counted));
             counted = counted.max(total);
         }
     }))
+}
+
+/// Whether another route may do better: the provider was busy, failing, unreachable or
+/// refused kite's key; not when the request itself was at fault.
+fn worth_another_route(e: &Error) -> bool {
+    match e {
+        Error::Api(a) => matches!(
+            a.kind,
+            ApiErrorKind::RateLimited
+                | ApiErrorKind::Overloaded
+                | ApiErrorKind::Server
+                | ApiErrorKind::Timeout
+                | ApiErrorKind::Authentication
+                | ApiErrorKind::PermissionDenied
+                | ApiErrorKind::QuotaExceeded
+        ),
+        Error::Transport(_) | Error::Engine(_) | Error::Config(_) => true,
+        _ => false,
+    }
+}
+
+/// Whole seconds, rounded up: a client that waits that long is not refused again.
+fn seconds(wait: std::time::Duration) -> u64 {
+    wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
 }
 
 fn now() -> u64 {
@@ -336,10 +432,7 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-async fn models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = gw.admit(Api::Chat, &headers) {
-        return *refused;
-    }
+async fn models(State(gw): State<Arc<Gateway>>) -> Response {
     let data: Vec<Value> = gw
         .routes
         .iter()
@@ -348,12 +441,12 @@ async fn models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response 
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
     let api = Api::Chat;
-    let caller = match gw.admit(api, &headers) {
-        Ok(c) => c,
-        Err(refused) => return *refused,
-    };
     let client = match decode_request(&body) {
         Ok(c) => c,
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
@@ -417,12 +510,12 @@ async fn chat(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-async fn anthropic(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn anthropic(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
     let api = Api::Messages;
-    let caller = match gw.admit(api, &headers) {
-        Ok(c) => c,
-        Err(refused) => return *refused,
-    };
     let client = match messages::decode_request(&body) {
         Ok(c) => c,
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
@@ -461,10 +554,14 @@ async fn anthropic(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
         .chain(events)
         .map(move |event| match event {
             Ok(e) => sse(encoder.lock().unwrap_or_else(|p| p.into_inner()).event(&e)),
-            Err(e) => sse(vec![(
-                "error",
-                messages::error_body(&e.to_string(), "api_error"),
-            )]),
+            Err(e) => {
+                // After an error the stream ends with it: no stop reason follows.
+                encoder.lock().unwrap_or_else(|p| p.into_inner()).failed();
+                sse(vec![(
+                    "error",
+                    messages::error_body(&e.to_string(), "api_error"),
+                )])
+            }
         })
         .chain(futures_util::stream::once(async move {
             sse(last.lock().unwrap_or_else(|p| p.into_inner()).finish())

@@ -1,0 +1,82 @@
+//! What a keyless gateway on loopback refuses: a body that is not JSON (what a web page can
+//! send across sites without a preflight) and a `Host` that is not this machine (DNS
+//! rebinding); and what it takes.
+
+use kite_core::{Event, EventStream, FinishReason, Model, Request};
+use kite_serve::{Gateway, Route};
+use std::sync::Arc;
+
+struct Hello;
+
+impl Model for Hello {
+    fn stream(&self, _: &Request) -> EventStream {
+        Box::pin(futures_util::stream::iter([
+            Ok(Event::text(0, "Hello.")),
+            Ok(Event::Finish {
+                reason: FinishReason::Stop,
+            }),
+        ]))
+    }
+}
+
+#[tokio::test]
+async fn a_web_page_cannot_drive_a_keyless_gateway() {
+    let gateway = Gateway::new(
+        vec![Route {
+            name: "hello".into(),
+            model: Arc::new(Hello),
+            upstream: "hello".into(),
+            fallbacks: Vec::new(),
+        }],
+        false,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        Arc::new(gateway),
+        std::future::pending(),
+    ));
+    let url = format!("http://{addr}/v1/chat/completions");
+    let body = r#"{"model": "hello", "messages": [{"role": "user", "content": "Hi"}]}"#;
+    let client = reqwest::Client::new();
+
+    // What a cross-site form or no-cors fetch sends.
+    let plain = client
+        .post(&url)
+        .header("content-type", "text/plain")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 415);
+
+    // A rebound name pointing at 127.0.0.1.
+    let rebound = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("host", "attacker.example")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), 403);
+
+    let ok = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let named = client
+        .post(&url)
+        .header("content-type", "application/json; charset=utf-8")
+        .header("host", format!("localhost:{}", addr.port()))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(named.status(), 200);
+}
