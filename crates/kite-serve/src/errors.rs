@@ -1,0 +1,123 @@
+//! Errors as each client's API writes them, and which upstream failures another route
+//! may mend.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use kite_core::{ApiErrorKind, Error};
+use kite_wire::anthropic::serve as messages;
+
+/// The API a client speaks, which decides the shape of its errors.
+#[derive(Clone, Copy)]
+pub(crate) enum Api {
+    Chat,
+    Messages,
+}
+
+/// What kind of failure, named in each API's words.
+#[derive(Clone, Copy)]
+pub(crate) enum Kind {
+    Auth,
+    NotFound,
+    Invalid,
+    RateLimit,
+    Upstream,
+}
+
+/// An error in the client's API's shape.
+pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> Response {
+    let body = match api {
+        Api::Chat => {
+            let (kind, code) = match kind {
+                Kind::Auth => ("invalid_request_error", Some("invalid_api_key")),
+                Kind::NotFound => ("invalid_request_error", Some("model_not_found")),
+                Kind::Invalid => ("invalid_request_error", None),
+                Kind::RateLimit => ("rate_limit_error", Some("rate_limit_exceeded")),
+                Kind::Upstream => ("api_error", None),
+            };
+            kite_wire::openai_chat::serve::error_body(message, kind, code)
+        }
+        Api::Messages => messages::error_body(
+            message,
+            match kind {
+                Kind::Auth => "authentication_error",
+                Kind::NotFound => "not_found_error",
+                Kind::Invalid => "invalid_request_error",
+                Kind::RateLimit => "rate_limit_error",
+                Kind::Upstream => "api_error",
+            },
+        ),
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+pub(crate) fn unauthorized(api: Api) -> Response {
+    error(
+        api,
+        StatusCode::UNAUTHORIZED,
+        "Incorrect API key provided.",
+        Kind::Auth,
+    )
+}
+
+pub(crate) fn unknown_model(api: Api, name: &str) -> Response {
+    error(
+        api,
+        StatusCode::NOT_FOUND,
+        &format!("The model `{name}` does not exist or you do not have access to it."),
+        Kind::NotFound,
+    )
+}
+
+/// An upstream failure as the client should see it: the status it stands for, in its
+/// API's shape, with kite's words (the upstream's were redacted of its key already).
+pub(crate) fn upstream_error(api: Api, e: &Error) -> Response {
+    let (status, kind) = match e {
+        Error::Api(a) => {
+            // Only an error status passes through; anything else from upstream is the
+            // gateway's failure.
+            let status = a
+                .status
+                .and_then(|s| StatusCode::from_u16(s).ok())
+                .filter(|s| s.is_client_error() || s.is_server_error())
+                .unwrap_or(StatusCode::BAD_GATEWAY);
+            match a.kind {
+                // The gateway's own key to the provider is wrong, not the client's.
+                ApiErrorKind::Authentication | ApiErrorKind::PermissionDenied => {
+                    return error(
+                        api,
+                        StatusCode::BAD_GATEWAY,
+                        "the gateway's upstream refused its credentials",
+                        Kind::Upstream,
+                    );
+                }
+                ApiErrorKind::RateLimited => (status, Kind::RateLimit),
+                ApiErrorKind::NotFound => (status, Kind::NotFound),
+                _ if status.is_server_error() => (status, Kind::Upstream),
+                _ => (status, Kind::Invalid),
+            }
+        }
+        Error::InvalidRequest(_) => (StatusCode::BAD_REQUEST, Kind::Invalid),
+        Error::Transport(_) => (StatusCode::BAD_GATEWAY, Kind::Upstream),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, Kind::Upstream),
+    };
+    error(api, status, &e.to_string(), kind)
+}
+
+/// Whether another route may do better: the provider was busy, failing, unreachable or
+/// refused kite's key; not when the request itself was at fault.
+pub(crate) fn worth_another_route(e: &Error) -> bool {
+    match e {
+        Error::Api(a) => matches!(
+            a.kind,
+            ApiErrorKind::RateLimited
+                | ApiErrorKind::Overloaded
+                | ApiErrorKind::Server
+                | ApiErrorKind::Timeout
+                | ApiErrorKind::Authentication
+                | ApiErrorKind::PermissionDenied
+                | ApiErrorKind::QuotaExceeded
+        ),
+        Error::Transport(_) | Error::Engine(_) | Error::Config(_) => true,
+        _ => false,
+    }
+}

@@ -1,0 +1,178 @@
+//! The endpoints: the model list, Chat Completions and Messages, whole and streamed.
+
+use crate::Gateway;
+use crate::errors::{Api, Kind, error, upstream_error};
+use crate::keys::Caller;
+use axum::body::{Body, Bytes};
+use axum::extract::{Extension, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use kite_core::{Event, EventStream, ResponseBuilder};
+use kite_wire::anthropic::serve as messages;
+use kite_wire::openai_chat::serve::{ChunkEncoder, decode_request, encode_response};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `events`, with the tokens they report counted against `caller` (a provider that reports
+/// usage twice is counted once).
+pub(crate) fn metered(gw: Arc<Gateway>, caller: Caller, events: EventStream) -> EventStream {
+    let mut counted = 0;
+    Box::pin(events.inspect(move |e| {
+        if let Ok(Event::Usage { usage }) = e {
+            let total = usage.input_tokens.saturating_add(usage.output_tokens);
+            gw.keys.spent(caller, total.saturating_sub(counted));
+            counted = counted.max(total);
+        }
+    }))
+}
+
+pub(crate) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+pub(crate) async fn models(State(gw): State<Arc<Gateway>>) -> Response {
+    let data: Vec<Value> = gw
+        .routes
+        .iter()
+        .map(|r| json!({"id": r.name, "object": "model", "created": 0, "owned_by": "kite"}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+pub(crate) async fn chat(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
+    let api = Api::Chat;
+    let client = match decode_request(&body) {
+        Ok(c) => c,
+        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
+    };
+    let public = client.request.model.clone();
+    let (first, mut events) = match gw.open(api, caller, client.request).await {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
+    };
+    let id = gw.next_id();
+    let created = now();
+    if !client.stream {
+        let mut builder = ResponseBuilder::new();
+        let mut all = futures_util::stream::iter(first).chain(&mut events);
+        while let Some(event) = all.next().await {
+            match event {
+                Ok(e) => builder.push(e),
+                Err(e) => return upstream_error(api, &e),
+            }
+        }
+        return match builder.finish() {
+            Ok(response) => {
+                axum::Json(encode_response(&response, &id, &public, created)).into_response()
+            }
+            Err(e) => upstream_error(api, &e),
+        };
+    }
+    let encoder = Arc::new(std::sync::Mutex::new(ChunkEncoder::new(
+        id,
+        public,
+        created,
+        client.include_usage,
+    )));
+    let last = encoder.clone();
+    let sse = |v: Value| format!("data: {v}\n\n");
+    let body = futures_util::stream::iter(first)
+        .chain(events)
+        .map(move |event| match event {
+            Ok(e) => {
+                let mut enc = encoder.lock().unwrap_or_else(|p| p.into_inner());
+                enc.event(&e).into_iter().map(sse).collect::<String>()
+            }
+            // Mid-stream, an error can only be said in the stream.
+            Err(e) => sse(kite_wire::openai_chat::serve::error_body(
+                &e.to_string(),
+                "api_error",
+                None,
+            )),
+        })
+        .chain(futures_util::stream::once(async move {
+            // The usage comes last, when the client asked for it.
+            let mut enc = last.lock().unwrap_or_else(|p| p.into_inner());
+            let usage = enc.finish().map(sse).unwrap_or_default();
+            format!("{usage}data: [DONE]\n\n")
+        }))
+        .map(Ok::<_, std::convert::Infallible>);
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+pub(crate) async fn anthropic(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
+    let api = Api::Messages;
+    let client = match messages::decode_request(&body) {
+        Ok(c) => c,
+        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
+    };
+    let public = client.request.model.clone();
+    let (first, mut events) = match gw.open(api, caller, client.request).await {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
+    };
+    let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
+    if !client.stream {
+        let mut builder = ResponseBuilder::new();
+        let mut all = futures_util::stream::iter(first).chain(&mut events);
+        while let Some(event) = all.next().await {
+            match event {
+                Ok(e) => builder.push(e),
+                Err(e) => return upstream_error(api, &e),
+            }
+        }
+        return match builder.finish() {
+            Ok(r) => axum::Json(messages::encode_response(&r, &id, &public)).into_response(),
+            Err(e) => upstream_error(api, &e),
+        };
+    }
+    let encoder = Arc::new(std::sync::Mutex::new(messages::EventEncoder::new(
+        id, public,
+    )));
+    let last = encoder.clone();
+    let sse = |events: Vec<(&str, Value)>| {
+        events
+            .into_iter()
+            .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+            .collect::<String>()
+    };
+    let body = futures_util::stream::iter(first)
+        .chain(events)
+        .map(move |event| match event {
+            Ok(e) => sse(encoder.lock().unwrap_or_else(|p| p.into_inner()).event(&e)),
+            Err(e) => {
+                // After an error the stream ends with it: no stop reason follows.
+                encoder.lock().unwrap_or_else(|p| p.into_inner()).failed();
+                sse(vec![(
+                    "error",
+                    messages::error_body(&e.to_string(), "api_error"),
+                )])
+            }
+        })
+        .chain(futures_util::stream::once(async move {
+            sse(last.lock().unwrap_or_else(|p| p.into_inner()).finish())
+        }))
+        .map(Ok::<_, std::convert::Infallible>);
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}

@@ -1,0 +1,115 @@
+//! What runs before a handler: admission (before the body is read) and the request log.
+
+use crate::Gateway;
+use crate::errors::{Api, Kind, error};
+use crate::handlers::now;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Admits a request before its body is read: a JSON body on `POST` (a web page cannot send
+/// one across sites without a preflight, which kite never answers), a loopback `Host`
+/// when no key is set (against DNS rebinding), then the key and its limits. The caller
+/// goes on in the request's extensions.
+pub(crate) async fn gate(
+    State(gw): State<Arc<Gateway>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    if path == "/health" {
+        return next.run(request).await;
+    }
+    let api = match path {
+        "/v1/messages" => Api::Messages,
+        _ => Api::Chat,
+    };
+    let headers = request.headers();
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    if request.method() == axum::http::Method::POST && !json {
+        return error(
+            api,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the request as JSON (Content-Type: application/json)",
+            Kind::Invalid,
+        );
+    }
+    if gw.keys.is_empty() && !loopback_host(headers) {
+        return error(
+            api,
+            StatusCode::FORBIDDEN,
+            "this gateway has no keys and answers only requests for localhost",
+            Kind::Auth,
+        );
+    }
+    match gw.admit(api, headers) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refused) => *refused,
+    }
+}
+
+/// Whether `Host` names this machine by a loopback name or address.
+pub(crate) fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Gives each request an id (`x-request-id` on the answer) and logs it once its answer
+/// starts: method, path, status and milliseconds, at target `kite::serve`. Nothing of the
+/// headers or the body is logged.
+pub(crate) async fn log_request(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    static IDS: AtomicU64 = AtomicU64::new(0);
+    let id = format!(
+        "req_{:x}_{}",
+        now(),
+        IDS.fetch_add(1, Ordering::Relaxed) + 1
+    );
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    let started = std::time::Instant::now();
+    let mut response = next.run(request).await;
+    tracing::info!(
+        target: "kite::serve",
+        request_id = %id,
+        %method,
+        path = %log_safe(&path),
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    if let Ok(v) = header::HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
+}
+
+/// A path as it may be logged: printable ASCII, at most 200 characters.
+pub(crate) fn log_safe(path: &str) -> String {
+    path.chars()
+        .filter(|c| c.is_ascii_graphic())
+        .take(200)
+        .collect()
+}
