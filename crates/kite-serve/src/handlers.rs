@@ -29,6 +29,19 @@ pub(crate) fn metered(gw: Arc<Gateway>, caller: Caller, events: EventStream) -> 
     }))
 }
 
+/// The whole answer: `first`, then the rest of `events`.
+async fn whole(
+    first: Option<Result<Event, kite_core::Error>>,
+    events: EventStream,
+) -> Result<kite_core::Response, kite_core::Error> {
+    let mut builder = ResponseBuilder::new();
+    let mut all = futures_util::stream::iter(first).chain(events);
+    while let Some(event) = all.next().await {
+        builder.push(event?);
+    }
+    builder.finish()
+}
+
 pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -55,22 +68,14 @@ pub(crate) async fn chat(
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
     };
     let public = client.request.model.clone();
-    let (first, mut events) = match gw.open(api, caller, client.request).await {
+    let (first, events) = match gw.open(api, caller, client.request).await {
         Ok(opened) => opened,
         Err(refused) => return *refused,
     };
     let id = gw.next_id();
     let created = now();
     if !client.stream {
-        let mut builder = ResponseBuilder::new();
-        let mut all = futures_util::stream::iter(first).chain(&mut events);
-        while let Some(event) = all.next().await {
-            match event {
-                Ok(e) => builder.push(e),
-                Err(e) => return upstream_error(api, &e),
-            }
-        }
-        return match builder.finish() {
+        return match whole(first, events).await {
             Ok(response) => {
                 axum::Json(encode_response(&response, &id, &public, created)).into_response()
             }
@@ -124,21 +129,13 @@ pub(crate) async fn anthropic(
         Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
     };
     let public = client.request.model.clone();
-    let (first, mut events) = match gw.open(api, caller, client.request).await {
+    let (first, events) = match gw.open(api, caller, client.request).await {
         Ok(opened) => opened,
         Err(refused) => return *refused,
     };
     let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
     if !client.stream {
-        let mut builder = ResponseBuilder::new();
-        let mut all = futures_util::stream::iter(first).chain(&mut events);
-        while let Some(event) = all.next().await {
-            match event {
-                Ok(e) => builder.push(e),
-                Err(e) => return upstream_error(api, &e),
-            }
-        }
-        return match builder.finish() {
+        return match whole(first, events).await {
             Ok(r) => axum::Json(messages::encode_response(&r, &id, &public)).into_response(),
             Err(e) => upstream_error(api, &e),
         };
