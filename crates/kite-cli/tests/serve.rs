@@ -17,6 +17,8 @@ const GATEWAY_KEY: &str = "sk-gateway-test-0123456789";
 struct Served {
     child: std::process::Child,
     base: String,
+    /// The rest of what it says on stderr.
+    stderr: std::io::BufReader<std::process::ChildStderr>,
 }
 
 impl Drop for Served {
@@ -26,36 +28,57 @@ impl Drop for Served {
     }
 }
 
-fn serve(upstream: &ReplayServer) -> Served {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .env_clear()
+/// `kite serve` on a free loopback port, with nothing from the machine but `PATH`.
+fn kite_serve() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_kite"));
+    c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", std::env::temp_dir())
         .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .env("KITE_LOG", "off")
-        .env("OPENAI_API_KEY", KEY)
-        .args(["serve", "--provider", "openai", "--model", "gpt-5-nano"])
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--api-key",
-            GATEWAY_KEY,
-            "--base-url",
-        ])
-        .arg(format!("{}/v1", upstream.url()))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    Served { child, base }
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+/// Starts `cmd` (a [`kite_serve`]) and waits for the address it serves on.
+fn start(cmd: &mut std::process::Command) -> Served {
+    let mut child = cmd.spawn().unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    for _ in 0..10 {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(base) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+            let base = base.to_owned();
+            return Served {
+                child,
+                base,
+                stderr,
+            };
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("kite serve said no address");
+}
+
+/// The gateway, with a client key, in front of OpenAI's API served by `upstream`.
+fn serve_with(upstream: &ReplayServer, extra: &[&str]) -> Served {
+    start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .args(["--api-key", GATEWAY_KEY])
+            .args(extra)
+            .arg("--base-url")
+            .arg(format!("{}/v1", upstream.url())),
+    )
+}
+
+fn serve(upstream: &ReplayServer) -> Served {
+    serve_with(upstream, &[])
 }
 
 #[tokio::test]
@@ -230,31 +253,11 @@ async fn with_no_key_set_it_serves_the_local_model() {
         .output()
         .unwrap();
     let model = String::from_utf8_lossy(&model.stdout).trim().to_owned();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", std::env::temp_dir())
-        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .env("KITE_LOG", "off")
-        .env("KITE_LOCAL_MODEL", &model)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut base = None;
-    for _ in 0..5 {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if let Some(w) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-            base = Some(w.to_owned());
-            break;
-        }
-    }
-    let served = Served {
-        child,
-        base: base.expect("the address"),
-    };
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("KITE_LOCAL_MODEL", &model),
+    );
     let client = reqwest::Client::new();
     let whole: Value = client
         .post(format!("{}/chat/completions", served.base))
@@ -358,43 +361,7 @@ async fn the_anthropic_sdk_talks_to_the_gateway() {
 #[tokio::test]
 async fn a_key_over_its_limit_gets_429_with_retry_after() {
     let upstream = ReplayServer::start(vec![answer("One.", 1), answer("Two.", 2)]).await;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", std::env::temp_dir())
-        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .env("KITE_LOG", "off")
-        .env("OPENAI_API_KEY", KEY)
-        .args([
-            "serve",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-5-nano",
-            "--rpm",
-            "2",
-        ])
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--api-key",
-            GATEWAY_KEY,
-            "--base-url",
-        ])
-        .arg(format!("{}/v1", upstream.url()))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    let served = Served { child, base };
+    let served = serve_with(&upstream, &["--rpm", "2"]);
     let base = served.base.clone();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(mcp::python())
@@ -433,32 +400,15 @@ async fn a_key_over_its_limit_gets_429_with_retry_after() {
 #[tokio::test]
 async fn each_request_is_logged_with_its_id_and_no_key() {
     let upstream = ReplayServer::start(vec![answer("Logged.", 1)]).await;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", std::env::temp_dir())
-        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .env("OPENAI_API_KEY", KEY)
-        .args(["serve", "--provider", "openai", "--model", "gpt-5-nano"])
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--api-key",
-            GATEWAY_KEY,
-            "--base-url",
-        ])
-        .arg(format!("{}/v1", upstream.url()))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    // Logs on, as `kite serve` has them by default.
+    let mut served = start(
+        kite_serve()
+            .env("OPENAI_API_KEY", KEY)
+            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .args(["--api-key", GATEWAY_KEY, "--base-url"])
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let base = served.base.clone();
     let client = reqwest::Client::new();
     let ok = client
         .post(format!("{base}/chat/completions"))
@@ -476,12 +426,12 @@ async fn each_request_is_logged_with_its_id_and_no_key() {
         .unwrap();
     assert_eq!(refused.status(), 401);
     std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &served.child.id().to_string()])
         .status()
         .unwrap();
     let mut log = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut log).unwrap();
-    let _ = child.wait();
+    std::io::Read::read_to_string(&mut served.stderr, &mut log).unwrap();
+    let _ = served.child.wait();
     let logged = log
         .lines()
         .find(|l| l.contains(&id))
@@ -530,33 +480,16 @@ base_url = "{}/v1"
     )
     .unwrap();
     let data = common::trust(dir.path());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
-        .env("XDG_DATA_HOME", &data)
-        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .env("KITE_LOG", "off")
-        .env("OPENAI_API_KEY", KEY)
-        .env("SERVE_TEST_KEY", GATEWAY_KEY)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
-    let _served = Served {
-        child,
-        base: base.clone(),
-    };
+    let served = start(
+        kite_serve()
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .env("SERVE_TEST_KEY", GATEWAY_KEY),
+    );
+    let base = served.base.clone();
     let client = reqwest::Client::new();
     let models: Value = client
         .get(format!("{base}/models"))
