@@ -20,6 +20,27 @@ pub(crate) enum PricesCommand {
     },
 }
 
+/// The table in use: the one `kite prices update` stored, else the built-in one (said on
+/// stderr when the stored one cannot be read).
+fn table() -> &'static PriceTable {
+    let loaded = match crate::config::data_dir() {
+        Some(dir) => kite::prices::load(&dir),
+        None => Ok(PriceTable::snapshot()),
+    };
+    loaded.unwrap_or_else(|e| {
+        errln!("kite: {e}; using the built-in prices");
+        PriceTable::snapshot()
+    })
+}
+
+/// Prices an agent's calls with [`table`].
+pub(crate) fn pricer() -> kite::agent::Pricer {
+    let table = table();
+    std::sync::Arc::new(move |provider, model, usage| {
+        kite::prices::call_cost(table, provider, model, usage)
+    })
+}
+
 pub(crate) fn run(cmd: PricesCommand) -> Result<(), ExitCode> {
     let fail = |e: String| {
         errln!("kite: {e}");

@@ -377,28 +377,13 @@ fn agent(
     if let Some(system) = &args.system {
         agent = agent.system(crate::choose::with_date(system));
     }
-    agent = agent.pricer(pricer());
+    agent = agent.pricer(crate::prices::pricer());
     if let Some(skills) = skills {
         // The skills' part of the system prompt follows the user's; their tools are
         // replaced by themselves when `before` had them.
         agent = agent.toolkit(skills);
     }
     Ok(agent)
-}
-
-/// Prices calls with the table `kite prices update` stored, else the built-in one.
-fn pricer() -> kite::agent::Pricer {
-    let loaded = match crate::config::data_dir() {
-        Some(dir) => kite::prices::load(&dir),
-        None => Ok(kite::prices::PriceTable::snapshot()),
-    };
-    let table = loaded.unwrap_or_else(|e| {
-        errln!("kite: {e}; using the built-in prices");
-        kite::prices::PriceTable::snapshot()
-    });
-    std::sync::Arc::new(move |provider, model, usage| {
-        kite::prices::call_cost(table, provider, model, usage)
-    })
 }
 
 /// One line saying what the configured MCP servers added.

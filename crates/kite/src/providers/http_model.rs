@@ -34,6 +34,8 @@ struct Inner<A> {
     headers: HeaderMap,
     transport: Arc<dyn Transport>,
     retry: RetryPolicy,
+    /// Who and where, for traces: worked out once, not on every call.
+    origin: Origin,
 }
 
 impl<A> std::fmt::Debug for HttpModel<A> {
@@ -53,8 +55,10 @@ impl<A: Api + Clone> HttpModel<A> {
             Err(e) => Arc::new(Broken(e.to_string())),
         };
         let url = format!("{}{}", base_url.as_ref().trim_end_matches('/'), api.path());
+        let origin = Origin::at(api.provider_name(), &url);
         Self {
             inner: Arc::new(Inner {
+                origin,
                 api,
                 url,
                 key: None,
@@ -66,6 +70,11 @@ impl<A: Api + Clone> HttpModel<A> {
     }
 
     fn edit(mut self, f: impl FnOnce(&mut Inner<A>)) -> Self {
+        // The API's settings may name another provider (a dialect): the origin follows.
+        let f = |i: &mut Inner<A>| {
+            f(i);
+            i.origin = Origin::at(i.api.provider_name(), &i.url);
+        };
         match Arc::get_mut(&mut self.inner) {
             Some(inner) => f(inner),
             None => {
@@ -77,6 +86,7 @@ impl<A: Api + Clone> HttpModel<A> {
                     headers: i.headers.clone(),
                     transport: i.transport.clone(),
                     retry: i.retry,
+                    origin: i.origin.clone(),
                 };
                 f(&mut copy);
                 self.inner = Arc::new(copy);
@@ -294,11 +304,11 @@ impl<A: Codec> HttpModel<A> {
 impl<A: Codec> Model for HttpModel<A> {
     fn stream(&self, request: &Request) -> EventStream {
         let events = self.events(self.inner.http_request(request));
-        kite_core::trace::model_call(request, &self.origin(), events)
+        kite_core::trace::model_call(request, &self.inner.origin, events)
     }
 
     fn origin(&self) -> Origin {
-        Origin::at(self.inner.api.provider_name(), &self.inner.url)
+        self.inner.origin.clone()
     }
 
     fn capabilities(&self) -> Capabilities {
