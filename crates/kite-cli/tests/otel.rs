@@ -56,15 +56,13 @@ impl Drop for Receiver {
     }
 }
 
-fn ask(receiver: &Receiver, server: &ReplayServer) -> tokio::process::Command {
-    let mut c = kite();
-    c.env("OPENAI_API_KEY", KEY)
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
-        .env(
-            "OTEL_EXPORTER_OTLP_HEADERS",
-            "authorization=Bearer otlp-token-SECRET-42",
-        )
-        .env("OTEL_SERVICE_NAME", "kite-under-test")
+/// `cmd` (the binary, set up by the caller) asking OpenAI's API at `server`, with no store.
+fn asking(
+    mut cmd: tokio::process::Command,
+    server: &ReplayServer,
+    extra: &[&str],
+) -> tokio::process::Command {
+    cmd.env("OPENAI_API_KEY", KEY)
         .args([
             "ask",
             "--no-store",
@@ -73,10 +71,23 @@ fn ask(receiver: &Receiver, server: &ReplayServer) -> tokio::process::Command {
             "--model",
             "gpt-5-nano",
         ])
+        .args(extra)
         .arg("--base-url")
         .arg(format!("{}/v1", server.url()))
         .arg("Say hi.");
-    c
+    cmd
+}
+
+/// `kite ask` against `server`, sending its telemetry to `receiver`.
+fn ask(receiver: &Receiver, server: &ReplayServer) -> tokio::process::Command {
+    let mut c = kite();
+    c.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer otlp-token-SECRET-42",
+        )
+        .env("OTEL_SERVICE_NAME", "kite-under-test");
+    asking(c, server, &[])
 }
 
 fn spans(received: &[Value]) -> Vec<&Value> {
@@ -159,20 +170,8 @@ async fn a_dead_collector_costs_a_deadline_not_the_answer() {
     let server = ReplayServer::start(vec![answer("Still here.", 1)]).await;
     let started = std::time::Instant::now();
     let mut c = kite();
-    c.env("OPENAI_API_KEY", KEY)
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-        .args([
-            "ask",
-            "--no-store",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-5-nano",
-        ])
-        .arg("--base-url")
-        .arg(format!("{}/v1", server.url()))
-        .arg("Say hi.");
-    let r = run(&mut c).await;
+    c.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+    let r = run(&mut asking(c, &server, &[])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("Still here."));
     assert!(started.elapsed() < Duration::from_secs(30));
@@ -181,21 +180,7 @@ async fn a_dead_collector_costs_a_deadline_not_the_answer() {
 #[tokio::test]
 async fn verbose_says_how_each_call_went() {
     let server = ReplayServer::start(vec![answer("Hi there.", 1)]).await;
-    let mut c = kite();
-    c.env("OPENAI_API_KEY", KEY)
-        .args([
-            "ask",
-            "-v",
-            "--no-store",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-5-nano",
-        ])
-        .arg("--base-url")
-        .arg(format!("{}/v1", server.url()))
-        .arg("Say hi.");
-    let r = run(&mut c).await;
+    let r = run(&mut asking(kite(), &server, &["-v"])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let chat = r
         .stderr
@@ -209,20 +194,7 @@ async fn verbose_says_how_each_call_went() {
     assert!(r.stderr.contains("kite: invoke_agent: "), "{}", r.stderr);
     // Without it, nothing of the kind.
     let server = ReplayServer::start(vec![answer("Hi there.", 1)]).await;
-    let mut c = kite();
-    c.env("OPENAI_API_KEY", KEY)
-        .args([
-            "ask",
-            "--no-store",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-5-nano",
-        ])
-        .arg("--base-url")
-        .arg(format!("{}/v1", server.url()))
-        .arg("Say hi.");
-    let r = run(&mut c).await;
+    let r = run(&mut asking(kite(), &server, &[])).await;
     assert!(!r.stderr.contains("kite: chat "), "{}", r.stderr);
 }
 
@@ -258,19 +230,8 @@ async fn an_mcp_call_is_a_child_of_its_tool_span() {
     ])
     .await;
     let mut c = common::in_trusted(dir.path());
-    c.env("OPENAI_API_KEY", KEY)
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
-        .args([
-            "ask",
-            "--no-store",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-5-nano",
-        ])
-        .arg("--base-url")
-        .arg(format!("{}/v1", server.url()))
-        .arg("What is 19 + 23?");
+    c.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
+    let mut c = asking(c, &server, &[]);
     let r = run(&mut c).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let received = receiver.received();

@@ -77,6 +77,36 @@ fn serve_with(upstream: &ReplayServer, extra: &[&str]) -> Served {
     )
 }
 
+/// What the SDK client `script` (in the test kit's peers) said about the gateway at
+/// `base`: one JSON object per check.
+async fn sdk(script: &str, base: &str, extra: &[&str]) -> Vec<Value> {
+    let mut cmd = std::process::Command::new(mcp::python());
+    cmd.arg(mcp::own(script))
+        .arg(base)
+        .arg(GATEWAY_KEY)
+        .args(extra);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The checks by name.
+fn by_check(said: Vec<Value>) -> std::collections::HashMap<String, Value> {
+    said.into_iter()
+        .map(|v| (v["check"].as_str().unwrap_or_default().to_owned(), v))
+        .collect()
+}
+
 fn serve(upstream: &ReplayServer) -> Served {
     serve_with(upstream, &[])
 }
@@ -112,36 +142,11 @@ async fn the_openai_sdk_talks_to_the_gateway() {
     ])
     .await;
     let served = serve(&upstream);
-    let out = tokio::task::spawn_blocking({
-        let base = served.base.clone();
-        move || {
-            std::process::Command::new(mcp::python())
-                .arg(mcp::own("openai_client.py"))
-                .arg(base)
-                .arg(GATEWAY_KEY)
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let checks: std::collections::HashMap<String, Value> = stdout
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (v["check"].as_str().unwrap().to_owned(), v)
-        })
-        .collect();
+    let checks = by_check(sdk("openai_client.py", &served.base, &[]).await);
     let c = |name: &str| {
         checks
             .get(name)
-            .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+            .unwrap_or_else(|| panic!("no {name} in {checks:?}"))
     };
     assert_eq!(c("whole")["text"], "Hello there.");
     assert_eq!(c("whole")["finish"], "stop");
@@ -312,34 +317,12 @@ async fn the_anthropic_sdk_talks_to_the_gateway() {
     ])
     .await;
     let served = serve(&upstream);
-    let base = served.base.trim_end_matches("/v1").to_owned();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(mcp::python())
-            .arg(mcp::own("anthropic_client.py"))
-            .arg(base)
-            .arg(GATEWAY_KEY)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let checks: std::collections::HashMap<String, Value> = stdout
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (v["check"].as_str().unwrap().to_owned(), v)
-        })
-        .collect();
+    let base = served.base.trim_end_matches("/v1");
+    let checks = by_check(sdk("anthropic_client.py", base, &[]).await);
     let c = |name: &str| {
         checks
             .get(name)
-            .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+            .unwrap_or_else(|| panic!("no {name} in {checks:?}"))
     };
     assert_eq!(c("whole")["text"], "Hello there.");
     assert_eq!(c("whole")["stop"], "end_turn");
@@ -362,28 +345,8 @@ async fn the_anthropic_sdk_talks_to_the_gateway() {
 async fn a_key_over_its_limit_gets_429_with_retry_after() {
     let upstream = ReplayServer::start(vec![answer("One.", 1), answer("Two.", 2)]).await;
     let served = serve_with(&upstream, &["--rpm", "2"]);
-    let base = served.base.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(mcp::python())
-            .arg(mcp::own("openai_client.py"))
-            .arg(base)
-            .arg(GATEWAY_KEY)
-            .arg("rate")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let said: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let said = sdk("openai_client.py", &served.base, &["rate"]).await;
+    let stdout = format!("{said:?}");
     assert_eq!(said[0]["raised"], Value::Null, "{stdout}");
     assert_eq!(said[1]["raised"], Value::Null, "{stdout}");
     assert_eq!(said[2]["raised"], "RateLimitError", "{stdout}");

@@ -1,8 +1,9 @@
 //! A client that goes away mid-stream: the gateway drops the model's stream, which for an
 //! HTTP model is the upstream request, at once.
 
+mod common;
+
 use kite_core::{Event, EventStream, Model, Request};
-use kite_serve::{Gateway, Route};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,24 +51,13 @@ impl Model for Endless {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_leaves_mid_stream_cancels_the_model_call() {
     let dropped = Arc::new(AtomicBool::new(false));
-    let gateway = Gateway::new(
-        vec![Route {
-            name: "endless".into(),
-            model: Arc::new(Endless {
-                dropped: dropped.clone(),
-            }),
-            upstream: "endless".into(),
-            fallbacks: Vec::new(),
-        }],
-        false,
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(kite_serve::serve(
-        listener,
-        Arc::new(gateway),
-        std::future::pending(),
-    ));
+    let addr = common::serve_one(
+        "endless",
+        Endless {
+            dropped: dropped.clone(),
+        },
+    )
+    .await;
     let mut response = reqwest::Client::new()
         .post(format!("http://{addr}/v1/chat/completions"))
         .json(&json!({"model": "endless", "stream": true,

@@ -2,9 +2,9 @@
 //! send across sites without a preflight) and a `Host` that is not this machine (DNS
 //! rebinding); and what it takes.
 
+mod common;
+
 use kite_core::{Event, EventStream, FinishReason, Model, Request};
-use kite_serve::{Gateway, Route};
-use std::sync::Arc;
 
 struct Hello;
 
@@ -21,22 +21,7 @@ impl Model for Hello {
 
 #[tokio::test]
 async fn a_web_page_cannot_drive_a_keyless_gateway() {
-    let gateway = Gateway::new(
-        vec![Route {
-            name: "hello".into(),
-            model: Arc::new(Hello),
-            upstream: "hello".into(),
-            fallbacks: Vec::new(),
-        }],
-        false,
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(kite_serve::serve(
-        listener,
-        Arc::new(gateway),
-        std::future::pending(),
-    ));
+    let addr = common::serve_one("hello", Hello).await;
     let url = format!("http://{addr}/v1/chat/completions");
     let body = r#"{"model": "hello", "messages": [{"role": "user", "content": "Hi"}]}"#;
     let client = reqwest::Client::new();

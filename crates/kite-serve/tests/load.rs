@@ -1,11 +1,11 @@
 //! Load on loopback: 1,000 concurrent streamed requests through the gateway, each answered
 //! with its own number, all succeed and no stream carries another's words.
 
+mod common;
+
 use futures_util::StreamExt;
 use kite_core::{Event, EventStream, FinishReason, Model, Request, Usage};
-use kite_serve::{Gateway, Route};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Answers "n N" in a few pieces, N being the number in the question, with a pause between
@@ -50,22 +50,7 @@ fn pieces(n: String) -> impl futures_util::Stream<Item = Result<Event, kite_core
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_streams_stay_apart() {
-    let gateway = Gateway::new(
-        vec![Route {
-            name: "echo".into(),
-            model: Arc::new(Echo),
-            upstream: "echo".into(),
-            fallbacks: Vec::new(),
-        }],
-        false,
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(kite_serve::serve(
-        listener,
-        Arc::new(gateway),
-        std::future::pending(),
-    ));
+    let addr = common::serve_one("echo", Echo).await;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .build()
