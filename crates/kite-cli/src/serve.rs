@@ -23,10 +23,10 @@ pub(crate) struct ServeArgs {
     #[arg(long = "api-key", value_name = "KEY", env = "KITE_SERVE_API_KEY")]
     api_keys: Vec<String>,
     /// Requests per minute each key may make (answered with 429 and Retry-After past it).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     rpm: Option<u32>,
     /// Tokens (in and out) per minute each key may use.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     tpm: Option<u64>,
 }
 
@@ -41,7 +41,15 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     for key in &settings.keys {
         keys.push(kite::mcp::expand_env(key).map_err(|e| fail(format!("[serve] keys: {e}")))?);
     }
-    keys.retain(|k| !k.trim().is_empty());
+    if keys.iter().any(|k| k.trim().is_empty()) {
+        errln!("kite: an empty client key is no key; it is ignored");
+        keys.retain(|k| !k.trim().is_empty());
+    }
+    if settings.requests_per_minute == Some(0) || settings.tokens_per_minute == Some(0) {
+        return Err(fail(
+            "[serve] requests_per_minute and tokens_per_minute must be at least 1".into(),
+        ));
+    }
     for key in &keys {
         crate::logging::secret(key);
     }
@@ -101,6 +109,11 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     let watcher = claim.clone();
     let shutdown = async move {
         watcher.interrupted().await;
+        errln!(
+            "kite: stopping: requests under way may finish (at most {} s; a second signal \
+             stops at once)",
+            GRACE.as_secs()
+        );
         let _ = stopping.send(true);
     };
     let serving = kite::serve::serve(listener, Arc::new(gateway), shutdown);

@@ -193,6 +193,9 @@ async fn without_a_key_it_listens_on_loopback_only() {
     .await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("set a client key"), "{}", r.stderr);
+    // A limit of nothing is refused, not a gateway that refuses everyone.
+    let r = common::run(kite().args(["serve", "--api-key", "k", "--rpm", "0"])).await;
+    assert_eq!(r.code, 2, "{}", r.stderr);
 }
 
 #[tokio::test]

@@ -185,6 +185,22 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(anthropic))
+        .fallback(|| async {
+            error(
+                Api::Chat,
+                StatusCode::NOT_FOUND,
+                "no such endpoint",
+                Kind::NotFound,
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            error(
+                Api::Chat,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this endpoint does not take that method",
+                Kind::Invalid,
+            )
+        })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn_with_state(gateway.clone(), gate))
         .layer(axum::middleware::from_fn(log_request))

@@ -65,3 +65,25 @@ async fn a_web_page_cannot_drive_a_keyless_gateway() {
         .unwrap();
     assert_eq!(named.status(), 200);
 }
+
+#[tokio::test]
+async fn unknown_paths_and_methods_answer_in_json() {
+    let addr = common::serve_one("hello", Hello).await;
+    let client = reqwest::Client::new();
+    let missing = client
+        .get(format!("http://{addr}/v1/nothing-here"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: serde_json::Value = missing.json().await.unwrap();
+    assert_eq!(body["error"]["message"], "no such endpoint", "{body}");
+    let wrong = client
+        .get(format!("http://{addr}/v1/chat/completions"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 405);
+    let body: serde_json::Value = wrong.json().await.unwrap();
+    assert!(body["error"]["message"].is_string(), "{body}");
+}
