@@ -366,6 +366,7 @@ impl Shared {
         let mut generated = 0u32;
         let mut pos = n_prompt as i32;
         let mut finish = FinishReason::Stop;
+        let mut calling = false;
         loop {
             if generated >= max_new {
                 finish = FinishReason::Length;
@@ -384,6 +385,13 @@ impl Shared {
             );
             let _ = decoder.decode_to_string(&bytes, &mut piece, false);
             splitter.push(&piece, &mut events);
+            if plan.may_call() && !calling && splitter.in_call() {
+                // The model opened a call: from here the grammar keeps it well-formed. What
+                // the piece held past the tag is dropped; the call is the grammar's alone.
+                splitter.restart_call();
+                sampler = plan.call_sampler(&self.model, self.config.repeat_penalty)?;
+                calling = true;
+            }
             for e in events.drain(..) {
                 if !send(tx, e) {
                     return Ok(());

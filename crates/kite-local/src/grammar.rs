@@ -47,6 +47,13 @@ pub(crate) fn tool_call(tools: &[ToolSpec], only: Option<&str>) -> Result<String
     Ok(wrap(&gbnf))
 }
 
+/// The grammar `g` (made by [`tool_call`]) from just after its opening tag: what follows
+/// once the model has written `<tool_call>` on its own.
+pub(crate) fn after_open(g: &str) -> String {
+    let rules = g.split_once('\n').map_or("", |(_, rest)| rest);
+    format!("root ::= [ \\t\\n]* call [ \\t\\n]* \"</tool_call>\"\n{rules}")
+}
+
 /// Renames the converter's `root` rule to `call` and puts the tags around it.
 fn wrap(gbnf: &str) -> String {
     let mut out = String::from("root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");
@@ -66,6 +73,15 @@ fn wrap(gbnf: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn after_the_opening_tag_the_call_and_closing_tag_remain() {
+        let g = wrap("root ::= \"{\" space \"}\"\nspace ::= \" \"?\n");
+        assert_eq!(
+            after_open(&g),
+            "root ::= [ \\t\\n]* call [ \\t\\n]* \"</tool_call>\"\ncall ::= \"{\" space \"}\"\nspace ::= \" \"?\n"
+        );
+    }
 
     #[test]
     fn the_root_rule_is_renamed_and_wrapped() {

@@ -42,25 +42,53 @@ impl Plan {
 }
 
 impl Plan {
-    /// Grammar first (when tools are in play), then repetition penalty, then greedy choice or
-    /// seeded sampling.
+    /// Whether the model writes free text until it opens a call (`auto`): then
+    /// [`call_sampler`](Self::call_sampler) takes over once it does.
+    pub(crate) fn may_call(&self) -> bool {
+        matches!(self.grammar, Some((_, false)))
+    }
+
+    /// The grammar when the model must call, then repetition penalty, then greedy choice or
+    /// seeded sampling. On `auto`, no grammar: the text is free until the model opens a call.
+    ///
+    /// llama.cpp's own lazy grammar is not used for that: fed a piece that runs past its
+    /// trigger into text the grammar refuses, it throws a C++ exception, which aborts the
+    /// process.
     pub(crate) fn sampler(
         &self,
         model: &LlamaModel,
         repeat_penalty: f32,
     ) -> Result<LlamaSampler, Error> {
-        let mut chain = Vec::new();
         match &self.grammar {
-            Some((g, true)) => chain.push(
+            Some((g, true)) => self.chain(model, repeat_penalty, Some(g)),
+            _ => self.chain(model, repeat_penalty, None),
+        }
+    }
+
+    /// On `auto`, once the model has opened a call: the rest of a well-formed call.
+    pub(crate) fn call_sampler(
+        &self,
+        model: &LlamaModel,
+        repeat_penalty: f32,
+    ) -> Result<LlamaSampler, Error> {
+        let rest = self.grammar.as_ref().map(|(g, _)| grammar::after_open(g));
+        self.chain(model, repeat_penalty, rest.as_deref())
+    }
+
+    fn chain(
+        &self,
+        model: &LlamaModel,
+        repeat_penalty: f32,
+        grammar: Option<&str>,
+    ) -> Result<LlamaSampler, Error> {
+        let mut chain = Vec::new();
+        if let Some(g) = grammar {
+            // Only tokens the grammar allows are candidates, so the grammar never refuses
+            // the token chosen.
+            chain.push(
                 LlamaSampler::grammar(model, g, "root")
                     .map_err(engine("the tool grammar does not compile"))?,
-            ),
-            // Free text until the model opens a call, then a well-formed call.
-            Some((g, false)) => chain.push(
-                LlamaSampler::grammar_lazy(model, g, "root", ["<tool_call>"], &[])
-                    .map_err(engine("the tool grammar does not compile"))?,
-            ),
-            None => {}
+            );
         }
         if repeat_penalty != 1.0 {
             chain.push(LlamaSampler::penalties(

@@ -26,6 +26,18 @@ impl Splitter {
         }
     }
 
+    /// Whether a call is open (its tag seen, its end not yet).
+    pub(crate) fn in_call(&self) -> bool {
+        self.in_call
+    }
+
+    /// Forgets what an open call holds so far: its text starts again.
+    pub(crate) fn restart_call(&mut self) {
+        if self.in_call {
+            self.pending.clear();
+        }
+    }
+
     /// Tool calls emitted so far.
     pub(crate) fn calls(&self) -> u32 {
         self.calls

@@ -302,3 +302,19 @@ async fn with_tools_on_auto_the_model_may_answer_in_text() {
     assert_eq!(r.finish_reason, FinishReason::Stop, "{:?}", r.message);
     assert!(r.text().contains("Paris"), "{:?}", r.text());
 }
+
+#[tokio::test]
+async fn on_auto_a_call_the_model_opens_by_itself_is_kept_well_formed() {
+    let Some(m) = model() else { return };
+    // Asked to use a tool, the model writes `<tool_call>` on its own, in the middle of a
+    // line; what it writes after the tag is the grammar's, so the call parses.
+    let now = kite_agent::Tool::<()>::spec(&kite_agent::builtin::now::<()>()).clone();
+    let mut req = ask("What time is it now? Use the tool.").tool(now);
+    req.tool_choice = Some(ToolChoice::Auto);
+    let r = m.complete(&req).await.unwrap();
+    let calls: Vec<_> = r.message.tool_calls().collect();
+    assert_eq!(r.finish_reason, FinishReason::ToolCalls, "{:?}", r.message);
+    assert_eq!(calls.len(), 1, "{:?}", r.message);
+    assert_eq!(calls[0].name, "now");
+    assert!(!r.text().contains("<tool_call>"), "{:?}", r.text());
+}
