@@ -1,5 +1,5 @@
 //! OpenAI Responses (`POST /v1/responses`): request encoding, and decoding of streamed,
-//! whole and stored responses.
+//! whole and stored responses; [`serve`] runs it the other way, for a server.
 //!
 //! Output items map onto kite's events: `message` content to text and refusal deltas,
 //! `reasoning` summaries to reasoning deltas with the whole item (id, `encrypted_content`)
@@ -10,6 +10,7 @@
 
 mod encode;
 mod items;
+pub mod serve;
 mod stored;
 mod stream;
 mod whole;

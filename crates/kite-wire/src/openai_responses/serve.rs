@@ -1,0 +1,426 @@
+//! Responses the other way round, for a server that speaks it to its clients: a client's
+//! stateless `POST /v1/responses` decoded into a kite [`Request`], and kite's answer encoded
+//! as a whole `response` object or as the stream events ([`EventEncoder`]).
+//!
+//! Only stateless requests are served: the client sends the whole conversation in `input`
+//! (messages, `function_call` and `function_call_output` items, and back the `reasoning`
+//! items it was given). `previous_response_id` and `conversation`, which name what the
+//! server would have stored, are refused; `store` is ignored. Only function tools are served.
+//!
+//! An answer's parts become output items in order: a text (or refusal) part a `message`
+//! item, reasoning a `reasoning` item, a tool call a `function_call` item. Item ids are made from the response id and the item's place, so
+//! the streamed items and the final response name them alike.
+
+mod events;
+#[cfg(test)]
+mod tests;
+
+pub use crate::openai_chat::serve::error_body;
+pub use events::EventEncoder;
+
+use super::NAMESPACE;
+use kite_core::{
+    Error, FinishReason, ImageSource, Message, Metadata, Part, Reasoning, ReasoningConfig, Request,
+    Response, ResponseFormat, Role, ToolCall, ToolChoice, ToolResult, ToolSpec, Usage,
+};
+use serde_json::{Value, json};
+
+/// A client's request, and whether it wants a stream.
+#[derive(Clone, Debug)]
+pub struct ClientRequest {
+    /// The request, for any kite model.
+    pub request: Request,
+    /// `stream: true`.
+    pub stream: bool,
+}
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::InvalidRequest(what.into())
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Decodes a client's `POST /v1/responses` body.
+pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    if !v.is_object() {
+        return Err(bad("the body is not a JSON object"));
+    }
+    for stored in ["previous_response_id", "conversation"] {
+        if v.get(stored).is_some_and(|x| !x.is_null() && x != "") {
+            return Err(bad(format!(
+                "`{stored}` is not supported: this gateway keeps no stored responses; \
+                 send the whole conversation in `input`"
+            )));
+        }
+    }
+    let model = str_of(&v, "model")
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| bad("`model` is missing"))?;
+    let mut request = Request::new(model);
+    let mut system: Vec<String> = str_of(&v, "instructions")
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    match v.get("input") {
+        Some(Value::String(s)) => request.messages.push(Message::user(s.clone())),
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                decode_item(item, &mut request.messages, &mut system)
+                    .map_err(|e| bad(format!("input[{i}]: {e}")))?;
+            }
+        }
+        _ => return Err(bad("`input` must be text or an array of items")),
+    }
+    system.retain(|s| !s.is_empty());
+    if !system.is_empty() {
+        request.system = Some(system.join("\n\n"));
+    }
+    for (i, t) in v
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        request
+            .tools
+            .push(decode_tool(t).map_err(|e| bad(format!("tools[{i}]: {e}")))?);
+    }
+    request.tool_choice = match v.get("tool_choice") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s == "auto" => Some(ToolChoice::Auto),
+        Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
+        Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
+        Some(c) => match (str_of(c, "type"), str_of(c, "name")) {
+            (Some("function"), Some(name)) => Some(ToolChoice::Tool(name.to_owned())),
+            _ => return Err(bad(format!("`tool_choice` {c} is not served"))),
+        },
+    };
+    request.parallel_tool_calls = v.get("parallel_tool_calls").and_then(Value::as_bool);
+    request.temperature = v.get("temperature").and_then(Value::as_f64);
+    request.top_p = v.get("top_p").and_then(Value::as_f64);
+    request.max_tokens = v
+        .get("max_output_tokens")
+        .and_then(Value::as_u64)
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    request.user = str_of(&v, "safety_identifier")
+        .or_else(|| str_of(&v, "user"))
+        .map(str::to_owned);
+    if let Some(r) = v.get("reasoning") {
+        let config = ReasoningConfig {
+            effort: str_of(r, "effort").map(str::to_owned),
+            summary: str_of(r, "summary").map(str::to_owned),
+            ..ReasoningConfig::default()
+        };
+        request.reasoning = (config != ReasoningConfig::default()).then_some(config);
+    }
+    request.response_format = match v.pointer("/text/format") {
+        None | Some(Value::Null) => None,
+        Some(f) => Some(decode_format(f)?),
+    };
+    Ok(ClientRequest {
+        request,
+        stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
+    match str_of(f, "type") {
+        Some("text") => Ok(ResponseFormat::Text),
+        Some("json_object") => Ok(ResponseFormat::JsonObject),
+        Some("json_schema") => Ok(ResponseFormat::JsonSchema {
+            name: str_of(f, "name").unwrap_or("answer").to_owned(),
+            schema: f
+                .get("schema")
+                .cloned()
+                .ok_or_else(|| bad("`text.format.schema` is missing"))?,
+            description: str_of(f, "description").map(str::to_owned),
+            strict: f.get("strict").and_then(Value::as_bool),
+        }),
+        _ => Err(bad(
+            "`text.format.type` must be text, json_object or json_schema",
+        )),
+    }
+}
+
+fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
+    match str_of(t, "type") {
+        Some("function") => {}
+        other => {
+            return Err(format!(
+                "tools of type {other:?} are not served; only function tools are"
+            ));
+        }
+    }
+    let name = str_of(t, "name").ok_or("a function tool needs a name")?;
+    let mut spec = ToolSpec::new(
+        name,
+        str_of(t, "description").unwrap_or_default(),
+        match t.get("parameters") {
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(p) => p.clone(),
+        },
+    );
+    spec.strict = t.get("strict").and_then(Value::as_bool);
+    Ok(spec)
+}
+
+/// The parts of the assistant turn that `out` ends with, begun if it does not.
+fn assistant(out: &mut Vec<Message>) -> &mut Vec<Part> {
+    if out.last().is_none_or(|m| m.role != Role::Assistant) {
+        out.push(Message::new(Role::Assistant, Vec::new()));
+    }
+    &mut out.last_mut().expect("just pushed").parts
+}
+
+fn decode_item(
+    item: &Value,
+    out: &mut Vec<Message>,
+    system: &mut Vec<String>,
+) -> Result<(), String> {
+    match str_of(item, "type") {
+        None | Some("message") => decode_message(item, out, system),
+        Some("function_call") => {
+            let id = str_of(item, "call_id").ok_or("a function_call needs a call_id")?;
+            let name = str_of(item, "name").ok_or("a function_call needs a name")?;
+            let arguments = match item.get("arguments") {
+                Some(Value::String(s)) => s.clone(),
+                None | Some(Value::Null) => "{}".to_owned(),
+                Some(other) => other.to_string(),
+            };
+            let mut call = ToolCall::new(id, name, arguments);
+            if let Some(item_id) = str_of(item, "id") {
+                call.metadata = Metadata::with(NAMESPACE, "item_id", json!(item_id));
+            }
+            assistant(out).push(Part::ToolCall(call));
+            Ok(())
+        }
+        Some("function_call_output") => {
+            let id = str_of(item, "call_id").ok_or("a function_call_output needs a call_id")?;
+            let mut result = ToolResult::text(id, "");
+            result.content = match item.get("output") {
+                Some(Value::String(s)) => vec![Part::text(s.clone())],
+                Some(Value::Array(parts)) => {
+                    parts.iter().map(content_part).collect::<Result<_, _>>()?
+                }
+                _ => return Err("a function_call_output needs an output".into()),
+            };
+            out.push(Message::tool_result(result));
+            Ok(())
+        }
+        Some("reasoning") => {
+            let text: Vec<&str> = item
+                .get("summary")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|s| str_of(s, "text"))
+                .collect();
+            // Only encrypted reasoning can go back to a stateless upstream, and only whole.
+            let metadata = match item.get("encrypted_content") {
+                Some(Value::String(_)) => Metadata::with(NAMESPACE, "item", item.clone()),
+                _ => Metadata::new(),
+            };
+            let text = text.join("\n\n");
+            if !text.is_empty() || !metadata.is_empty() {
+                assistant(out).push(Part::Reasoning(Reasoning { text, metadata }));
+            }
+            Ok(())
+        }
+        Some("item_reference") => Err("item references are not served: this gateway keeps no \
+                                       stored items; send the items themselves"
+            .into()),
+        Some(other) => Err(format!("items of type {other:?} are not served")),
+    }
+}
+
+fn decode_message(
+    m: &Value,
+    out: &mut Vec<Message>,
+    system: &mut Vec<String>,
+) -> Result<(), String> {
+    let parts = match m.get("content") {
+        Some(Value::String(s)) => vec![Part::text(s.clone())],
+        Some(Value::Array(parts)) => parts.iter().map(content_part).collect::<Result<_, _>>()?,
+        _ => return Err("`content` must be text or an array of parts".into()),
+    };
+    match str_of(m, "role") {
+        Some("system" | "developer") => system.push(
+            parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(""),
+        ),
+        Some("user") => out.push(Message::new(Role::User, parts)),
+        Some("assistant") => assistant(out).extend(parts),
+        other => return Err(format!("role {other:?} is not one kite knows")),
+    }
+    Ok(())
+}
+
+fn content_part(p: &Value) -> Result<Part, String> {
+    match str_of(p, "type") {
+        Some("input_text" | "output_text" | "text") => {
+            Ok(Part::text(str_of(p, "text").unwrap_or_default()))
+        }
+        Some("refusal") => Ok(Part::Refusal {
+            text: str_of(p, "refusal").unwrap_or_default().to_owned(),
+        }),
+        Some("input_image") => {
+            let url = str_of(p, "image_url")
+                .ok_or("an input_image needs an image_url (stored files are not served)")?;
+            let source = match url
+                .strip_prefix("data:")
+                .and_then(|d| d.split_once(','))
+                .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
+            {
+                Some((media_type, data)) => ImageSource::Base64 {
+                    media_type: media_type.to_owned(),
+                    data: data.to_owned(),
+                },
+                None => ImageSource::Url {
+                    url: url.to_owned(),
+                },
+            };
+            let detail = str_of(p, "detail")
+                .filter(|d| *d != "auto")
+                .map(str::to_owned);
+            Ok(Part::Image { source, detail })
+        }
+        other => Err(format!("content parts of type {other:?} are not served")),
+    }
+}
+
+/// `incomplete_details.reason` for an answer that ended with `reason`, if it is cut short.
+fn incomplete_reason(reason: &FinishReason) -> Option<&'static str> {
+    match reason {
+        FinishReason::Length => Some("max_output_tokens"),
+        FinishReason::ContentFilter => Some("content_filter"),
+        _ => None,
+    }
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.input_tokens,
+        "input_tokens_details": {"cached_tokens": u.cached_input_tokens},
+        "output_tokens": u.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
+        "total_tokens": u.input_tokens.saturating_add(u.output_tokens),
+    })
+}
+
+/// The id of output item `index` of response `id`: `msg_…`, `fc_…`, `rs_…` by `prefix`.
+fn item_id(prefix: &str, id: &str, index: usize) -> String {
+    format!(
+        "{prefix}_{}_{index}",
+        id.strip_prefix("resp_").unwrap_or(id)
+    )
+}
+
+fn text_part(refusal: bool, text: &str) -> Value {
+    if refusal {
+        json!({"type": "refusal", "refusal": text})
+    } else {
+        json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text})
+    }
+}
+
+fn message_item(id: &str, status: &str, content: Vec<Value>) -> Value {
+    json!({"id": id, "type": "message", "status": status, "content": content, "role": "assistant"})
+}
+
+fn call_item(id: &str, status: &str, call_id: &str, name: &str, arguments: &str) -> Value {
+    json!({"id": id, "type": "function_call", "status": status, "arguments": arguments,
+        "call_id": call_id, "name": name})
+}
+
+/// A reasoning item: the upstream's own when it came from Responses (so its encrypted
+/// content can come back to it), else one with `text` as its summary.
+fn reasoning_item(id: &str, text: &str, metadata: &Metadata) -> Value {
+    if let Some(item @ Value::Object(_)) = metadata.get(NAMESPACE, "item") {
+        return item.clone();
+    }
+    let summary: Vec<Value> = (!text.is_empty())
+        .then(|| json!({"type": "summary_text", "text": text}))
+        .into_iter()
+        .collect();
+    json!({"id": id, "type": "reasoning", "summary": summary})
+}
+
+/// The `response` object around `output`, as a whole answer and `response.completed` have
+/// it; `reason` is `None` while it is in progress.
+fn response_json(
+    id: &str,
+    model: &str,
+    created: u64,
+    output: Vec<Value>,
+    reason: Option<&FinishReason>,
+    usage: Option<&Usage>,
+) -> Value {
+    let cut = reason.and_then(incomplete_reason);
+    let status = match (reason, cut) {
+        (None, _) => "in_progress",
+        (Some(_), Some(_)) => "incomplete",
+        (Some(_), None) => "completed",
+    };
+    json!({
+        "id": id,
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "error": Value::Null,
+        "incomplete_details": cut.map(|r| json!({"reason": r})),
+        "instructions": Value::Null,
+        "model": model,
+        "output": output,
+        "usage": usage.map(usage_json),
+        "metadata": {},
+    })
+}
+
+/// A whole `response` object for `response`, answering as `model`.
+pub fn encode_response(response: &Response, id: &str, model: &str, created: u64) -> Value {
+    let mut output: Vec<Value> = Vec::new();
+    for p in &response.message.parts {
+        let n = output.len();
+        output.push(match p {
+            Part::Text { text } => message_item(
+                &item_id("msg", id, n),
+                "completed",
+                vec![text_part(false, text)],
+            ),
+            Part::Refusal { text } => message_item(
+                &item_id("msg", id, n),
+                "completed",
+                vec![text_part(true, text)],
+            ),
+            Part::Reasoning(r) => reasoning_item(&item_id("rs", id, n), &r.text, &r.metadata),
+            Part::ToolCall(c) => call_item(
+                &item_id("fc", id, n),
+                "completed",
+                &c.id,
+                &c.name,
+                &c.arguments,
+            ),
+            _ => continue,
+        });
+    }
+    let usage = response.usage;
+    response_json(
+        id,
+        model,
+        created,
+        output,
+        Some(&response.finish_reason),
+        Some(&usage),
+    )
+}
