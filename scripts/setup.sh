@@ -20,6 +20,9 @@ command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2
 command -v tmux >/dev/null || packages+=(tmux)
 # bubblewrap is the sandbox skills' scripts run in.
 command -v bwrap >/dev/null || packages+=(bubblewrap)
+# Headless Chromium and its WebDriver (chromedriver), to drive a browser from the tests.
+command -v chromium >/dev/null || packages+=(chromium)
+command -v chromedriver >/dev/null || packages+=(chromium-driver)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo

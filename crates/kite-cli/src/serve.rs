@@ -57,26 +57,30 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         .session
         .with_defaults(&loaded.config)
         .map_err(|e| fail(e.to_string()))?;
+    let mut kept = Kept::default();
     let (routes, catch_all, shown) = match settings.routes.is_empty() {
-        // No routes: every name goes to the model the flags choose.
+        // No routes: every name goes to the model the flags choose, with the built-in tools
+        // they name.
         true => {
             let chosen =
                 choose_model(&session, &loaded.config.http).map_err(|e| fail(e.to_string()))?;
-            let route = Route {
-                name: chosen.name.clone(),
-                model: chosen.model.clone(),
-                upstream: chosen.name.clone(),
-                fallbacks: Vec::new(),
+            let route = Route::new(&chosen.name, chosen.model.clone(), &chosen.name);
+            let names: Vec<String> = match session.tools {
+                true => kite::agent::builtin::NAMES.map(String::from).to_vec(),
+                false => session.tool.clone(),
             };
+            add_builtin(&route.tools, &names).map_err(fail)?;
             (vec![route], true, chosen.name)
         }
         false => {
-            let routes = settings
-                .routes
-                .iter()
-                .map(|r| route(r, &session, &loaded.config.http))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(fail)?;
+            let mut routes = Vec::new();
+            for r in &settings.routes {
+                let mut made = route(r, &session, &loaded.config.http).map_err(fail)?;
+                tools(&mut made, r, &loaded, &mut kept)
+                    .await
+                    .map_err(fail)?;
+                routes.push(made);
+            }
             let names: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
             let shown = names.join(", ");
             (routes, false, shown)
@@ -86,7 +90,13 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         requests_per_minute: args.rpm.or(settings.requests_per_minute),
         tokens_per_minute: args.tpm.or(settings.tokens_per_minute),
     };
-    let mut gateway = Gateway::new(routes, catch_all);
+    let mut gateway = Gateway::new(routes, catch_all).pricer(crate::prices::pricer());
+    if !session.no_store {
+        let store = crate::history::open(&loaded.config.store)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        gateway = gateway.store(Arc::from(store));
+    }
     for key in &keys {
         gateway = gateway.key_with(key.trim(), limits);
     }
@@ -100,7 +110,8 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         .map_err(|e| fail(format!("cannot listen on {addr}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| fail(e.to_string()))?;
     errln!(
-        "kite: serving {shown} on http://{addr}/v1 (chat/completions, messages, models; /health)"
+        "kite: serving {shown} on http://{addr}/v1 (chat/completions, responses, messages, \
+         models, usage; /health), and a web chat on http://{addr}/"
     );
     // Ctrl-C or SIGTERM stops taking requests and lets those under way finish, for at most
     // GRACE; a second signal ends kite at once.
@@ -127,6 +138,10 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             Ok(())
         }
     };
+    for hub in kept.hubs {
+        hub.close().await;
+    }
+    drop(kept.skills);
     let signal = Arc::try_unwrap(claim).ok().and_then(|c| c.finish());
     match (result, signal) {
         (Err(code), _) => Err(code),
@@ -169,12 +184,73 @@ fn route(
             )
         }
     };
-    Ok(Route {
-        name: r.name.clone(),
-        model,
-        upstream,
-        fallbacks: r.fallbacks.clone(),
-    })
+    let mut made = Route::new(&r.name, model, upstream);
+    made.fallbacks = r.fallbacks.clone();
+    Ok(made)
+}
+
+/// What routes' tools need kept for as long as kite serves: MCP connections and skills'
+/// workspaces.
+#[derive(Default)]
+struct Kept {
+    hubs: Vec<kite::mcp::Hub>,
+    skills: Vec<kite::skills::SkillRun>,
+}
+
+/// Gives `route` the tools `r` names: built-in ones, configured MCP servers', skills'.
+async fn tools(
+    route: &mut Route,
+    r: &crate::settings::RouteConfig,
+    loaded: &crate::config::Loaded,
+    kept: &mut Kept,
+) -> Result<(), String> {
+    let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
+    add_builtin(&route.tools, &r.tools).map_err(|e| format!("[serve] route {:?}: {e}", r.name))?;
+    for name in &r.mcp {
+        let hub = crate::mcp::connect(loaded, Some(name), None)
+            .await
+            .map_err(context)?;
+        hub.bind(&route.tools);
+        kept.hubs.push(hub);
+    }
+    if let Some(skills) = crate::skills::from_dirs(&r.skills, loaded)
+        .await
+        .map_err(context)?
+    {
+        for tool in kite::agent::Toolkit::<()>::tools(&skills) {
+            route.tools.add_arc(tool);
+        }
+        route.instructions = Some(skills.system_prompt());
+        kept.skills.push(skills);
+    }
+    Ok(())
+}
+
+/// Adds the built-in tools `names` names to `tools` (the file tools read under the working
+/// directory).
+fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !kite::agent::builtin::NAMES.contains(&n.as_str()))
+    {
+        return Err(format!(
+            "no built-in tool {unknown:?} (there are {:?})",
+            kite::agent::builtin::NAMES
+        ));
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot find the working directory: {e}"))?;
+    let all = kite::agent::builtin::all(&cwd)
+        .map_err(|e| format!("cannot set up the file tools: {e}"))?;
+    for tool in all {
+        if names.iter().any(|n| n == &tool.spec().name) {
+            tools.add_arc(tool);
+        }
+    }
+    Ok(())
 }
 
 /// How long requests under way may take to finish once kite is asked to stop.

@@ -77,6 +77,15 @@ pub(crate) struct RouteConfig {
     pub base_url: Option<String>,
     #[serde(default)]
     pub fallbacks: Vec<String>,
+    /// Built-in tools the gateway runs itself for clients that send no tools.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Configured MCP servers (by name) whose tools the gateway runs itself.
+    #[serde(default)]
+    pub mcp: Vec<String>,
+    /// Folders (or archives) of skills the gateway offers and runs itself.
+    #[serde(default)]
+    pub skills: Vec<std::path::PathBuf>,
 }
 
 /// The `[defaults]` table. Flags and `KITE_*` variables win over it.

@@ -90,14 +90,20 @@ fn cache() -> Result<PathBuf, Error> {
 fn find(loaded: &Loaded, dirs: &[PathBuf]) -> Result<Discovery, Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
-    for dir in dirs {
-        std::fs::metadata(dir)
-            .map_err(|e| Error::Config(format!("--skills {}: {e}", dir.display())))?;
-    }
+    check_dirs(dirs, "--skills")?;
     let mut roots: Vec<Root> = dirs.iter().map(Root::explicit).collect();
     roots.extend(loaded.config.skills.paths.iter().map(Root::explicit));
     roots.extend(conventional_roots(&cwd, config::config_dir().as_deref()));
     Ok(kite::skills::discover(&roots, &cache()?))
+}
+
+/// Refuses a folder that is not there, naming it as `what` did.
+fn check_dirs(dirs: &[PathBuf], what: &str) -> Result<(), Error> {
+    for dir in dirs {
+        std::fs::metadata(dir)
+            .map_err(|e| Error::Config(format!("{what} {}: {e}", dir.display())))?;
+    }
+    Ok(())
 }
 
 /// Says on stderr what was found but not offered.
@@ -137,7 +143,30 @@ pub(crate) async fn for_session(
     if args.no_skills {
         return Ok(None);
     }
-    let found = find(loaded, &args.dirs)?;
+    offer(args, loaded, find(loaded, &args.dirs)?).await
+}
+
+/// The skills of the folders `dirs` alone, as a run over a fresh workspace (for a route
+/// of `kite serve`).
+pub(crate) async fn from_dirs(
+    dirs: &[PathBuf],
+    loaded: &Loaded,
+) -> Result<Option<SkillRun>, Error> {
+    check_dirs(dirs, "skills =")?;
+    let roots: Vec<Root> = dirs.iter().map(Root::explicit).collect();
+    let found = kite::skills::discover(&roots, &cache()?);
+    let args = SkillArgs {
+        dirs: dirs.to_vec(),
+        ..SkillArgs::default()
+    };
+    offer(&args, loaded, found).await
+}
+
+async fn offer(
+    args: &SkillArgs,
+    loaded: &Loaded,
+    found: Discovery,
+) -> Result<Option<SkillRun>, Error> {
     report(&found);
     if found.skills.is_empty() {
         return Ok(None);

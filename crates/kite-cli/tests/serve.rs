@@ -4,112 +4,12 @@
 
 mod common;
 
+use common::serve::{GATEWAY_KEY, by_check, kite_serve, sdk, serve, serve_with, start};
 use common::{KEY, answer, kite};
 use kite::{FinishReason, Message, Part, Response, Role, ToolCall, Usage};
 use kite_testkit::render::{Shape, sse};
-use kite_testkit::{ReplayServer, Reply, mcp};
+use kite_testkit::{ReplayServer, Reply};
 use serde_json::{Value, json};
-use std::io::BufRead;
-
-const GATEWAY_KEY: &str = "sk-gateway-test-0123456789";
-
-/// `kite serve` on a free loopback port; killed when dropped.
-struct Served {
-    child: std::process::Child,
-    base: String,
-    /// The rest of what it says on stderr.
-    stderr: std::io::BufReader<std::process::ChildStderr>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `kite serve` on a free loopback port, with nothing from the machine but `PATH`.
-fn kite_serve() -> std::process::Command {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_kite"));
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", std::env::temp_dir())
-        .env("XDG_CONFIG_HOME", "/nonexistent/kite-tests")
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stderr(std::process::Stdio::piped());
-    c
-}
-
-/// Starts `cmd` (a [`kite_serve`]) and waits for the address it serves on.
-fn start(cmd: &mut std::process::Command) -> Served {
-    let mut child = cmd.spawn().unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    for _ in 0..10 {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(base) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-            let base = base.to_owned();
-            return Served {
-                child,
-                base,
-                stderr,
-            };
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("kite serve said no address");
-}
-
-/// The gateway, with a client key, in front of OpenAI's API served by `upstream`.
-fn serve_with(upstream: &ReplayServer, extra: &[&str]) -> Served {
-    start(
-        kite_serve()
-            .env("KITE_LOG", "off")
-            .env("OPENAI_API_KEY", KEY)
-            .args(["--provider", "openai", "--model", "gpt-5-nano"])
-            .args(["--api-key", GATEWAY_KEY])
-            .args(extra)
-            .arg("--base-url")
-            .arg(format!("{}/v1", upstream.url())),
-    )
-}
-
-/// What the SDK client `script` (in the test kit's peers) said about the gateway at
-/// `base`: one JSON object per check.
-async fn sdk(script: &str, base: &str, extra: &[&str]) -> Vec<Value> {
-    let mut cmd = std::process::Command::new(mcp::python());
-    cmd.arg(mcp::own(script))
-        .arg(base)
-        .arg(GATEWAY_KEY)
-        .args(extra);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// The checks by name.
-fn by_check(said: Vec<Value>) -> std::collections::HashMap<String, Value> {
-    said.into_iter()
-        .map(|v| (v["check"].as_str().unwrap_or_default().to_owned(), v))
-        .collect()
-}
-
-fn serve(upstream: &ReplayServer) -> Served {
-    serve_with(upstream, &[])
-}
 
 #[tokio::test]
 async fn the_openai_sdk_talks_to_the_gateway() {

@@ -29,6 +29,11 @@ pub use spans::{agent_span, mcp_span, tool_result, tool_span};
 /// The `tracing` target of every span and event here.
 pub const TARGET: &str = "kite::gen_ai";
 
+/// The target of the HTTP server spans `kite serve` opens around each request (the
+/// OpenTelemetry HTTP conventions: `{method} {route}`, kind server), the parents of the
+/// GenAI spans of the calls made for it.
+pub const SERVER_TARGET: &str = "kite::serve::http";
+
 /// Whether message content goes on spans: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
 /// is `SPAN_ONLY`, `SPAN_AND_EVENT` or `true` (in any case).
 pub fn capture_content() -> bool {

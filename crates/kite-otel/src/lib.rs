@@ -138,10 +138,12 @@ impl Telemetry {
     where
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
-        // kite's GenAI spans, and warnings of kite's crates (retries) as their events
-        // (`kite` takes in `kite_http`, `kite_mcp` and the rest).
+        // kite's GenAI spans, `kite serve`'s HTTP server spans, and warnings of kite's
+        // crates (retries) as their events (`kite` takes in `kite_http`, `kite_mcp` and the
+        // rest).
         let targets = Targets::new()
             .with_target(kite_core::trace::TARGET, tracing::Level::INFO)
+            .with_target(kite_core::trace::SERVER_TARGET, tracing::Level::INFO)
             .with_target("kite", tracing::Level::WARN);
         let spans = self.tracer.as_ref().map(|t| {
             tracing_opentelemetry::layer()

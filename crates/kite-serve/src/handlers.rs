@@ -1,4 +1,5 @@
-//! The endpoints: the model list, Chat Completions and Messages, whole and streamed.
+//! The endpoints: the model list, usage, Chat Completions, Responses and Messages, whole
+//! and streamed.
 
 use crate::Gateway;
 use crate::errors::{Api, Kind, error, upstream_error};
@@ -11,26 +12,14 @@ use futures_util::StreamExt;
 use kite_core::{Event, EventStream, ResponseBuilder};
 use kite_wire::anthropic::serve as messages;
 use kite_wire::openai_chat::serve::{ChunkEncoder, decode_request, encode_response};
+use kite_wire::openai_responses::serve as responses;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// `events`, with the tokens they report counted against `caller` (a provider that reports
-/// usage twice is counted once).
-pub(crate) fn metered(gw: Arc<Gateway>, caller: Caller, events: EventStream) -> EventStream {
-    let mut counted = 0;
-    Box::pin(events.inspect(move |e| {
-        if let Ok(Event::Usage { usage }) = e {
-            let total = usage.input_tokens.saturating_add(usage.output_tokens);
-            gw.keys.spent(caller, total.saturating_sub(counted));
-            counted = counted.max(total);
-        }
-    }))
-}
-
 /// The whole answer: `first`, then the rest of `events`.
-async fn whole(
+pub(crate) async fn whole(
     first: Option<Result<Event, kite_core::Error>>,
     events: EventStream,
 ) -> Result<kite_core::Response, kite_core::Error> {
@@ -55,6 +44,14 @@ pub(crate) async fn models(State(gw): State<Arc<Gateway>>) -> Response {
         .map(|r| json!({"id": r.name, "object": "model", "created": 0, "owned_by": "kite"}))
         .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// What the caller's key (or, with no keys, everyone) has used since the gateway started.
+pub(crate) async fn usage(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    axum::Json(json!({"object": "usage", "usage": gw.keys.used(caller)})).into_response()
 }
 
 pub(crate) async fn chat(
@@ -111,6 +108,68 @@ pub(crate) async fn chat(
             format!("{usage}data: [DONE]\n\n")
         }))
         .map(Ok::<_, std::convert::Infallible>);
+    event_stream(body)
+}
+
+pub(crate) async fn responses(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
+    let api = Api::Chat;
+    let client = match responses::decode_request(&body) {
+        Ok(c) => c,
+        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
+    };
+    let public = client.request.model.clone();
+    let (first, events) = match gw.open(api, caller, client.request).await {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
+    };
+    let id = format!("resp_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
+    let created = now();
+    if !client.stream {
+        return match whole(first, events).await {
+            Ok(r) => {
+                axum::Json(responses::encode_response(&r, &id, &public, created)).into_response()
+            }
+            Err(e) => upstream_error(api, &e),
+        };
+    }
+    let encoder = Arc::new(std::sync::Mutex::new(responses::EventEncoder::new(
+        id, public, created,
+    )));
+    let last = encoder.clone();
+    let sse = |events: Vec<Value>| {
+        events
+            .into_iter()
+            .map(|data| {
+                let name = data["type"].as_str().unwrap_or("message").to_owned();
+                format!("event: {name}\ndata: {data}\n\n")
+            })
+            .collect::<String>()
+    };
+    let body = futures_util::stream::iter(first)
+        .chain(events)
+        .map(move |event| {
+            let mut enc = encoder.lock().unwrap_or_else(|p| p.into_inner());
+            match event {
+                Ok(e) => sse(enc.event(&e)),
+                // After a failure the stream ends with it.
+                Err(e) => sse(enc.failed(&e.to_string())),
+            }
+        })
+        .chain(futures_util::stream::once(async move {
+            sse(last.lock().unwrap_or_else(|p| p.into_inner()).finish())
+        }))
+        .map(Ok::<_, std::convert::Infallible>);
+    event_stream(body)
+}
+
+/// A streamed answer of server-sent events.
+pub(crate) fn event_stream(
+    body: impl futures_util::Stream<Item = Result<String, std::convert::Infallible>> + Send + 'static,
+) -> Response {
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
@@ -167,9 +226,5 @@ pub(crate) async fn anthropic(
             sse(last.lock().unwrap_or_else(|p| p.into_inner()).finish())
         }))
         .map(Ok::<_, std::convert::Infallible>);
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(body))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    event_stream(body)
 }

@@ -20,13 +20,27 @@ pub struct Limits {
     pub tokens_per_minute: Option<u64>,
 }
 
-/// What one key has used since the gateway started.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What one key (or, with no keys, everyone) has used since the gateway started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct KeyUsage {
     /// Requests admitted.
     pub requests: u64,
     /// Input and output tokens.
     pub tokens: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// What the answers cost in US dollars, as far as their prices are known.
+    pub cost: f64,
+}
+
+/// What one answer used, counted against its caller.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Spent {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost: f64,
 }
 
 #[derive(Default)]
@@ -53,9 +67,9 @@ struct Key {
     window: Mutex<Window>,
 }
 
-/// The keys clients may use.
+/// The keys clients may use, and what is used when none is set.
 #[derive(Default)]
-pub(crate) struct Keys(Vec<Key>);
+pub(crate) struct Keys(Vec<Key>, Mutex<KeyUsage>);
 
 /// Who a request comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +124,7 @@ impl Keys {
     /// Admits one request from `caller`, or says how long to wait.
     pub(crate) fn admit(&self, caller: Caller) -> Result<(), Duration> {
         let Caller::Key(i) = caller else {
+            self.1.lock().unwrap_or_else(|e| e.into_inner()).requests += 1;
             return Ok(());
         };
         let key = &self.0[i];
@@ -139,12 +154,30 @@ impl Keys {
         Ok(())
     }
 
-    /// Counts `tokens` against `caller`.
-    pub(crate) fn spent(&self, caller: Caller, tokens: u64) {
-        let Caller::Key(i) = caller else { return };
+    /// Counts `spent` against `caller`.
+    pub(crate) fn spent(&self, caller: Caller, spent: Spent) {
+        let tokens = spent.input_tokens.saturating_add(spent.output_tokens);
+        let count = |used: &mut KeyUsage| {
+            used.tokens = used.tokens.saturating_add(tokens);
+            used.input_tokens = used.input_tokens.saturating_add(spent.input_tokens);
+            used.output_tokens = used.output_tokens.saturating_add(spent.output_tokens);
+            used.cost += spent.cost;
+        };
+        let Caller::Key(i) = caller else {
+            count(&mut self.1.lock().unwrap_or_else(|e| e.into_inner()));
+            return;
+        };
         let mut w = self.0[i].window.lock().unwrap_or_else(|e| e.into_inner());
         w.tokens.push_back((Instant::now(), tokens));
-        w.used.tokens = w.used.tokens.saturating_add(tokens);
+        count(&mut w.used);
+    }
+
+    /// What `caller` has used.
+    pub(crate) fn used(&self, caller: Caller) -> KeyUsage {
+        match caller {
+            Caller::Anyone => *self.1.lock().unwrap_or_else(|e| e.into_inner()),
+            Caller::Key(i) => self.usage(i).unwrap_or_default(),
+        }
     }
 
     /// What the key at `i` has used.
@@ -195,13 +228,23 @@ mod tests {
         assert!(wait > Duration::from_secs(55) && wait <= MINUTE, "{wait:?}");
 
         assert!(keys.admit(second).is_ok());
-        keys.spent(second, 150);
+        keys.spent(
+            second,
+            Spent {
+                input_tokens: 100,
+                output_tokens: 50,
+                cost: 0.25,
+            },
+        );
         assert!(keys.admit(second).is_err(), "over its tokens");
         assert_eq!(
             keys.usage(1),
             Some(KeyUsage {
                 requests: 1,
-                tokens: 150
+                tokens: 150,
+                input_tokens: 100,
+                output_tokens: 50,
+                cost: 0.25,
             })
         );
 

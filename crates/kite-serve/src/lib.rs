@@ -1,8 +1,9 @@
 //! `kite serve`: an OpenAI- and Anthropic-compatible gateway in front of any kite model.
 //!
 //! `POST /v1/chat/completions` (whole and streamed, tools, tool choice, structured output,
-//! `stream_options.include_usage`), `POST /v1/messages`, `GET /v1/models` and
-//! `GET /health`, on axum (`handlers.rs`). A client's request is decoded with kite-wire's
+//! `stream_options.include_usage`), `POST /v1/responses` (stateless), `POST /v1/messages`,
+//! `GET /v1/models`, `GET /v1/usage` (what the caller's key has used) and `GET /health`,
+//! on axum (`handlers.rs`), and a web chat at `/` (`web.rs`). A client's request is decoded with kite-wire's
 //! codecs run the other way (`openai_chat::serve`, `anthropic::serve`), answered by a kite
 //! [`Model`] on the route its model names (or that route's fallbacks), and encoded back in
 //! the client's format; errors come back in the client's API's shape with the upstream's
@@ -11,14 +12,22 @@
 //! Client keys are kept as SHA-256 digests and compared in constant time, each with its
 //! limits (`keys.rs`), and checked before a body is read (`middleware.rs`); with none, the
 //! gateway asks for no key and must listen on loopback only ([`Gateway::check_addr`]).
+//!
+//! A route may carry its own tools (built-in, MCP servers', skills'): for clients that send
+//! none, the gateway runs the tool loop itself and answers with the final text
+//! (`agentic.rs`).
 
+mod agentic;
 mod errors;
 mod handlers;
 mod keys;
 mod middleware;
+mod web;
 
 use keys::{Caller, Keys};
 pub use keys::{KeyUsage, Limits};
+pub use kite_agent::{Pricer, ToolSet};
+pub use kite_store::Store;
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -26,7 +35,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use errors::{Api, Kind, error, unauthorized, unknown_model, upstream_error, worth_another_route};
 use futures_util::StreamExt;
-use handlers::{anthropic, chat, metered, models};
+use handlers::{anthropic, chat, models, responses, usage};
 use kite_core::{Error, Event, EventStream, Model};
 use middleware::{gate, log_request};
 use std::net::SocketAddr;
@@ -46,6 +55,30 @@ pub struct Route {
     pub upstream: String,
     /// Routes tried in turn when this one fails before answering (by name).
     pub fallbacks: Vec<String>,
+    /// Tools the gateway runs itself for clients that send none of their own (built-in,
+    /// MCP servers', skills'): such clients get only the final answer.
+    pub tools: ToolSet,
+    /// Said to the model before the client's own system prompt when the gateway runs the
+    /// route's tools (for instance the skills on offer).
+    pub instructions: Option<String>,
+}
+
+impl Route {
+    /// `model` served as `name`, asked for as `upstream`, with no fallbacks or tools.
+    pub fn new(
+        name: impl Into<String>,
+        model: Arc<dyn Model>,
+        upstream: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            model,
+            upstream: upstream.into(),
+            fallbacks: Vec::new(),
+            tools: ToolSet::new(),
+            instructions: None,
+        }
+    }
 }
 
 /// What the gateway serves, and to whom.
@@ -56,6 +89,9 @@ pub struct Gateway {
     catch_all: bool,
     pub(crate) keys: Keys,
     pub(crate) ids: AtomicU64,
+    pricer: Option<Pricer>,
+    /// Where the web chat keeps its conversations (none: the chat keeps none).
+    pub(crate) store: Option<Arc<dyn Store>>,
 }
 
 impl Gateway {
@@ -67,7 +103,21 @@ impl Gateway {
             catch_all,
             keys: Keys::default(),
             ids: AtomicU64::new(0),
+            pricer: None,
+            store: None,
         }
+    }
+
+    /// Prices answers whose provider does not say what they cost, for per-key usage.
+    pub fn pricer(mut self, pricer: Pricer) -> Self {
+        self.pricer = Some(pricer);
+        self
+    }
+
+    /// Keeps the web chat's conversations in `store`.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Accepts `key` from clients, with no limits (kept as its SHA-256 digest only).
@@ -84,6 +134,11 @@ impl Gateway {
     /// What the `n`th key given has used so far.
     pub fn key_usage(&self, n: usize) -> Option<KeyUsage> {
         self.keys.usage(n)
+    }
+
+    /// The routes' names, as clients ask for them.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.routes.iter().map(|r| r.name.as_str())
     }
 
     /// Refuses an address off loopback when no client key is set.
@@ -121,7 +176,7 @@ impl Gateway {
         Ok(caller)
     }
 
-    fn route(&self, name: &str) -> Option<(&Route, String)> {
+    pub(crate) fn route(&self, name: &str) -> Option<(&Route, String)> {
         match self.routes.iter().find(|r| r.name == name) {
             Some(r) => Some((r, r.upstream.clone())),
             None if self.catch_all => self.routes.first().map(|r| (r, name.to_owned())),
@@ -152,7 +207,11 @@ impl Gateway {
         let mut failure = None;
         for (route, upstream) in chain {
             request.model = upstream;
-            let mut events = metered(self.clone(), caller, route.model.stream(&request));
+            let events = match request.tools.is_empty() && !route.tools.names().is_empty() {
+                true => agentic::answer(route, request.clone()),
+                false => route.model.stream(&request),
+            };
+            let mut events = self.metered(caller, route, &request.model, events);
             match events.next().await {
                 Some(Err(e)) if worth_another_route(&e) => {
                     tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
@@ -165,6 +224,48 @@ impl Gateway {
         }
         let e = failure.unwrap_or(Error::Cancelled);
         Err(Box::new(upstream_error(api, &e)))
+    }
+
+    /// `events`, with what they report used counted against `caller` (a provider that
+    /// reports usage twice is counted once), priced when the provider gives no cost.
+    pub(crate) fn metered(
+        self: &Arc<Self>,
+        caller: Caller,
+        route: &Route,
+        model: &str,
+        events: EventStream,
+    ) -> EventStream {
+        let gw = self.clone();
+        let provider = route.model.origin().provider;
+        let model = model.to_owned();
+        let mut counted = keys::Spent::default();
+        Box::pin(events.inspect(move |e| {
+            let Ok(Event::Usage { usage }) = e else {
+                return;
+            };
+            let cost = usage.cost.or_else(|| {
+                let pricer = gw.pricer.as_ref()?;
+                pricer(&provider, &model, usage)
+            });
+            let now = keys::Spent {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cost: cost.unwrap_or(0.0),
+            };
+            gw.keys.spent(
+                caller,
+                keys::Spent {
+                    input_tokens: now.input_tokens.saturating_sub(counted.input_tokens),
+                    output_tokens: now.output_tokens.saturating_sub(counted.output_tokens),
+                    cost: (now.cost - counted.cost).max(0.0),
+                },
+            );
+            counted = keys::Spent {
+                input_tokens: counted.input_tokens.max(now.input_tokens),
+                output_tokens: counted.output_tokens.max(now.output_tokens),
+                cost: counted.cost.max(now.cost),
+            };
+        }))
     }
 
     pub(crate) fn next_id(&self) -> String {
@@ -183,8 +284,11 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
         )
         .route("/v1/models", get(models))
+        .route("/v1/usage", get(usage))
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/responses", post(responses))
         .route("/v1/messages", post(anthropic))
+        .merge(web::routes())
         .fallback(|| async {
             error(
                 Api::Chat,

@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use tracing::Instrument;
 
 /// Admits a request before its body is read: a JSON body on `POST` (a web page cannot send
 /// one across sites without a preflight, which kite never answers), a loopback `Host`
@@ -19,7 +20,7 @@ pub(crate) async fn gate(
     next: axum::middleware::Next,
 ) -> Response {
     let path = request.uri().path();
-    if path == "/health" {
+    if path == "/health" || crate::web::PUBLIC.contains(&path) {
         return next.run(request).await;
     }
     let api = match path {
@@ -89,8 +90,29 @@ pub(crate) async fn log_request(
         IDS.fetch_add(1, Ordering::Relaxed) + 1
     );
     let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |m| m.as_str())
+        .to_owned();
+    let span = tracing::info_span!(
+        target: kite_core::trace::SERVER_TARGET,
+        "request",
+        otel.name = %format!("{method} {route}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        http.route = %route,
+        url.path = %log_safe(&path),
+        http.response.status_code = tracing::field::Empty,
+        kite.request_id = %id,
+    );
     let started = std::time::Instant::now();
-    let mut response = next.run(request).await;
+    let mut response = next.run(request).instrument(span.clone()).await;
+    span.record("http.response.status_code", response.status().as_u16());
+    if response.status().is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
     tracing::info!(
         target: "kite::serve",
         request_id = %id,

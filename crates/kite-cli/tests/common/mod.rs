@@ -1,6 +1,8 @@
 //! Running the kite binary as a user runs it.
 #![allow(dead_code)]
 
+pub(crate) mod serve;
+
 use std::time::Duration;
 use tokio::process::Command;
 

@@ -7,15 +7,7 @@ use std::sync::Arc;
 
 /// Serves `model` as `name` and returns where.
 pub(crate) async fn serve_one(name: &str, model: impl Model + 'static) -> SocketAddr {
-    let gateway = Gateway::new(
-        vec![Route {
-            name: name.into(),
-            model: Arc::new(model),
-            upstream: name.into(),
-            fallbacks: Vec::new(),
-        }],
-        false,
-    );
+    let gateway = Gateway::new(vec![Route::new(name, Arc::new(model), name)], false);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(kite_serve::serve(

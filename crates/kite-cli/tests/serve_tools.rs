@@ -1,0 +1,250 @@
+//! `kite serve` beyond Chat Completions: the Responses API through the official OpenAI SDK,
+//! routes that run their own tools (built-in and an MCP server's) for clients that send
+//! none, and what each key has used and what it cost.
+
+mod common;
+
+use common::serve::{GATEWAY_KEY, by_check, kite_serve, sdk, serve, start};
+use common::{KEY, answer};
+use kite::{FinishReason, Message, Part, Response, Role, ToolCall, Usage};
+use kite_testkit::render::{Shape, sse};
+use kite_testkit::{ReplayServer, Reply, mcp};
+use serde_json::{Value, json};
+
+/// A streamed Chat Completions answer calling `name` with `arguments`, with `usage`.
+fn call(name: &str, arguments: &str, n: usize, usage: Usage) -> Reply {
+    let mut r = Response::empty(FinishReason::ToolCalls);
+    r.message = Message::new(
+        Role::Assistant,
+        vec![Part::ToolCall(ToolCall::new(
+            format!("call_{n}"),
+            name,
+            arguments,
+        ))],
+    );
+    r.usage = usage;
+    Reply::sse(sse(Shape::Chat, &r, n))
+}
+
+fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+        ..Usage::default()
+    }
+}
+
+#[tokio::test]
+async fn the_openai_sdk_uses_the_responses_api_through_the_gateway() {
+    let mut whole = Response::empty(FinishReason::Stop);
+    whole.message = Message::assistant("Hello there.");
+    whole.usage = usage(11, 3);
+    let upstream = ReplayServer::start(vec![
+        Reply::sse(sse(Shape::Chat, &whole, 1)),
+        Reply::sse(sse(Shape::Chat, &whole, 2)),
+        call("add", r#"{"a": 19, "b": 23}"#, 3, Usage::default()),
+        answer(r#"{"city": "Paris"}"#, 4),
+    ])
+    .await;
+    let served = serve(&upstream);
+    let checks = by_check(sdk("openai_responses_client.py", &served.base, &[]).await);
+    let c = |name: &str| {
+        checks
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} in {checks:?}"))
+    };
+    assert_eq!(c("whole")["text"], "Hello there.");
+    assert_eq!(c("whole")["status"], "completed");
+    assert_eq!(c("whole")["model"], "gpt-5-nano");
+    assert_eq!(c("whole")["input_tokens"], 11);
+    assert_eq!(c("stream")["text"], "Hello there.");
+    assert_eq!(c("stream")["final"], "Hello there.");
+    assert_eq!(c("stream")["status"], "completed");
+    assert!(
+        c("stream")["deltas"].as_u64().unwrap() >= 1,
+        "{:?}",
+        c("stream")
+    );
+    assert_eq!(c("tool")["type"], "function_call");
+    assert_eq!(c("tool")["name"], "add");
+    assert_eq!(c("tool")["arguments"], json!({"a": 19, "b": 23}));
+    assert_eq!(c("tool")["call_id"], "call_3");
+    assert_eq!(c("structured")["parsed"], json!({"city": "Paris"}));
+    assert_eq!(c("stored")["raised"], "BadRequestError");
+    assert_eq!(c("stored")["status"], 400);
+
+    let sent = upstream.requests();
+    assert_eq!(sent.len(), 4, "the refused request never went upstream");
+    let tools: Value = serde_json::from_slice(&sent[2].body).unwrap();
+    assert_eq!(tools["tools"][0]["function"]["name"], "add");
+    let shaped: Value = serde_json::from_slice(&sent[3].body).unwrap();
+    assert_eq!(shaped["response_format"]["type"], "json_schema");
+}
+
+#[tokio::test]
+async fn a_route_runs_its_own_tools_and_counts_what_each_key_used() {
+    let upstream = ReplayServer::start(vec![
+        // A whole answer: an MCP tool, a built-in one, then the answer.
+        call("echo", r#"{"message": "ping"}"#, 1, usage(100, 10)),
+        call("now", "{}", 2, usage(200, 10)),
+        Reply::sse(sse(
+            Shape::Chat,
+            &{
+                let mut r = Response::empty(FinishReason::Stop);
+                r.message = Message::assistant("Echoed ping at noon.");
+                r.usage = usage(300, 20);
+                r
+            },
+            3,
+        )),
+        // A streamed one.
+        call("now", "{}", 4, usage(100, 5)),
+        answer("It is noon.", 5),
+        // A client with tools of its own: they go upstream, and the call comes back.
+        call("add", r#"{"a": 1, "b": 2}"#, 6, usage(50, 5)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kite.toml"),
+        format!(
+            r#"
+[serve]
+keys = ["${{SERVE_TEST_KEY}}"]
+
+[[serve.routes]]
+name = "helper"
+provider = "openai"
+model = "gpt-5-nano"
+base_url = "{}/v1"
+tools = ["now"]
+mcp = ["everything"]
+
+[mcp.servers.everything]
+command = {everything:?}
+args = ["stdio"]
+allow = ["echo"]
+"#,
+            upstream.url(),
+            everything = mcp::npm_bin("mcp-server-everything").to_string_lossy(),
+        ),
+    )
+    .unwrap();
+    let data = common::trust(dir.path());
+    let served = start(
+        kite_serve()
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .env("SERVE_TEST_KEY", GATEWAY_KEY),
+    );
+    let base = served.base.clone();
+    let client = reqwest::Client::new();
+    let ask = |body: Value| {
+        client
+            .post(format!("{base}/chat/completions"))
+            .bearer_auth(GATEWAY_KEY)
+            .json(&body)
+            .send()
+    };
+    let question = json!([{"role": "user", "content": "Echo ping, and say the time."}]);
+
+    let whole: Value = ask(json!({"model": "helper", "messages": question}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let message = &whole["choices"][0]["message"];
+    assert_eq!(message["content"], "Echoed ping at noon.", "{whole}");
+    assert!(message.get("tool_calls").is_none(), "{whole}");
+    assert_eq!(whole["choices"][0]["finish_reason"], "stop");
+    assert_eq!(
+        whole["usage"]["prompt_tokens"], 600,
+        "every call's usage, summed"
+    );
+
+    let streamed = ask(json!({"model": "helper", "messages": question, "stream": true}))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut text = String::new();
+    for line in streamed.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        if line == "[DONE]" {
+            continue;
+        }
+        let chunk: Value = serde_json::from_str(line).unwrap();
+        let delta = &chunk["choices"][0]["delta"];
+        assert!(delta.get("tool_calls").is_none(), "{line}");
+        text.push_str(delta["content"].as_str().unwrap_or_default());
+    }
+    assert_eq!(text, "It is noon.", "{streamed}");
+    assert!(streamed.ends_with("data: [DONE]\n\n"), "{streamed}");
+
+    let add = json!([{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]);
+    let own: Value = ask(json!({"model": "helper", "messages": question, "tools": add}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        own["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "add",
+        "{own}"
+    );
+
+    // What went upstream: the route's tools, their results, then the client's own tools.
+    let sent: Vec<Value> = upstream
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(sent.len(), 6);
+    let names = |r: &Value| -> Vec<String> {
+        r["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                t["function"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let mut offered = names(&sent[0]);
+    offered.sort();
+    assert_eq!(offered, ["echo", "now"]);
+    assert!(sent[1].to_string().contains("Echo: ping"), "{}", sent[1]);
+    assert!(sent[2].to_string().contains("utc"), "{}", sent[2]);
+    assert_eq!(names(&sent[5]), ["add"]);
+
+    // The key's usage: three questions and this request, every call's tokens, priced from
+    // the table (gpt-5-nano: $0.05 in, $0.40 out per million).
+    let used: Value = client
+        .get(format!("{base}/usage"))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let u = &used["usage"];
+    assert_eq!(u["requests"], 4, "{used}");
+    assert_eq!(u["input_tokens"], 750, "{used}");
+    assert_eq!(u["output_tokens"], 50, "{used}");
+    let cost = u["cost"].as_f64().unwrap();
+    assert!(
+        (cost - (750.0 * 0.05 + 50.0 * 0.40) / 1e6).abs() < 1e-12,
+        "{used}"
+    );
+    let unknown = client.get(format!("{base}/usage")).send().await.unwrap();
+    assert_eq!(unknown.status(), 401);
+}

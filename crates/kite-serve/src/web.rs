@@ -1,0 +1,313 @@
+//! The web chat: a page served from the binary (`web/`: plain HTML, CSS and JavaScript,
+//! no build step) and the small API it calls. Its conversations are the store's, shared
+//! with `kite chat`; each question runs the tool loop with the route's tools, and what
+//! happens is streamed to the page as server-sent events: `conversation`, `text`,
+//! `tool_call`, `tool_result`, `error`, and `done` last.
+//!
+//! The page's API sits behind the same gate as the gateway (keys, or loopback alone);
+//! the page itself and its two files hold no data, so they are served to anyone.
+
+use crate::Gateway;
+use crate::agentic;
+use crate::errors::{Api, Kind, error, unknown_model};
+use crate::keys::{Caller, Spent};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Extension, Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::StreamExt;
+use kite_agent::{AgentEvent, StopReason};
+use kite_core::{Event, Message, Part, Request};
+use kite_store::{StoreError, Turn};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// What the page may load and from where: its own files only.
+const POLICY: &str = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'";
+
+/// The paths that hold no data, served without a key.
+pub(crate) const PUBLIC: [&str; 3] = ["/", "/app.js", "/app.css"];
+
+pub(crate) fn routes() -> Router<Arc<Gateway>> {
+    Router::new()
+        .route(
+            "/",
+            get(|| file("text/html", include_str!("../web/index.html"))),
+        )
+        .route(
+            "/app.js",
+            get(|| file("text/javascript", include_str!("../web/app.js"))),
+        )
+        .route(
+            "/app.css",
+            get(|| file("text/css", include_str!("../web/app.css"))),
+        )
+        .route("/api/conversations", get(list))
+        .route("/api/conversations/{id}", get(show).delete(remove))
+        .route("/api/chat", post(chat))
+}
+
+async fn file(kind: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, format!("{kind}; charset=utf-8")),
+            (header::CONTENT_SECURITY_POLICY, POLICY.to_owned()),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+            (header::CACHE_CONTROL, "no-cache".to_owned()),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn bad(status: StatusCode, message: &str, kind: Kind) -> Response {
+    error(Api::Chat, status, message, kind)
+}
+
+fn store_error(e: StoreError) -> Response {
+    match e {
+        StoreError::NotFound(_) => bad(
+            StatusCode::NOT_FOUND,
+            "no such conversation",
+            Kind::NotFound,
+        ),
+        e => {
+            tracing::warn!(target: "kite::serve", error = %e, "the conversation store failed");
+            bad(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the conversation store failed",
+                Kind::Upstream,
+            )
+        }
+    }
+}
+
+fn no_store() -> Response {
+    bad(
+        StatusCode::NOT_FOUND,
+        "this server keeps no conversations",
+        Kind::NotFound,
+    )
+}
+
+async fn list(State(gw): State<Arc<Gateway>>) -> Response {
+    let Some(store) = &gw.store else {
+        return no_store();
+    };
+    match store.list().await {
+        Ok(all) => {
+            let all: Vec<Value> = all
+                .iter()
+                .map(|c| json!({"id": c.id, "title": c.title, "model": c.model, "updated_ms": c.updated_ms}))
+                .collect();
+            axum::Json(json!({"conversations": all})).into_response()
+        }
+        Err(e) => store_error(e),
+    }
+}
+
+async fn show(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Response {
+    let Some(store) = &gw.store else {
+        return no_store();
+    };
+    let conversation = match store.get(&id).await {
+        Ok(c) => c,
+        Err(e) => return store_error(e),
+    };
+    let turns = match store.turns(&id).await {
+        Ok(t) => t,
+        Err(e) => return store_error(e),
+    };
+    let messages: Vec<Value> = turns
+        .iter()
+        .filter(|t| !t.turn.summary)
+        .flat_map(|t| &t.turn.messages)
+        .map(message)
+        .collect();
+    axum::Json(json!({"id": conversation.id, "title": conversation.title, "messages": messages}))
+        .into_response()
+}
+
+async fn remove(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Response {
+    let Some(store) = &gw.store else {
+        return no_store();
+    };
+    match store.delete(&id).await {
+        Ok(true) => StatusCode::NO_CONTENT.into_response(),
+        Ok(false) => store_error(StoreError::NotFound(id)),
+        Err(e) => store_error(e),
+    }
+}
+
+/// A stored message as the page shows it: its text, tool calls and tool results.
+fn message(m: &Message) -> Value {
+    let parts: Vec<Value> = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            Part::ToolCall(c) => Some(
+                json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}),
+            ),
+            Part::ToolResult(r) => Some(json!({
+                "type": "tool_result", "id": r.call_id, "output": r.text_content(), "error": r.is_error
+            })),
+            _ => None,
+        })
+        .collect();
+    json!({"role": m.role, "parts": parts})
+}
+
+/// A question from the page.
+#[derive(serde::Deserialize)]
+struct Ask {
+    conversation: Option<String>,
+    model: String,
+    text: String,
+}
+
+fn sse(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+async fn chat(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
+    let ask: Ask = match serde_json::from_slice(&body) {
+        Ok(a) => a,
+        Err(e) => {
+            return bad(
+                StatusCode::BAD_REQUEST,
+                &format!("bad question: {e}"),
+                Kind::Invalid,
+            );
+        }
+    };
+    if ask.text.trim().is_empty() {
+        return bad(
+            StatusCode::BAD_REQUEST,
+            "the question is empty",
+            Kind::Invalid,
+        );
+    }
+    let Some((route, upstream)) = gw.route(&ask.model) else {
+        return unknown_model(Api::Chat, &ask.model);
+    };
+    let (conversation, mut history) = match open(&gw, ask.conversation.as_deref(), &ask.text).await
+    {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
+    };
+    history.push(Message::user(ask.text.clone()));
+    let mut agent = agentic::agent(route, Request::new(upstream.clone()));
+    if let Some(pricer) = &gw.pricer {
+        agent = agent.pricer(pricer.clone());
+    }
+    let provider = route.model.origin().provider;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
+    if let Some(c) = &conversation {
+        let _ = tx.try_send(sse("conversation", json!({"id": c.id, "title": c.title})));
+    }
+    let mut events = agent.run_stream((), history);
+    tokio::spawn(async move {
+        let mut shown = String::new();
+        let run = loop {
+            let item = tokio::select! {
+                item = events.next() => item,
+                // The page went away (its stop button): end the run, keep what it did.
+                _ = tx.closed() => { events.cancel(); events.next().await }
+            };
+            let said = match item {
+                Some(Ok(AgentEvent::Model(Event::TextDelta { text, .. }))) => {
+                    shown.push_str(&text);
+                    sse("text", json!({"text": text}))
+                }
+                Some(Ok(AgentEvent::ToolStarted { call })) => {
+                    shown.clear();
+                    sse(
+                        "tool_call",
+                        json!({"id": call.id, "name": call.name, "arguments": call.arguments}),
+                    )
+                }
+                Some(Ok(AgentEvent::ToolFinished { record })) => sse(
+                    "tool_result",
+                    json!({"id": record.call.id, "name": record.call.name,
+                           "output": record.result.text_content(), "error": record.result.is_error}),
+                ),
+                Some(Ok(AgentEvent::Done(run))) => break Some(*run),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => {
+                    let _ = tx
+                        .send(sse("error", json!({"message": e.to_string()})))
+                        .await;
+                    break events.failed_run();
+                }
+                None => break None,
+            };
+            if tx.send(said).await.is_err() {
+                events.cancel();
+            }
+        };
+        let Some(run) = run else { return };
+        let usage = run.usage();
+        gw.keys.spent(
+            caller,
+            Spent {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cost: usage.cost.unwrap_or(0.0),
+            },
+        );
+        let stop = run.stop_reason().map_or("failed", |s| s.name());
+        let _ = tx
+            .send(sse("done", json!({"stop": stop, "usage": {
+                "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost": usage.cost}})))
+            .await;
+        let (Some(store), Some(c)) = (&gw.store, conversation) else {
+            return;
+        };
+        let mut messages = vec![Message::user(ask.text)];
+        messages.extend(run.new_messages().iter().cloned());
+        if matches!(run.stop_reason(), Some(StopReason::Cancelled)) && !shown.is_empty() {
+            // What the page showed before it was stopped stays in the conversation.
+            messages.push(Message::assistant(shown));
+        }
+        let turn = Turn {
+            usage,
+            provider: Some(provider),
+            model: Some(upstream),
+            ..Turn::new(messages)
+        };
+        if let Err(e) = store.append(&c.id, c.version, turn.settled()).await {
+            tracing::warn!(target: "kite::serve", error = %e, "the web chat's turn was not stored");
+        }
+    });
+    let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+        .map(Ok::<_, std::convert::Infallible>);
+    crate::handlers::event_stream(body)
+}
+
+/// The conversation a question goes on (a new one, titled by it, when `id` is none) and
+/// its history; with no store, no conversation and no history.
+async fn open(
+    gw: &Gateway,
+    id: Option<&str>,
+    text: &str,
+) -> Result<(Option<kite_store::Conversation>, Vec<Message>), Box<Response>> {
+    let Some(store) = &gw.store else {
+        return Ok((None, Vec::new()));
+    };
+    let fail = |e| Box::new(store_error(e));
+    match id {
+        Some(id) => {
+            let c = store.get(id).await.map_err(fail)?;
+            let turns = store.turns(id).await.map_err(fail)?;
+            Ok((Some(c), kite_store::history(&turns)))
+        }
+        None => Ok((Some(store.create(text).await.map_err(fail)?), Vec::new())),
+    }
+}

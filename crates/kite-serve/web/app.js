@@ -1,0 +1,433 @@
+// The browser side of `kite serve`'s chat page: lists stored conversations, picks a model,
+// sends a prompt to POST /api/chat and draws the answer as its server-sent events arrive.
+// Plain script, no build step, no external resources, nothing inline (the page's CSP forbids it).
+// Model text reaches innerHTML only through md(), which escapes all HTML first and then adds
+// a few Markdown tags of its own; links are made only for http(s) and mailto URLs.
+'use strict';
+
+const $ = (sel) => document.querySelector(sel);
+const list = $('#conversations'), messages = $('#messages'), errorBox = $('#error');
+const modelSelect = $('#model'), prompt = $('#prompt'), sendButton = $('#send'), stopButton = $('#stop');
+const keyForm = $('#key-form'), keyInput = $('#key');
+
+let key = sessionStorage.getItem('kite-key') || '';
+let current = null; // id of the conversation shown, null for a new one
+let controller = null; // aborts the running chat request
+let running = null; // promise of the running send()
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+// ---- Markdown: escape first, then add our own tags ----
+
+const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const FENCE = /^\s*```+\s*([^\s`]*)/, FENCE_END = /^\s*```+\s*$/, HEADING = /^\s*(#{1,6})\s+(.*)$/;
+const HR = /^\s*([-*_])(\s*\1){2,}\s*$/, QUOTE = /^\s*&gt; ?(.*)$/, LIST = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/;
+const starts = (line) => [FENCE, HEADING, HR, QUOTE, LIST].some((re) => re.test(line));
+
+function md(src) {
+  const safe = String(src).replace(/[\u0000-\u0002]/g, '').replace(/[&<>"']/g, (c) => ESC[c]);
+  return blocks(safe.split(/\r\n?|\n/));
+}
+
+function blocks(lines) {
+  const out = [];
+  for (let i = 0, m; i < lines.length;) {
+    const line = lines[i];
+    if ((m = FENCE.exec(line))) {
+      const code = [];
+      for (i++; i < lines.length && !FENCE_END.test(lines[i]); i++) code.push(lines[i]);
+      i++;
+      const lang = m[1].replace(/[^\w+#.-]/g, '');
+      out.push(`<pre><code${lang ? ` class="language-${lang}"` : ''}>${code.join('\n')}</code></pre>`);
+    } else if (!line.trim()) {
+      i++;
+    } else if ((m = HEADING.exec(line))) {
+      const n = m[1].length;
+      out.push(`<h${n}>${inline(m[2])}</h${n}>`);
+      i++;
+    } else if (HR.test(line)) {
+      out.push('<hr>');
+      i++;
+    } else if (QUOTE.test(line)) {
+      const quoted = [];
+      for (; i < lines.length && (m = QUOTE.exec(lines[i])); i++) quoted.push(m[1]);
+      out.push(`<blockquote>${blocks(quoted)}</blockquote>`);
+    } else if ((m = LIST.exec(line))) {
+      const ordered = /\d/.test(m[1]), items = [];
+      for (; i < lines.length; i++) {
+        const item = LIST.exec(lines[i]);
+        if (item && /\d/.test(item[1]) === ordered) items.push(item[2]);
+        else if (!item && /^\s+\S/.test(lines[i]) && !starts(lines[i])) items[items.length - 1] += ' ' + lines[i].trim();
+        else break;
+      }
+      const tag = ordered ? 'ol' : 'ul', first = parseInt(m[1], 10);
+      const start = ordered && first !== 1 ? ` start="${first}"` : '';
+      out.push(`<${tag}${start}>${items.map((t) => `<li>${inline(t)}</li>`).join('')}</${tag}>`);
+    } else {
+      const para = [];
+      do para.push(lines[i++].trim()); while (i < lines.length && lines[i].trim() && !starts(lines[i]));
+      out.push(`<p>${para.map(inline).join('<br>')}</p>`);
+    }
+  }
+  return out.join('');
+}
+
+// Code spans and links are set aside as \u0001n\u0002 so emphasis never reaches inside them.
+function inline(s) {
+  const kept = [];
+  const keep = (html) => `\u0001${kept.push(html) - 1}\u0002`;
+  s = s.replace(/`([^`]+)`/g, (_, code) => keep(`<code>${code}</code>`));
+  s = s.replace(/\[([^\]]+)\]\(((?:[^()\s]|\([^()\s]*\))+)\)/g, (all, text, url) =>
+    /^(https?:\/\/|mailto:)/i.test(url)
+      ? keep(`<a href="${url}" target="_blank" rel="noopener noreferrer">${emphasis(text)}</a>`)
+      : all);
+  s = emphasis(s);
+  while (/\u0001\d+\u0002/.test(s)) s = s.replace(/\u0001(\d+)\u0002/g, (_, n) => kept[n]);
+  return s;
+}
+
+const emphasis = (s) => s
+  .replace(/\*\*(?=\S)(.*?\S)\*\*/g, '<strong>$1</strong>')
+  .replace(/(^|\W)__(?=\S)(.*?\S)__(?!\w)/g, '$1<strong>$2</strong>')
+  .replace(/\*(?=\S)(.*?\S)\*/g, '<em>$1</em>')
+  .replace(/(^|\W)_(?=\S)(.*?\S)_(?!\w)/g, '$1<em>$2</em>');
+
+// ---- Talking to the server ----
+
+async function api(path, options = {}) {
+  const headers = Object.assign({}, options.headers);
+  if (key) headers.Authorization = `Bearer ${key}`;
+  let res;
+  try {
+    res = await fetch(path, Object.assign({}, options, { headers }));
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new Error(`Cannot reach the server (${e.message})`);
+  }
+  if (res.status === 401) {
+    askForKey();
+    throw Object.assign(new Error('This server needs an API key'), { status: 401, auth: true });
+  }
+  if (!res.ok) {
+    let message = `${res.status} ${res.statusText}`.trim();
+    try {
+      const body = await res.json();
+      if (body && body.error && body.error.message) message = body.error.message;
+    } catch (_) { /* not JSON: keep the status line */ }
+    throw Object.assign(new Error(message), { status: res.status });
+  }
+  return res;
+}
+
+const getJson = async (path) => (await api(path)).json();
+
+function askForKey() {
+  if (key) showError('The API key was not accepted');
+  key = '';
+  sessionStorage.removeItem('kite-key');
+  keyForm.hidden = false;
+  keyInput.focus();
+}
+
+function showError(e) {
+  if (e && e.auth) return; // the key form says it
+  errorBox.textContent = typeof e === 'string' ? e : (e && e.message) || String(e);
+  errorBox.hidden = false;
+}
+
+const clearError = () => { errorBox.textContent = ''; errorBox.hidden = true; };
+
+function setState(state) {
+  document.body.dataset.state = state;
+  sendButton.disabled = state !== 'idle';
+  stopButton.disabled = state !== 'streaming';
+}
+
+// Reads a text/event-stream body, yielding [event, data] with data parsed as JSON.
+async function* sse(body) {
+  const reader = body.getReader(), decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    let text = buffer + decoder.decode(value || new Uint8Array(), { stream: !done }), held = '';
+    if (!done && text.endsWith('\r')) [text, held] = [text.slice(0, -1), '\r']; // may be half of \r\n
+    buffer = text.replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const event = parseEvent(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+      if (event) yield event;
+    }
+    buffer += held;
+    if (done) {
+      const event = parseEvent(buffer);
+      if (event) yield event;
+      return;
+    }
+  }
+}
+
+function parseEvent(block) {
+  let name = 'message', data = [];
+  for (const line of block.split('\n')) {
+    if (!line || line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'event') name = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (!data.length) return null;
+  const text = data.join('\n');
+  try { return [name, JSON.parse(text)]; } catch (_) { return [name, { text, message: text }]; }
+}
+
+// ---- Drawing ----
+
+const scrollDown = () => { messages.scrollTop = messages.scrollHeight; };
+
+function addMessage(role, text) {
+  const message = el('div', `message ${role === 'user' ? 'user' : 'assistant'}`), content = el('div', 'content');
+  if (role === 'user') content.textContent = text;
+  else content.innerHTML = md(text);
+  message.append(content);
+  messages.append(message);
+  return content;
+}
+
+function pretty(args) {
+  if (typeof args === 'string') try { return JSON.stringify(JSON.parse(args), null, 2); } catch (_) { return args; }
+  return JSON.stringify(args === undefined ? null : args, null, 2);
+}
+
+function addToolCall(call) {
+  const box = el('div', 'tool-call pending'), head = el('div', 'head');
+  head.append(el('span', 'label', 'tool'), el('span', 'name', call.name || 'tool'));
+  box.append(head, el('pre', 'arguments', pretty(call.arguments)));
+  messages.append(box);
+  return box;
+}
+
+function addToolResult(box, result) {
+  box.classList.remove('pending');
+  const pre = el('pre', 'result', result.output == null ? '' : String(result.output));
+  pre.classList.toggle('error', !!result.error);
+  box.classList.toggle('failed', !!result.error);
+  box.append(pre);
+}
+
+function addUsage(done) {
+  const usage = done.usage || {}, parts = [];
+  if (usage.input_tokens != null) parts.push(`${usage.input_tokens} in / ${usage.output_tokens || 0} out tokens`);
+  if (typeof usage.cost === 'number') parts.push(`$${usage.cost < 0.01 ? usage.cost.toPrecision(2) : usage.cost.toFixed(4)}`);
+  if (done.stop && done.stop !== 'finished') parts.push(done.stop === 'cancelled' ? 'stopped' : `stop: ${done.stop}`);
+  if (parts.length) messages.append(el('div', 'usage', parts.join(' · ')));
+}
+
+// Draws one answer: text after a tool call or result goes into a new assistant bubble.
+function drawer() {
+  const boxes = new Map();
+  let content = null, raw = '';
+  return {
+    text(delta) {
+      if (!content) [content, raw] = [addMessage('assistant', ''), ''];
+      raw += delta;
+      content.innerHTML = md(raw);
+    },
+    call(call) { boxes.set(call.id, addToolCall(call)); content = null; },
+    result(result) { addToolResult(boxes.get(result.id) || addToolCall(result), result); content = null; },
+    cut() { content = null; },
+  };
+}
+
+function markCurrent() {
+  for (const li of list.children) li.classList.toggle('current', li.dataset.id === current);
+}
+
+// ---- Loading ----
+
+async function loadModels() {
+  const { data = [] } = await getJson('/v1/models');
+  const wanted = modelSelect.value || localStorage.getItem('kite-model');
+  modelSelect.replaceChildren(...data.map((m) => {
+    const option = el('option', null, m.id);
+    option.value = m.id;
+    return option;
+  }));
+  if (data.some((m) => m.id === wanted)) modelSelect.value = wanted;
+}
+
+async function loadList() {
+  const { conversations = [] } = await getJson('/api/conversations');
+  list.replaceChildren(...conversations.map((c) => {
+    const li = el('li', 'conversation'), title = el('button', 'title', c.title || 'Untitled');
+    const del = el('button', 'delete', '×');
+    li.dataset.id = c.id;
+    title.type = del.type = 'button';
+    title.title = [c.model, c.updated_ms ? new Date(c.updated_ms).toLocaleString() : ''].filter(Boolean).join(' · ');
+    del.title = 'Delete';
+    del.setAttribute('aria-label', `Delete ${c.title || 'conversation'}`);
+    li.append(title, del);
+    return li;
+  }));
+  markCurrent();
+}
+
+async function load() {
+  clearError();
+  const results = await Promise.allSettled([loadModels(), loadList()]);
+  const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+  if (failed.some((e) => e && e.auth)) return; // wait for the key
+  failed.forEach(showError);
+  setState('idle');
+}
+
+async function open(id) {
+  const conversation = await getJson(`/api/conversations/${encodeURIComponent(id)}`);
+  clearError();
+  current = conversation.id;
+  messages.replaceChildren();
+  const turn = drawer();
+  for (const message of conversation.messages || []) {
+    turn.cut();
+    for (const part of message.parts || []) {
+      if (part.type === 'text' && message.role === 'user') addMessage('user', part.text);
+      else if (part.type === 'text') turn.text(part.text);
+      else if (part.type === 'tool_call') turn.call(part);
+      else if (part.type === 'tool_result') turn.result(part);
+    }
+  }
+  markCurrent();
+  scrollDown();
+}
+
+function newChat() {
+  current = null;
+  messages.replaceChildren();
+  clearError();
+  markCurrent();
+  prompt.focus();
+}
+
+async function remove(id) {
+  if (id === current) await halt();
+  let failure = null;
+  try {
+    await api(`/api/conversations/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  } catch (e) {
+    failure = e;
+  }
+  if (id === current && (!failure || failure.status === 404)) newChat();
+  await loadList();
+  if (failure) throw failure;
+}
+
+// ---- Chatting ----
+
+async function halt() {
+  if (controller) controller.abort();
+  if (running) await running;
+}
+
+async function send() {
+  const text = prompt.value, model = modelSelect.value;
+  if (!text.trim() || document.body.dataset.state !== 'idle') return;
+  if (!model) return showError('No model to answer: the server offers none');
+  clearError();
+  prompt.value = '';
+  const userMessage = addMessage('user', text).parentElement;
+  const turn = drawer();
+  let started = false;
+  controller = new AbortController();
+  setState('streaming');
+  scrollDown();
+  try {
+    const res = await api('/api/chat', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ conversation: current, model, text }),
+      signal: controller.signal,
+    });
+    started = true;
+    for await (const [event, data] of sse(res.body)) {
+      if (event === 'conversation') {
+        current = data.id;
+        loadList().catch(showError);
+      } else if (event === 'text') {
+        turn.text(data.text || '');
+      } else if (event === 'tool_call') {
+        turn.call(data);
+      } else if (event === 'tool_result') {
+        turn.result(data);
+      } else if (event === 'error') {
+        showError(data.message || 'The answer failed');
+        messages.append(el('div', 'turn-error', data.message || 'The answer failed'));
+      } else if (event === 'done') {
+        addUsage(data);
+      }
+      scrollDown();
+    }
+  } catch (e) {
+    if (e.name === 'AbortError') {
+      messages.append(el('div', 'stopped', 'stopped'));
+    } else {
+      showError(e);
+      if (!started) { // nothing was asked: give the prompt back
+        userMessage.remove();
+        if (!prompt.value) prompt.value = text;
+      }
+    }
+  } finally {
+    controller = null;
+    setState('idle');
+    scrollDown();
+    loadList().catch(showError);
+  }
+}
+
+// ---- Wiring ----
+
+$('#composer').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (!running) running = send().finally(() => { running = null; });
+});
+
+prompt.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $('#composer').requestSubmit();
+  }
+});
+
+stopButton.addEventListener('click', () => { if (controller) controller.abort(); });
+
+$('#new').addEventListener('click', () => halt().then(newChat).catch(showError));
+
+modelSelect.addEventListener('change', () => localStorage.setItem('kite-model', modelSelect.value));
+
+list.addEventListener('click', (e) => {
+  const li = e.target.closest('li.conversation');
+  if (!li) return;
+  const id = li.dataset.id;
+  if (e.target.closest('.delete')) remove(id).catch(showError);
+  else if (e.target.closest('.title')) halt().then(() => open(id)).catch(showError);
+});
+
+keyForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  key = keyInput.value.trim();
+  if (!key) return;
+  sessionStorage.setItem('kite-key', key);
+  keyInput.value = '';
+  keyForm.hidden = true;
+  load();
+});
+
+setState('loading');
+load();
