@@ -247,4 +247,24 @@ allow = ["echo"]
     );
     let unknown = client.get(format!("{base}/usage")).send().await.unwrap();
     assert_eq!(unknown.status(), 401);
+
+    // The web chat's page is served to anyone, its conversations only with a key.
+    let site = base.trim_end_matches("/v1");
+    let page = client.get(format!("{site}/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let policy = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(policy.contains("default-src 'self'"), "{policy}");
+    let listed = client
+        .get(format!("{site}/api/conversations"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 401);
+    let listed = client
+        .get(format!("{site}/api/conversations"))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 200);
 }
