@@ -1,0 +1,371 @@
+//! What a gateway adds to a request's latency: the same streamed Chat Completions request,
+//! at a fixed rate, straight to a loopback upstream, through kite's gateway (kite-serve, as
+//! `kite serve` runs it, in front of kite's OpenAI provider), and through LiteLLM's proxy
+//! configured for the same upstream. Prints p50 and p99 of the time to the first byte of
+//! the answer's body and of the whole request, and what each gateway adds.
+//!
+//! LiteLLM is taken from `$KITE_BENCH_LITELLM` or `~/.cache/kite/litellm-venv/bin/litellm`
+//! (`scripts/litellm-venv.sh` installs it); without it, its rows are left out.
+//!
+//! `cargo bench -p kite-bench --bench gateway` (`KITE_BENCH_RATE` requests per second,
+//! default 50, below what LiteLLM's proxy serves streamed on two cores, so the figures are
+//! latency and not a queue; `KITE_BENCH_SECONDS`, default 10).
+//!
+//! The load is open-loop: each request starts at its time whatever the others do, so a slow
+//! gateway shows as latency, not as fewer requests.
+
+use axum::response::IntoResponse;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const MODEL: &str = "bench";
+
+/// The key clients send (LiteLLM insists on one; kite's gateway here asks for none).
+const CLIENT_KEY: &str = "sk-kite-bench-0123456789abcdef";
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The upstream's answer: five words, then the usage and `[DONE]`.
+fn upstream_body() -> String {
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        serde_json::json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+            "created": 0, "model": MODEL,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut body = String::new();
+    body.push_str(&format!(
+        "data: {}\n\n",
+        chunk(
+            serde_json::json!({"role": "assistant", "content": ""}),
+            serde_json::Value::Null
+        )
+    ));
+    for word in ["One ", "two ", "three ", "four ", "five."] {
+        body.push_str(&format!(
+            "data: {}\n\n",
+            chunk(
+                serde_json::json!({"content": word}),
+                serde_json::Value::Null
+            )
+        ));
+    }
+    body.push_str(&format!(
+        "data: {}\n\n",
+        chunk(serde_json::json!({}), serde_json::json!("stop"))
+    ));
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// A loopback OpenAI-compatible upstream on its own thread, answering at once.
+fn upstream() -> SocketAddr {
+    let body: Arc<str> = upstream_body().into();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move || {
+                    let body = body.clone();
+                    async move {
+                        ([("content-type", "text/event-stream")], body.to_string()).into_response()
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// kite's gateway in front of `upstream`, on its own thread and runtime.
+fn kite_gateway(upstream: SocketAddr) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // As `kite serve` runs: a worker per core.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cores())
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let model = kite::OpenAiCompatible::new(
+                format!("http://{upstream}/v1"),
+                kite::wire::openai_chat::Dialect::OpenAi,
+            )
+            .api_key("sk-bench-upstream");
+            let route = kite::serve::Route::new(MODEL, Arc::new(model), MODEL);
+            let gateway = kite::serve::Gateway::new(vec![route], true);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            kite::serve::serve(listener, Arc::new(gateway), std::future::pending())
+                .await
+                .unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// LiteLLM's proxy, when installed.
+struct LiteLlm {
+    child: std::process::Child,
+    addr: SocketAddr,
+    _dir: tempdir::Dir,
+}
+
+impl Drop for LiteLlm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+mod tempdir {
+    /// A scratch folder, removed when dropped.
+    pub(crate) struct Dir(pub(crate) std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn litellm_bin() -> Option<std::path::PathBuf> {
+    let bin = std::env::var_os("KITE_BENCH_LITELLM")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".cache/kite/litellm-venv/bin/litellm"))
+        })?;
+    bin.exists().then_some(bin)
+}
+
+async fn litellm(upstream: SocketAddr) -> Option<LiteLlm> {
+    let bin = litellm_bin()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let dir = std::env::temp_dir().join(format!("kite-bench-litellm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "model_list:\n  - model_name: {MODEL}\n    litellm_params:\n      model: openai/{MODEL}\n      \
+             api_base: http://{upstream}/v1\n      api_key: sk-bench-upstream\n\
+             litellm_settings:\n  set_verbose: false\n  callbacks: []\n  num_retries: 0\n\
+             general_settings:\n  master_key: {CLIENT_KEY}\n  disable_spend_logs: true\n  \
+             disable_error_logs: true\n"
+        ),
+    )
+    .ok()?;
+    let child = std::process::Command::new(bin)
+        .args(["--config"])
+        .arg(&config)
+        // One worker per core, as LiteLLM advises for speed.
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--num_workers",
+            &cores().to_string(),
+        ])
+        .args(["--timeout_worker_healthcheck", "60"])
+        .env_remove("DATABASE_URL")
+        // Offline: the bundled price map, no `.env`, no per-request log lines.
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("LITELLM_MODE", "PRODUCTION")
+        .env("LITELLM_LOG", "ERROR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let proxy = LiteLlm {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        _dir: tempdir::Dir(dir),
+    };
+    let client = reqwest::Client::new();
+    for _ in 0..1200 {
+        let ready = client
+            .get(format!("http://{}/health/liveliness", proxy.addr))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        if ready {
+            return Some(proxy);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("LiteLLM did not start within 120 s; its rows are left out");
+    None
+}
+
+/// One request: the time to the first byte of the body, and to its end.
+async fn once(client: &reqwest::Client, url: &str) -> Option<(Duration, Duration)> {
+    let started = Instant::now();
+    let mut response = client
+        .post(url)
+        .bearer_auth(CLIENT_KEY)
+        .header("content-type", "application/json")
+        .body(format!(
+            r#"{{"model":"{MODEL}","stream":true,"messages":[{{"role":"user","content":"Count to five."}}]}}"#
+        ))
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let mut first = None;
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        first.get_or_insert_with(|| started.elapsed());
+        body.extend_from_slice(&chunk);
+    }
+    let total = started.elapsed();
+    let text = String::from_utf8_lossy(&body);
+    (text.contains("five.") && text.contains("[DONE]")).then_some((first?, total))
+}
+
+struct Measured {
+    ttfb: Vec<Duration>,
+    total: Vec<Duration>,
+    failed: usize,
+}
+
+/// `rate` requests a second for `seconds` to `url`, after a second of warm-up.
+async fn load(url: &str, rate: u32, seconds: u32) -> Measured {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .build()
+        .unwrap();
+    let url: Arc<str> = url.into();
+    let run = |n: u32| {
+        let client = client.clone();
+        let url = url.clone();
+        async move {
+            let start = tokio::time::Instant::now();
+            let gap = Duration::from_secs_f64(1.0 / f64::from(rate));
+            let mut tasks = Vec::with_capacity(n as usize);
+            for i in 0..n {
+                tokio::time::sleep_until(start + gap * i).await;
+                let client = client.clone();
+                let url = url.clone();
+                tasks.push(tokio::spawn(async move { once(&client, &url).await }));
+            }
+            let mut results = Vec::with_capacity(tasks.len());
+            for t in tasks {
+                results.push(t.await.ok().flatten());
+            }
+            results
+        }
+    };
+    run(rate).await;
+    let results = run(rate * seconds).await;
+    let failed = results.iter().filter(|r| r.is_none()).count();
+    let (mut ttfb, mut total): (Vec<_>, Vec<_>) = results.into_iter().flatten().unzip();
+    ttfb.sort();
+    total.sort();
+    Measured {
+        ttfb,
+        total,
+        failed,
+    }
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run only then.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let var = |name: &str, default: u32| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|v| *v > 0)
+            .unwrap_or(default)
+    };
+    let (rate, seconds) = (var("KITE_BENCH_RATE", 50), var("KITE_BENCH_SECONDS", 10));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let upstream = upstream();
+        let kite = kite_gateway(upstream);
+        let litellm = litellm(upstream).await;
+        let mut targets = vec![
+            ("direct", format!("http://{upstream}/v1/chat/completions")),
+            ("kite", format!("http://{kite}/v1/chat/completions")),
+        ];
+        if let Some(l) = &litellm {
+            targets.push(("LiteLLM", format!("http://{}/v1/chat/completions", l.addr)));
+        } else {
+            eprintln!("LiteLLM is not installed (scripts/litellm-venv.sh); its rows are left out");
+        }
+        println!(
+            "{rate} streamed requests/s for {seconds} s each, loopback, {} cores\n",
+            cores()
+        );
+        println!(
+            "| path | ok | failed | TTFB p50 ms | TTFB p99 ms | total p50 ms | total p99 ms |"
+        );
+        println!("|---|---|---|---|---|---|---|");
+        let mut rows = Vec::new();
+        for (name, url) in &targets {
+            let m = load(url, rate, seconds).await;
+            let row = [
+                quantile(&m.ttfb, 0.5),
+                quantile(&m.ttfb, 0.99),
+                quantile(&m.total, 0.5),
+                quantile(&m.total, 0.99),
+            ];
+            println!(
+                "| {name} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                m.total.len(),
+                m.failed,
+                row[0],
+                row[1],
+                row[2],
+                row[3]
+            );
+            rows.push((*name, row));
+        }
+        let direct = rows[0].1;
+        println!("\nAdded over direct (ms):\n");
+        println!("| gateway | TTFB p50 | TTFB p99 | total p50 | total p99 |");
+        println!("|---|---|---|---|---|");
+        for (name, row) in rows.iter().skip(1) {
+            println!(
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                row[0] - direct[0],
+                row[1] - direct[1],
+                row[2] - direct[2],
+                row[3] - direct[3]
+            );
+        }
+        drop(litellm);
+    });
+}
