@@ -351,6 +351,12 @@ impl Shared {
         }
 
         let mut sampler = plan.sampler(&self.model, self.config.repeat_penalty)?;
+        // On `auto`, what samples once the model opens a call, made now so a grammar that
+        // does not compile is an error before any text.
+        let mut on_call = match plan.may_call() {
+            true => Some(plan.call_sampler(&self.model, self.config.repeat_penalty)?),
+            false => None,
+        };
         if !send(
             tx,
             Event::Start {
@@ -366,7 +372,6 @@ impl Shared {
         let mut generated = 0u32;
         let mut pos = n_prompt as i32;
         let mut finish = FinishReason::Stop;
-        let mut calling = false;
         loop {
             if generated >= max_new {
                 finish = FinishReason::Length;
@@ -385,12 +390,14 @@ impl Shared {
             );
             let _ = decoder.decode_to_string(&bytes, &mut piece, false);
             splitter.push(&piece, &mut events);
-            if plan.may_call() && !calling && splitter.in_call() {
-                // The model opened a call: from here the grammar keeps it well-formed. What
+            if splitter.in_call()
+                && let Some(call) = on_call.take()
+            {
+                // The model opened a call: from here the grammar keeps it well-formed (and
+                // ends generation once the call closes: one call per answer on `auto`). What
                 // the piece held past the tag is dropped; the call is the grammar's alone.
                 splitter.restart_call();
-                sampler = plan.call_sampler(&self.model, self.config.repeat_penalty)?;
-                calling = true;
+                sampler = call;
             }
             for e in events.drain(..) {
                 if !send(tx, e) {
