@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The whole answer: `first`, then the rest of `events`.
-pub(crate) async fn whole(
+async fn whole(
     first: Option<Result<Event, kite_core::Error>>,
     events: EventStream,
 ) -> Result<kite_core::Response, kite_core::Error> {
@@ -54,61 +54,146 @@ pub(crate) async fn usage(
     axum::Json(json!({"object": "usage", "usage": gw.keys.used(caller)})).into_response()
 }
 
+/// A client API's stream encoder, as server-sent-event text.
+trait Encoder: Send + 'static {
+    /// What one of kite's events says to the client.
+    fn event(&mut self, event: &Event) -> String;
+    /// What a failure midway says; the stream ends with it.
+    fn failed(&mut self, error: &kite_core::Error) -> String;
+    /// What closes the stream.
+    fn finish(&mut self) -> String;
+}
+
+fn data(v: Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+fn named(name: &str, v: &Value) -> String {
+    format!("event: {name}\ndata: {v}\n\n")
+}
+
+impl Encoder for ChunkEncoder {
+    fn event(&mut self, event: &Event) -> String {
+        ChunkEncoder::event(self, event)
+            .into_iter()
+            .map(data)
+            .collect()
+    }
+    fn failed(&mut self, error: &kite_core::Error) -> String {
+        // Mid-stream, an error can only be said in the stream.
+        data(kite_wire::openai_chat::serve::error_body(
+            &error.to_string(),
+            "api_error",
+            None,
+        ))
+    }
+    fn finish(&mut self) -> String {
+        // The usage comes last, when the client asked for it.
+        let usage = ChunkEncoder::finish(self).map(data).unwrap_or_default();
+        format!("{usage}data: [DONE]\n\n")
+    }
+}
+
+impl Encoder for messages::EventEncoder {
+    fn event(&mut self, event: &Event) -> String {
+        let events = messages::EventEncoder::event(self, event);
+        events.iter().map(|(name, v)| named(name, v)).collect()
+    }
+    fn failed(&mut self, error: &kite_core::Error) -> String {
+        // After an error the stream ends with it: no stop reason follows.
+        messages::EventEncoder::failed(self);
+        named(
+            "error",
+            &messages::error_body(&error.to_string(), "api_error"),
+        )
+    }
+    fn finish(&mut self) -> String {
+        let events = messages::EventEncoder::finish(self);
+        events.iter().map(|(name, v)| named(name, v)).collect()
+    }
+}
+
+fn typed(events: Vec<Value>) -> String {
+    events
+        .iter()
+        .map(|v| named(v["type"].as_str().unwrap_or("message"), v))
+        .collect()
+}
+
+impl Encoder for responses::EventEncoder {
+    fn event(&mut self, event: &Event) -> String {
+        typed(responses::EventEncoder::event(self, event))
+    }
+    fn failed(&mut self, error: &kite_core::Error) -> String {
+        typed(responses::EventEncoder::failed(self, &error.to_string()))
+    }
+    fn finish(&mut self) -> String {
+        typed(responses::EventEncoder::finish(self))
+    }
+}
+
+/// Answers `request` for `caller`: whole, as `whole` writes a response, or streamed through
+/// `encoder`.
+async fn answer<E: Encoder>(
+    gw: Arc<Gateway>,
+    api: Api,
+    caller: Caller,
+    request: kite_core::Request,
+    stream: bool,
+    whole_body: impl FnOnce(&kite_core::Response) -> Value,
+    encoder: E,
+) -> Response {
+    let (first, events) = match gw.open(api, caller, request).await {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
+    };
+    if !stream {
+        return match whole(first, events).await {
+            Ok(r) => axum::Json(whole_body(&r)).into_response(),
+            Err(e) => upstream_error(api, &e),
+        };
+    }
+    let body = futures_util::stream::iter(first)
+        .chain(events)
+        .map(Some)
+        .chain(futures_util::stream::once(async { None }))
+        .scan(encoder, |enc, item| {
+            std::future::ready(Some(match item {
+                Some(Ok(e)) => enc.event(&e),
+                Some(Err(e)) => enc.failed(&e),
+                None => enc.finish(),
+            }))
+        })
+        .map(Ok::<_, std::convert::Infallible>);
+    event_stream(body)
+}
+
+fn invalid(api: Api, e: &kite_core::Error) -> Response {
+    error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid)
+}
+
 pub(crate) async fn chat(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
     body: Bytes,
 ) -> Response {
-    let api = Api::Chat;
     let client = match decode_request(&body) {
         Ok(c) => c,
-        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
+        Err(e) => return invalid(Api::Chat, &e),
     };
-    let public = client.request.model.clone();
-    let (first, events) = match gw.open(api, caller, client.request).await {
-        Ok(opened) => opened,
-        Err(refused) => return *refused,
-    };
-    let id = gw.next_id();
-    let created = now();
-    if !client.stream {
-        return match whole(first, events).await {
-            Ok(response) => {
-                axum::Json(encode_response(&response, &id, &public, created)).into_response()
-            }
-            Err(e) => upstream_error(api, &e),
-        };
-    }
-    let encoder = Arc::new(std::sync::Mutex::new(ChunkEncoder::new(
-        id,
-        public,
-        created,
-        client.include_usage,
-    )));
-    let last = encoder.clone();
-    let sse = |v: Value| format!("data: {v}\n\n");
-    let body = futures_util::stream::iter(first)
-        .chain(events)
-        .map(move |event| match event {
-            Ok(e) => {
-                let mut enc = encoder.lock().unwrap_or_else(|p| p.into_inner());
-                enc.event(&e).into_iter().map(sse).collect::<String>()
-            }
-            // Mid-stream, an error can only be said in the stream.
-            Err(e) => sse(kite_wire::openai_chat::serve::error_body(
-                &e.to_string(),
-                "api_error",
-                None,
-            )),
-        })
-        .chain(futures_util::stream::once(async move {
-            // The usage comes last, when the client asked for it.
-            let mut enc = last.lock().unwrap_or_else(|p| p.into_inner());
-            let usage = enc.finish().map(sse).unwrap_or_default();
-            format!("{usage}data: [DONE]\n\n")
-        }))
-        .map(Ok::<_, std::convert::Infallible>);
-    event_stream(body)
+    let (public, id, created) = (client.request.model.clone(), gw.next_id(), now());
+    let encoder = ChunkEncoder::new(id.clone(), public.clone(), created, client.include_usage);
+    let whole = move |r: &kite_core::Response| encode_response(r, &id, &public, created);
+    answer(
+        gw,
+        Api::Chat,
+        caller,
+        client.request,
+        client.stream,
+        whole,
+        encoder,
+    )
+    .await
 }
 
 pub(crate) async fn responses(
@@ -116,54 +201,50 @@ pub(crate) async fn responses(
     Extension(caller): Extension<Caller>,
     body: Bytes,
 ) -> Response {
-    let api = Api::Chat;
     let client = match responses::decode_request(&body) {
         Ok(c) => c,
-        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
+        Err(e) => return invalid(Api::Chat, &e),
     };
     let public = client.request.model.clone();
-    let (first, events) = match gw.open(api, caller, client.request).await {
-        Ok(opened) => opened,
-        Err(refused) => return *refused,
-    };
     let id = format!("resp_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
     let created = now();
-    if !client.stream {
-        return match whole(first, events).await {
-            Ok(r) => {
-                axum::Json(responses::encode_response(&r, &id, &public, created)).into_response()
-            }
-            Err(e) => upstream_error(api, &e),
-        };
-    }
-    let encoder = Arc::new(std::sync::Mutex::new(responses::EventEncoder::new(
-        id, public, created,
-    )));
-    let last = encoder.clone();
-    let sse = |events: Vec<Value>| {
-        events
-            .into_iter()
-            .map(|data| {
-                let name = data["type"].as_str().unwrap_or("message").to_owned();
-                format!("event: {name}\ndata: {data}\n\n")
-            })
-            .collect::<String>()
+    let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created);
+    let whole = move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created);
+    answer(
+        gw,
+        Api::Chat,
+        caller,
+        client.request,
+        client.stream,
+        whole,
+        encoder,
+    )
+    .await
+}
+
+pub(crate) async fn anthropic(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
+    let client = match messages::decode_request(&body) {
+        Ok(c) => c,
+        Err(e) => return invalid(Api::Messages, &e),
     };
-    let body = futures_util::stream::iter(first)
-        .chain(events)
-        .map(move |event| {
-            let mut enc = encoder.lock().unwrap_or_else(|p| p.into_inner());
-            match event {
-                Ok(e) => sse(enc.event(&e)),
-                // After a failure the stream ends with it.
-                Err(e) => sse(enc.failed(&e.to_string())),
-            }
-        })
-        .chain(futures_util::stream::once(async move {
-            sse(last.lock().unwrap_or_else(|p| p.into_inner()).finish())
-        }))
-        .map(Ok::<_, std::convert::Infallible>);
-    event_stream(body)
+    let public = client.request.model.clone();
+    let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
+    let encoder = messages::EventEncoder::new(id.clone(), public.clone());
+    let whole = move |r: &kite_core::Response| messages::encode_response(r, &id, &public);
+    answer(
+        gw,
+        Api::Messages,
+        caller,
+        client.request,
+        client.stream,
+        whole,
+        encoder,
+    )
+    .await
 }
 
 /// A streamed answer of server-sent events.
@@ -175,56 +256,4 @@ pub(crate) fn event_stream(
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from_stream(body))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
-}
-
-pub(crate) async fn anthropic(
-    State(gw): State<Arc<Gateway>>,
-    Extension(caller): Extension<Caller>,
-    body: Bytes,
-) -> Response {
-    let api = Api::Messages;
-    let client = match messages::decode_request(&body) {
-        Ok(c) => c,
-        Err(e) => return error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid),
-    };
-    let public = client.request.model.clone();
-    let (first, events) = match gw.open(api, caller, client.request).await {
-        Ok(opened) => opened,
-        Err(refused) => return *refused,
-    };
-    let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
-    if !client.stream {
-        return match whole(first, events).await {
-            Ok(r) => axum::Json(messages::encode_response(&r, &id, &public)).into_response(),
-            Err(e) => upstream_error(api, &e),
-        };
-    }
-    let encoder = Arc::new(std::sync::Mutex::new(messages::EventEncoder::new(
-        id, public,
-    )));
-    let last = encoder.clone();
-    let sse = |events: Vec<(&str, Value)>| {
-        events
-            .into_iter()
-            .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
-            .collect::<String>()
-    };
-    let body = futures_util::stream::iter(first)
-        .chain(events)
-        .map(move |event| match event {
-            Ok(e) => sse(encoder.lock().unwrap_or_else(|p| p.into_inner()).event(&e)),
-            Err(e) => {
-                // After an error the stream ends with it: no stop reason follows.
-                encoder.lock().unwrap_or_else(|p| p.into_inner()).failed();
-                sse(vec![(
-                    "error",
-                    messages::error_body(&e.to_string(), "api_error"),
-                )])
-            }
-        })
-        .chain(futures_util::stream::once(async move {
-            sse(last.lock().unwrap_or_else(|p| p.into_inner()).finish())
-        }))
-        .map(Ok::<_, std::convert::Infallible>);
-    event_stream(body)
 }
