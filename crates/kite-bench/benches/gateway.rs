@@ -28,7 +28,7 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// The upstream's answer: five words, then the usage and `[DONE]`.
+/// The upstream's answer: five words, the finish, and `[DONE]`.
 fn upstream_body() -> String {
     let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
         serde_json::json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",

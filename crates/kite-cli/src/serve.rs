@@ -1,6 +1,8 @@
-//! `kite serve`: the OpenAI-compatible gateway (`kite-serve`) in front of the model the
-//! same flags as `kite ask` choose (the local model when no key is set). Every model name a
-//! client asks for goes to that provider.
+//! `kite serve`: the gateway and web chat (`kite-serve`) in front of the routes of
+//! `[serve]` in kite.toml, or, with none, of the model the same flags as `kite ask` choose
+//! (the local model when no key is set), which then answers every model name. Routes get
+//! their own tools (built-in, MCP servers', skills'); the web chat's conversations are the
+//! user's store with no key, and each key's own with keys.
 
 use crate::choose::{SessionArgs, choose_model};
 use crate::output::errln;
@@ -53,6 +55,15 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     for key in &keys {
         crate::logging::secret(key);
     }
+    // Tools only when asked for here: `[defaults] tools` is for `kite ask` and `kite chat`,
+    // not for whoever may reach the gateway.
+    refuse_unused(&args.session).map_err(fail)?;
+    let explicit_system = args.session.system.is_some() || args.session.role.is_some();
+    let skill_dirs = args.session.skills.dirs.clone();
+    let named: Vec<String> = match args.session.tools {
+        true => kite::agent::builtin::NAMES.map(String::from).to_vec(),
+        false => args.session.tool.clone(),
+    };
     let session = args
         .session
         .with_defaults(&loaded.config)
@@ -64,12 +75,11 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         true => {
             let chosen =
                 choose_model(&session, &loaded.config.http).map_err(|e| fail(e.to_string()))?;
-            let route = Route::new(&chosen.name, chosen.model.clone(), &chosen.name);
-            let names: Vec<String> = match session.tools {
-                true => kite::agent::builtin::NAMES.map(String::from).to_vec(),
-                false => session.tool.clone(),
-            };
-            add_builtin(&route.tools, &names).map_err(fail)?;
+            let mut route = Route::new(&chosen.name, chosen.model.clone(), &chosen.name);
+            add_builtin(&route.tools, &named).map_err(fail)?;
+            route.kit = skills_kit(&skill_dirs, &loaded)
+                .await
+                .map_err(|e| fail(e.to_string()))?;
             (vec![route], true, chosen.name)
         }
         false => {
@@ -86,19 +96,29 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             (routes, false, shown)
         }
     };
+    let mut routes = routes;
+    for route in &mut routes {
+        // `--system` (or `--role`) and `--max-turns` hold for every route: the system prompt
+        // comes first in the web chat and wherever the gateway runs a route's tools.
+        if explicit_system {
+            route.instructions = session.system.clone();
+        }
+        if let Some(turns) = session.max_turns {
+            route.max_turns = turns;
+        }
+    }
     let limits = kite::serve::Limits {
         requests_per_minute: args.rpm.or(settings.requests_per_minute),
         tokens_per_minute: args.tpm.or(settings.tokens_per_minute),
     };
     let mut gateway = Gateway::new(routes, catch_all).pricer(crate::prices::pricer());
-    if !session.no_store {
-        let store = crate::history::open(&loaded.config.store)
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        gateway = gateway.store(Arc::from(store));
-    }
     for key in &keys {
         gateway = gateway.key_with(key.trim(), limits);
+    }
+    if !session.no_store {
+        gateway = web_stores(gateway, &keys, &loaded.config.store)
+            .await
+            .map_err(fail)?;
     }
     let addr = args
         .addr
@@ -141,7 +161,6 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     for hub in kept.hubs {
         hub.close().await;
     }
-    drop(kept.skills);
     let signal = Arc::try_unwrap(claim).ok().and_then(|c| c.finish());
     match (result, signal) {
         (Err(code), _) => Err(code),
@@ -189,12 +208,40 @@ fn route(
     Ok(made)
 }
 
-/// What routes' tools need kept for as long as kite serves: MCP connections and skills'
-/// workspaces.
+/// Where the web chat keeps conversations: with no key (one user, on loopback), in the
+/// user's own store, the one `kite chat` uses; with keys, each key in a SQLite file of its
+/// own (named by its digest), so no key sees another's conversations, nor the user's.
+async fn web_stores(
+    mut gateway: Gateway,
+    keys: &[String],
+    store: &crate::config::StoreConfig,
+) -> Result<Gateway, String> {
+    if keys.is_empty() {
+        let store = crate::history::open(store)
+            .await
+            .map_err(|e| e.to_string())?;
+        return Ok(gateway.store(Arc::from(store)));
+    }
+    let dir = kite::store::SqliteStore::default_path()
+        .and_then(|p| p.parent().map(|d| d.join("serve")))
+        .ok_or("no data folder for the web chat's conversations (set XDG_DATA_HOME)")?;
+    for key in keys {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(key.trim().as_bytes());
+        let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let path = dir.join(format!("{name}.db"));
+        let store = kite::store::SqliteStore::open(&path)
+            .await
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        gateway.key_store(key.trim(), Arc::new(store));
+    }
+    Ok(gateway)
+}
+
+/// What routes' tools need kept for as long as kite serves: MCP connections.
 #[derive(Default)]
 struct Kept {
     hubs: Vec<kite::mcp::Hub>,
-    skills: Vec<kite::skills::SkillRun>,
 }
 
 /// Gives `route` the tools `r` names: built-in ones, configured MCP servers', skills'.
@@ -213,17 +260,52 @@ async fn tools(
         hub.bind(&route.tools);
         kept.hubs.push(hub);
     }
-    if let Some(skills) = crate::skills::from_dirs(&r.skills, loaded)
-        .await
-        .map_err(context)?
-    {
-        for tool in kite::agent::Toolkit::<()>::tools(&skills) {
-            route.tools.add_arc(tool);
-        }
-        route.instructions = Some(skills.system_prompt());
-        kept.skills.push(skills);
-    }
+    route.kit = skills_kit(&r.skills, loaded).await.map_err(context)?;
     Ok(())
+}
+
+/// The skills of `dirs`, made afresh for each request: its own workspace, nothing loaded.
+async fn skills_kit(
+    dirs: &[std::path::PathBuf],
+    loaded: &crate::config::Loaded,
+) -> Result<Option<kite::serve::KitMaker>, kite::Error> {
+    if dirs.is_empty() {
+        return Ok(None);
+    }
+    let Some(skills) = crate::skills::from_dirs(dirs, loaded).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(move || {
+        skills
+            .fresh()
+            .map(|run| Box::new(run) as Box<dyn kite::serve::RequestKit>)
+            .map_err(|e| format!("cannot set up the skills' workspace: {e}"))
+    })))
+}
+
+/// Refuses the flags of `kite ask` that a gateway has no use for: each client sets them
+/// in its own requests.
+fn refuse_unused(args: &SessionArgs) -> Result<(), String> {
+    let given = [
+        ("--max-tokens", args.max_tokens.is_some()),
+        ("--temperature", args.temperature.is_some()),
+        ("--reasoning", args.reasoning.is_some()),
+        ("--tool-choice", args.tool_choice.is_some()),
+        ("--continue", args.continue_last),
+        ("--conversation", args.conversation.is_some()),
+        ("--no-skills", args.skills.no_skills),
+        // Scripts run for any client of the gateway: always in the sandbox.
+        (
+            "--dangerously-run-scripts-unsandboxed",
+            args.skills.dangerously_run_scripts_unsandboxed,
+        ),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(format!(
+            "kite serve does not take {flag}: each client sets it in its own requests"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Adds the built-in tools `names` names to `tools` (the file tools read under the working

@@ -83,6 +83,19 @@ async fn the_openai_sdk_uses_the_responses_api_through_the_gateway() {
 }
 
 #[tokio::test]
+async fn flags_a_gateway_has_no_use_for_are_refused() {
+    for flag in [["--temperature", "0.5"], ["--max-tokens", "10"]] {
+        let r = common::run(common::kite().arg("serve").args(flag)).await;
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("does not take {}", flag[0])),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_route_runs_its_own_tools_and_counts_what_each_key_used() {
     let upstream = ReplayServer::start(vec![
         // A whole answer: an MCP tool, a built-in one, then the answer.
@@ -139,7 +152,8 @@ allow = ["echo"]
             .env("XDG_DATA_HOME", &data)
             .env("KITE_LOG", "off")
             .env("OPENAI_API_KEY", KEY)
-            .env("SERVE_TEST_KEY", GATEWAY_KEY),
+            .env("SERVE_TEST_KEY", GATEWAY_KEY)
+            .args(["--system", "Answer briefly.", "--max-turns", "3"]),
     );
     let base = served.base.clone();
     let client = reqwest::Client::new();
@@ -218,6 +232,8 @@ allow = ["echo"]
             })
             .collect()
     };
+    assert_eq!(sent[0]["messages"][0]["role"], "system", "{}", sent[0]);
+    assert_eq!(sent[0]["messages"][0]["content"], "Answer briefly.");
     let mut offered = names(&sent[0]);
     offered.sort();
     assert_eq!(offered, ["echo", "now"]);
@@ -267,4 +283,115 @@ allow = ["echo"]
         .await
         .unwrap();
     assert_eq!(listed.status(), 200);
+}
+
+#[tokio::test]
+async fn each_key_keeps_its_own_conversations_and_each_request_its_own_skills() {
+    let view = r#"{"path": "skills/word-count/SKILL.md"}"#;
+    let upstream = ReplayServer::start(vec![
+        // The first key's question, in the web chat: the skill's instructions, then text.
+        call("view", view, 1, usage(10, 1)),
+        answer("There are 29 words.", 2),
+        // The second key's, through the gateway: the same skill, in a run of its own.
+        call("view", view, 3, usage(10, 1)),
+        answer("There are 29 words.", 4),
+    ])
+    .await;
+    let skills =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/skills/valid");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kite.toml"),
+        format!(
+            r#"
+[serve]
+keys = ["${{SERVE_TEST_KEY}}", "sk-second-key-0123456789"]
+
+[[serve.routes]]
+name = "skilled"
+provider = "openai"
+model = "gpt-5-nano"
+base_url = "{}/v1"
+skills = [{skills:?}]
+"#,
+            upstream.url(),
+        ),
+    )
+    .unwrap();
+    let data = common::trust(dir.path());
+    let served = start(
+        kite_serve()
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .env("SERVE_TEST_KEY", GATEWAY_KEY),
+    );
+    let site = served.base.trim_end_matches("/v1").to_owned();
+    let client = reqwest::Client::new();
+    let first = |r: reqwest::RequestBuilder| r.bearer_auth(GATEWAY_KEY);
+    let second = |r: reqwest::RequestBuilder| r.bearer_auth("sk-second-key-0123456789");
+
+    let said = first(client.post(format!("{site}/api/chat")))
+        .json(&json!({"conversation": null, "model": "skilled", "text": "How many words?"}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(said.contains("event: done"), "{said}");
+    let asked: Value = second(client.post(format!("{site}/v1/chat/completions")))
+        .json(&json!({"model": "skilled", "messages": [{"role": "user", "content": "How many words?"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        asked["choices"][0]["message"]["content"],
+        "There are 29 words."
+    );
+
+    // Both runs were given the skill's instructions: neither saw the other's workspace.
+    let sent = upstream.requests();
+    assert_eq!(sent.len(), 4);
+    for n in [1, 3] {
+        let body = sent[n].body_text();
+        assert!(
+            body.contains("Run this command from the workspace root"),
+            "{body}"
+        );
+        assert!(!body.contains("already loaded"), "{body}");
+    }
+
+    // The first key's conversation is its own.
+    let list = |who: &dyn Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder| {
+        who(client.get(format!("{site}/api/conversations"))).send()
+    };
+    let mine: Value = list(&first).await.unwrap().json().await.unwrap();
+    let ids: Vec<&str> = mine["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 1, "{mine}");
+    let theirs: Value = list(&second).await.unwrap().json().await.unwrap();
+    assert_eq!(theirs["conversations"], json!([]), "{theirs}");
+    let url = format!("{site}/api/conversations/{}", ids[0]);
+    let peek = second(client.get(&url)).send().await.unwrap();
+    assert_eq!(peek.status(), 404);
+    let delete = second(client.delete(&url)).send().await.unwrap();
+    assert_eq!(delete.status(), 404);
+    let shown: Value = first(client.get(&url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["messages"][0]["parts"][0]["text"], "How many words?");
 }

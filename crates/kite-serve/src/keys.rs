@@ -3,9 +3,10 @@
 //! limits over the last minute and its usage so far.
 
 use axum::http::{HeaderMap, header};
+use kite_store::Store;
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
@@ -65,6 +66,8 @@ struct Key {
     digest: [u8; 32],
     limits: Limits,
     window: Mutex<Window>,
+    /// Where the web chat keeps this key's conversations, apart from every other key's.
+    store: Option<Arc<dyn Store>>,
 }
 
 /// The keys clients may use, and what is used when none is set.
@@ -90,7 +93,25 @@ impl Keys {
             digest: Sha256::digest(key.as_bytes()).into(),
             limits,
             window: Mutex::new(Window::default()),
+            store: None,
         });
+    }
+
+    /// Keeps the web chat's conversations of `key` (one added before) in `store`.
+    pub(crate) fn set_store(&mut self, key: &str, store: Arc<dyn Store>) -> bool {
+        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        match self.0.iter_mut().find(|k| k.digest == digest) {
+            Some(k) => {
+                k.store = Some(store);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Where the web chat keeps the conversations of the key at `i`.
+    pub(crate) fn store(&self, i: usize) -> Option<&Arc<dyn Store>> {
+        self.0.get(i)?.store.as_ref()
     }
 
     pub(crate) fn is_empty(&self) -> bool {

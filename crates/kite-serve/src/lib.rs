@@ -4,7 +4,8 @@
 //! `stream_options.include_usage`), `POST /v1/responses` (stateless), `POST /v1/messages`,
 //! `GET /v1/models`, `GET /v1/usage` (what the caller's key has used) and `GET /health`,
 //! on axum (`handlers.rs`), and a web chat at `/` (`web.rs`). A client's request is decoded with kite-wire's
-//! codecs run the other way (`openai_chat::serve`, `anthropic::serve`), answered by a kite
+//! codecs run the other way (`openai_chat::serve`, `openai_responses::serve`,
+//! `anthropic::serve`), answered by a kite
 //! [`Model`] on the route its model names (or that route's fallbacks), and encoded back in
 //! the client's format; errors come back in the client's API's shape with the upstream's
 //! status, never a provider key (`errors.rs`).
@@ -14,8 +15,8 @@
 //! gateway asks for no key and must listen on loopback only ([`Gateway::check_addr`]).
 //!
 //! A route may carry its own tools (built-in, MCP servers', skills'): for clients that send
-//! none, the gateway runs the tool loop itself and answers with the final text
-//! (`agentic.rs`).
+//! none, the gateway runs the tool loop itself and answers with the text of each step,
+//! never a tool call (`agentic.rs`).
 
 mod agentic;
 mod errors;
@@ -24,6 +25,7 @@ mod keys;
 mod middleware;
 mod web;
 
+pub use agentic::{KitMaker, RequestKit};
 use keys::{Caller, Keys};
 pub use keys::{KeyUsage, Limits};
 pub use kite_agent::{Pricer, ToolSet};
@@ -56,11 +58,16 @@ pub struct Route {
     /// Routes tried in turn when this one fails before answering (by name).
     pub fallbacks: Vec<String>,
     /// Tools the gateway runs itself for clients that send none of their own (built-in,
-    /// MCP servers', skills'): such clients get only the final answer.
+    /// MCP servers'): such clients never see a tool call.
     pub tools: ToolSet,
     /// Said to the model before the client's own system prompt when the gateway runs the
-    /// route's tools (for instance the skills on offer).
+    /// route's tools.
     pub instructions: Option<String>,
+    /// Tools made afresh for each request that runs the route's tools (skills, whose
+    /// workspace is the request's own).
+    pub kit: Option<KitMaker>,
+    /// How many model calls one request may make when the gateway runs the route's tools.
+    pub max_turns: u32,
 }
 
 impl Route {
@@ -77,7 +84,14 @@ impl Route {
             fallbacks: Vec::new(),
             tools: ToolSet::new(),
             instructions: None,
+            kit: None,
+            max_turns: agentic::MAX_TURNS,
         }
+    }
+
+    /// Whether the gateway runs tools of its own on this route.
+    fn has_tools(&self) -> bool {
+        self.kit.is_some() || !self.tools.names().is_empty()
     }
 }
 
@@ -89,9 +103,10 @@ pub struct Gateway {
     catch_all: bool,
     pub(crate) keys: Keys,
     pub(crate) ids: AtomicU64,
-    pricer: Option<Pricer>,
-    /// Where the web chat keeps its conversations (none: the chat keeps none).
-    pub(crate) store: Option<Arc<dyn Store>>,
+    pub(crate) pricer: Option<Pricer>,
+    /// Where the web chat keeps its conversations when no key is set (none: the chat
+    /// keeps none).
+    store: Option<Arc<dyn Store>>,
 }
 
 impl Gateway {
@@ -114,10 +129,25 @@ impl Gateway {
         self
     }
 
-    /// Keeps the web chat's conversations in `store`.
+    /// Keeps the web chat's conversations in `store` when no key is set (one user, on
+    /// loopback).
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
         self
+    }
+
+    /// Keeps the web chat's conversations of `key` (given before) in `store`: each key sees
+    /// its own conversations and no other's. False when `key` is not one of the gateway's.
+    pub fn key_store(&mut self, key: &str, store: Arc<dyn Store>) -> bool {
+        self.keys.set_store(key, store)
+    }
+
+    /// Where the web chat keeps `caller`'s conversations.
+    pub(crate) fn store_for(&self, caller: Caller) -> Option<&Arc<dyn Store>> {
+        match caller {
+            Caller::Anyone => self.store.as_ref(),
+            Caller::Key(i) => self.keys.store(i),
+        }
     }
 
     /// Accepts `key` from clients, with no limits (kept as its SHA-256 digest only).
@@ -207,8 +237,8 @@ impl Gateway {
         let mut failure = None;
         for (route, upstream) in chain {
             request.model = upstream;
-            let events = match request.tools.is_empty() && !route.tools.names().is_empty() {
-                true => agentic::answer(route, request.clone()),
+            let events = match request.tools.is_empty() && route.has_tools() {
+                true => agentic::answer(self, route, request.clone()),
                 false => route.model.stream(&request),
             };
             let mut events = self.metered(caller, route, &request.model, events);
@@ -266,6 +296,18 @@ impl Gateway {
                 cost: counted.cost.max(now.cost),
             };
         }))
+    }
+
+    /// Counts all of `usage` (one whole run's) against `caller`.
+    pub(crate) fn charge(&self, caller: Caller, usage: &kite_core::Usage) {
+        self.keys.spent(
+            caller,
+            keys::Spent {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cost: usage.cost.unwrap_or(0.0),
+            },
+        );
     }
 
     pub(crate) fn next_id(&self) -> String {

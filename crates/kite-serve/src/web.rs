@@ -9,8 +9,8 @@
 
 use crate::Gateway;
 use crate::agentic;
-use crate::errors::{Api, Kind, error, unknown_model};
-use crate::keys::{Caller, Spent};
+use crate::errors::{Api, Kind, error, unknown_model, upstream_error};
+use crate::keys::Caller;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
@@ -23,6 +23,7 @@ use kite_core::{Event, Message, Part, Request};
 use kite_store::{StoreError, Turn};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// What the page may load and from where: its own files only.
 const POLICY: &str = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'";
@@ -92,9 +93,10 @@ fn no_store() -> Response {
     )
 }
 
-async fn list(State(gw): State<Arc<Gateway>>) -> Response {
-    let Some(store) = &gw.store else {
-        return no_store();
+async fn list(State(gw): State<Arc<Gateway>>, Extension(caller): Extension<Caller>) -> Response {
+    let Some(store) = gw.store_for(caller) else {
+        // Nothing is kept, so there is nothing to list.
+        return axum::Json(json!({"conversations": [], "stored": false})).into_response();
     };
     match store.list().await {
         Ok(all) => {
@@ -102,14 +104,18 @@ async fn list(State(gw): State<Arc<Gateway>>) -> Response {
                 .iter()
                 .map(|c| json!({"id": c.id, "title": c.title, "model": c.model, "updated_ms": c.updated_ms}))
                 .collect();
-            axum::Json(json!({"conversations": all})).into_response()
+            axum::Json(json!({"conversations": all, "stored": true})).into_response()
         }
         Err(e) => store_error(e),
     }
 }
 
-async fn show(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Response {
-    let Some(store) = &gw.store else {
+async fn show(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    let Some(store) = gw.store_for(caller) else {
         return no_store();
     };
     let conversation = match store.get(&id).await {
@@ -130,8 +136,12 @@ async fn show(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Respons
         .into_response()
 }
 
-async fn remove(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Response {
-    let Some(store) = &gw.store else {
+async fn remove(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    let Some(store) = gw.store_for(caller) else {
         return no_store();
     };
     match store.delete(&id).await {
@@ -197,108 +207,154 @@ async fn chat(
     let Some((route, upstream)) = gw.route(&ask.model) else {
         return unknown_model(Api::Chat, &ask.model);
     };
-    let (conversation, mut history) = match open(&gw, ask.conversation.as_deref(), &ask.text).await
-    {
-        Ok(opened) => opened,
-        Err(refused) => return *refused,
-    };
+    let store = gw.store_for(caller).cloned();
+    let (conversation, mut history) =
+        match open(store.as_deref(), ask.conversation.as_deref(), &ask.text).await {
+            Ok(opened) => opened,
+            Err(refused) => return *refused,
+        };
     history.push(Message::user(ask.text.clone()));
-    let mut agent = agentic::agent(route, Request::new(upstream.clone()));
-    if let Some(pricer) = &gw.pricer {
-        agent = agent.pricer(pricer.clone());
-    }
+    let (agent, kit) = match agentic::agent(&gw, route, Request::new(upstream.clone())) {
+        Ok(made) => made,
+        Err(e) => return upstream_error(Api::Chat, &e),
+    };
     let provider = route.model.origin().provider;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
     if let Some(c) = &conversation {
         let _ = tx.try_send(sse("conversation", json!({"id": c.id, "title": c.title})));
     }
-    let mut events = agent.run_stream((), history);
-    tokio::spawn(async move {
-        let mut shown = String::new();
-        let run = loop {
-            let item = tokio::select! {
-                item = events.next() => item,
-                // The page went away (its stop button): end the run, keep what it did.
-                _ = tx.closed() => { events.cancel(); events.next().await }
-            };
-            let said = match item {
-                Some(Ok(AgentEvent::Model(Event::TextDelta { text, .. }))) => {
-                    shown.push_str(&text);
-                    sse("text", json!({"text": text}))
-                }
-                Some(Ok(AgentEvent::ToolStarted { call })) => {
-                    shown.clear();
-                    sse(
-                        "tool_call",
-                        json!({"id": call.id, "name": call.name, "arguments": call.arguments}),
-                    )
-                }
-                Some(Ok(AgentEvent::ToolFinished { record })) => sse(
-                    "tool_result",
-                    json!({"id": record.call.id, "name": record.call.name,
-                           "output": record.result.text_content(), "error": record.result.is_error}),
-                ),
-                Some(Ok(AgentEvent::Done(run))) => break Some(*run),
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => {
-                    let _ = tx
-                        .send(sse("error", json!({"message": e.to_string()})))
-                        .await;
-                    break events.failed_run();
-                }
-                None => break None,
-            };
-            if tx.send(said).await.is_err() {
-                events.cancel();
-            }
-        };
-        let Some(run) = run else { return };
-        let usage = run.usage();
-        gw.keys.spent(
-            caller,
-            Spent {
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                cost: usage.cost.unwrap_or(0.0),
-            },
-        );
-        let stop = run.stop_reason().map_or("failed", |s| s.name());
-        let _ = tx
-            .send(sse("done", json!({"stop": stop, "usage": {
-                "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost": usage.cost}})))
-            .await;
-        let (Some(store), Some(c)) = (&gw.store, conversation) else {
+    let events = agent.run_stream((), history);
+    let kept = Kept {
+        store,
+        conversation,
+        question: ask.text,
+        provider,
+        model: upstream,
+    };
+    let talk = async move {
+        // The request's kit lives as long as its run.
+        let _kit = kit;
+        let Some((run, shown)) = relay(events, &tx).await else {
             return;
         };
-        let mut messages = vec![Message::user(ask.text)];
-        messages.extend(run.new_messages().iter().cloned());
-        if matches!(run.stop_reason(), Some(StopReason::Cancelled)) && !shown.is_empty() {
-            // What the page showed before it was stopped stays in the conversation.
-            messages.push(Message::assistant(shown));
+        let usage = run.usage();
+        gw.charge(caller, &usage);
+        // The turn is kept before the page hears it is done, so a reload finds it.
+        if let Err(e) = kept.keep(&run, shown).await {
+            let message = format!("the answer was not kept: {e}");
+            let _ = tx.send(sse("error", json!({"message": message}))).await;
         }
-        let turn = Turn {
-            usage,
-            provider: Some(provider),
-            model: Some(upstream),
-            ..Turn::new(messages)
-        };
-        if let Err(e) = store.append(&c.id, c.version, turn.settled()).await {
-            tracing::warn!(target: "kite::serve", error = %e, "the web chat's turn was not stored");
-        }
-    });
+        let stop = run.stop_reason().map_or("failed", |s| s.name());
+        let usage = json!({"input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens, "cost": usage.cost});
+        let _ = tx
+            .send(sse("done", json!({"stop": stop, "usage": usage})))
+            .await;
+    };
+    // The model calls' spans stay children of this request's.
+    tokio::spawn(talk.instrument(tracing::Span::current()));
     let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
         .map(Ok::<_, std::convert::Infallible>);
     crate::handlers::event_stream(body)
 }
 
+/// Tells the page what the run does, as it happens, until it ends: the run, and the text
+/// of the answer under way when it ended (shown, but in no message of the run when it was
+/// stopped). When the page goes away (its stop button), the run is cancelled and ends.
+async fn relay(
+    mut events: kite_agent::AgentStream<()>,
+    tx: &tokio::sync::mpsc::Sender<String>,
+) -> Option<(kite_agent::Run, String)> {
+    let mut shown = String::new();
+    loop {
+        let item = tokio::select! {
+            item = events.next() => item,
+            _ = tx.closed() => { events.cancel(); events.next().await }
+        };
+        let said = match item {
+            Some(Ok(AgentEvent::Model(Event::TextDelta { text, .. }))) => {
+                shown.push_str(&text);
+                sse("text", json!({"text": text}))
+            }
+            // A call that ends is in the run's messages; only one cut off midway is not.
+            Some(Ok(AgentEvent::Model(Event::Start { .. } | Event::Finish { .. }))) => {
+                shown.clear();
+                continue;
+            }
+            Some(Ok(AgentEvent::ToolStarted { call })) => sse(
+                "tool_call",
+                json!({"id": call.id, "name": call.name, "arguments": call.arguments}),
+            ),
+            Some(Ok(AgentEvent::ToolFinished { record })) => sse(
+                "tool_result",
+                json!({"id": record.call.id, "name": record.call.name,
+                       "output": record.result.text_content(), "error": record.result.is_error}),
+            ),
+            Some(Ok(AgentEvent::Done(run))) => return Some((*run, shown)),
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => {
+                let _ = tx
+                    .send(sse("error", json!({"message": e.to_string()})))
+                    .await;
+                return events.failed_run().map(|run| (run, String::new()));
+            }
+            None => return None,
+        };
+        if tx.send(said).await.is_err() {
+            events.cancel();
+        }
+    }
+}
+
+/// Where a question's turn is kept, and what it says of itself.
+struct Kept {
+    store: Option<Arc<dyn kite_store::Store>>,
+    conversation: Option<kite_store::Conversation>,
+    question: String,
+    provider: String,
+    model: String,
+}
+
+impl Kept {
+    /// Appends the turn `run` made (with `shown`, the text of an answer stopped midway),
+    /// trying once more on the conversation's newer version when another tab got there
+    /// first.
+    async fn keep(self, run: &kite_agent::Run, shown: String) -> Result<(), StoreError> {
+        let (Some(store), Some(c)) = (self.store, self.conversation) else {
+            return Ok(());
+        };
+        let mut messages = vec![Message::user(self.question)];
+        messages.extend(run.new_messages().iter().cloned());
+        let stopped = matches!(run.stop_reason(), Some(StopReason::Cancelled));
+        if stopped && !shown.is_empty() {
+            // What the page showed before it was stopped stays in the conversation.
+            messages.push(Message::assistant(shown));
+        }
+        let turn = Turn {
+            usage: run.usage(),
+            provider: Some(self.provider),
+            model: Some(self.model),
+            ..Turn::new(messages)
+        }
+        .settled();
+        match store.append(&c.id, c.version, turn.clone()).await {
+            Err(StoreError::Conflict { .. }) => {
+                let now = store.get(&c.id).await?;
+                store.append(&c.id, now.version, turn).await.map(drop)
+            }
+            other => other.map(drop),
+        }
+    }
+}
+
 /// The conversation a question goes on (a new one, titled by it, when `id` is none) and
 /// its history; with no store, no conversation and no history.
 async fn open(
-    gw: &Gateway,
+    store: Option<&dyn kite_store::Store>,
     id: Option<&str>,
     text: &str,
 ) -> Result<(Option<kite_store::Conversation>, Vec<Message>), Box<Response>> {
-    let Some(store) = &gw.store else {
+    let Some(store) = store else {
         return Ok((None, Vec::new()));
     };
     let fail = |e| Box::new(store_error(e));

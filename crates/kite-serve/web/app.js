@@ -31,10 +31,13 @@ const starts = (line) => [FENCE, HEADING, HR, QUOTE, LIST].some((re) => re.test(
 
 function md(src) {
   const safe = String(src).replace(/[\u0000-\u0002]/g, '').replace(/[&<>"']/g, (c) => ESC[c]);
-  return blocks(safe.split(/\r\n?|\n/));
+  return blocks(safe.split(/\r\n?|\n/), 0);
 }
 
-function blocks(lines) {
+// Quotes nest at most this deep; deeper `>` are text (a hostile answer cannot exhaust the stack).
+const MAX_QUOTE_DEPTH = 8;
+
+function blocks(lines, depth) {
   const out = [];
   for (let i = 0, m; i < lines.length;) {
     const line = lines[i];
@@ -53,10 +56,10 @@ function blocks(lines) {
     } else if (HR.test(line)) {
       out.push('<hr>');
       i++;
-    } else if (QUOTE.test(line)) {
+    } else if (depth < MAX_QUOTE_DEPTH && QUOTE.test(line)) {
       const quoted = [];
       for (; i < lines.length && (m = QUOTE.exec(lines[i])); i++) quoted.push(m[1]);
-      out.push(`<blockquote>${blocks(quoted)}</blockquote>`);
+      out.push(`<blockquote>${blocks(quoted, depth + 1)}</blockquote>`);
     } else if ((m = LIST.exec(line))) {
       const ordered = /\d/.test(m[1]), items = [];
       for (; i < lines.length; i++) {
@@ -264,7 +267,8 @@ async function loadModels() {
 }
 
 async function loadList() {
-  const { conversations = [] } = await getJson('/api/conversations');
+  const { conversations = [], stored = true } = await getJson('/api/conversations');
+  document.body.classList.toggle('unstored', !stored);
   list.replaceChildren(...conversations.map((c) => {
     const li = el('li', 'conversation'), title = el('button', 'title', c.title || 'Untitled');
     const del = el('button', 'delete', '×');
@@ -358,7 +362,7 @@ async function send() {
     for await (const [event, data] of sse(res.body)) {
       if (event === 'conversation') {
         current = data.id;
-        loadList().catch(showError);
+        markCurrent();
       } else if (event === 'text') {
         turn.text(data.text || '');
       } else if (event === 'tool_call') {

@@ -99,6 +99,19 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
         })
     }
 
+    /// A new run over the same skills, with the same sandbox, in a fresh temporary
+    /// workspace and with nothing loaded yet: for a server whose every request is a run of
+    /// its own.
+    pub fn fresh(&self) -> std::io::Result<Self> {
+        Self::new(
+            self.state.set.clone(),
+            RunOptions {
+                workspace: None,
+                sandbox: self.state.sandbox.clone(),
+            },
+        )
+    }
+
     /// The workspace folder.
     pub fn workspace(&self) -> &Path {
         &self.state.workspace
