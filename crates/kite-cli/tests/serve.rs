@@ -261,6 +261,17 @@ async fn a_key_over_its_limit_gets_429_with_retry_after() {
         2,
         "the refused request never went upstream"
     );
+    // Over its limit, a key can still read what it used: reading spends nothing.
+    let used: Value = reqwest::Client::new()
+        .get(format!("{}/usage", served.base))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(used["usage"]["requests"], 2, "{used}");
 }
 
 #[tokio::test]

@@ -241,8 +241,8 @@ allow = ["echo"]
     assert!(sent[2].to_string().contains("utc"), "{}", sent[2]);
     assert_eq!(names(&sent[5]), ["add"]);
 
-    // The key's usage: three questions and this request, every call's tokens, priced from
-    // the table (gpt-5-nano: $0.05 in, $0.40 out per million).
+    // The key's usage: three questions (reading it spends nothing), every call's tokens,
+    // priced from the table (gpt-5-nano: $0.05 in, $0.40 out per million).
     let used: Value = client
         .get(format!("{base}/usage"))
         .bearer_auth(GATEWAY_KEY)
@@ -253,7 +253,7 @@ allow = ["echo"]
         .await
         .unwrap();
     let u = &used["usage"];
-    assert_eq!(u["requests"], 4, "{used}");
+    assert_eq!(u["requests"], 3, "{used}");
     assert_eq!(u["input_tokens"], 750, "{used}");
     assert_eq!(u["output_tokens"], 50, "{used}");
     let cost = u["cost"].as_f64().unwrap();

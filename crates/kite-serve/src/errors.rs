@@ -17,7 +17,10 @@ pub(crate) enum Api {
 #[derive(Clone, Copy)]
 pub(crate) enum Kind {
     Auth,
+    /// A model that is not served.
     NotFound,
+    /// Anything else that is not there (a path, a conversation).
+    Missing,
     Invalid,
     RateLimit,
     Upstream,
@@ -30,6 +33,7 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
             let (kind, code) = match kind {
                 Kind::Auth => ("invalid_request_error", Some("invalid_api_key")),
                 Kind::NotFound => ("invalid_request_error", Some("model_not_found")),
+                Kind::Missing => ("invalid_request_error", None),
                 Kind::Invalid => ("invalid_request_error", None),
                 Kind::RateLimit => ("rate_limit_error", Some("rate_limit_exceeded")),
                 Kind::Upstream => ("api_error", None),
@@ -40,7 +44,7 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
             message,
             match kind {
                 Kind::Auth => "authentication_error",
-                Kind::NotFound => "not_found_error",
+                Kind::NotFound | Kind::Missing => "not_found_error",
                 Kind::Invalid => "invalid_request_error",
                 Kind::RateLimit => "rate_limit_error",
                 Kind::Upstream => "api_error",
@@ -68,6 +72,24 @@ pub(crate) fn unknown_model(api: Api, name: &str) -> Response {
     )
 }
 
+/// What a client is told of an upstream failure: the provider refusing the gateway's own
+/// credentials is the gateway's business, not theirs.
+pub(crate) fn told(e: &Error) -> String {
+    match e {
+        Error::Api(a)
+            if matches!(
+                a.kind,
+                ApiErrorKind::Authentication | ApiErrorKind::PermissionDenied
+            ) =>
+        {
+            REFUSED.to_owned()
+        }
+        e => e.to_string(),
+    }
+}
+
+const REFUSED: &str = "the gateway's upstream refused its credentials";
+
 /// An upstream failure as the client should see it: the status it stands for, in its
 /// API's shape, with kite's words (the upstream's were redacted of its key already).
 pub(crate) fn upstream_error(api: Api, e: &Error) -> Response {
@@ -83,12 +105,7 @@ pub(crate) fn upstream_error(api: Api, e: &Error) -> Response {
             match a.kind {
                 // The gateway's own key to the provider is wrong, not the client's.
                 ApiErrorKind::Authentication | ApiErrorKind::PermissionDenied => {
-                    return error(
-                        api,
-                        StatusCode::BAD_GATEWAY,
-                        "the gateway's upstream refused its credentials",
-                        Kind::Upstream,
-                    );
+                    return error(api, StatusCode::BAD_GATEWAY, REFUSED, Kind::Upstream);
                 }
                 ApiErrorKind::RateLimited => (status, Kind::RateLimit),
                 ApiErrorKind::NotFound => (status, Kind::NotFound),

@@ -183,11 +183,21 @@ impl Gateway {
     }
 
     /// The caller, admitted: a refusal in the client's API's shape when its key is
-    /// wrong (401) or over its limits (429 with `Retry-After`).
-    pub(crate) fn admit(&self, api: Api, headers: &HeaderMap) -> Result<Caller, Box<Response>> {
+    /// wrong (401) or, for a request that asks a model (`counted`), over its limits (429
+    /// with `Retry-After`). Reading what there is (models, usage, conversations) needs the
+    /// key but spends nothing, so a client over its limits can still see why.
+    pub(crate) fn admit(
+        &self,
+        api: Api,
+        headers: &HeaderMap,
+        counted: bool,
+    ) -> Result<Caller, Box<Response>> {
         let Some(caller) = self.keys.caller(headers) else {
             return Err(Box::new(unauthorized(api)));
         };
+        if !counted {
+            return Ok(caller);
+        }
         self.keys.admit(caller).map_err(|wait| {
             let mut r = error(
                 api,
@@ -336,7 +346,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
                 Api::Chat,
                 StatusCode::NOT_FOUND,
                 "no such endpoint",
-                Kind::NotFound,
+                Kind::Missing,
             )
         })
         .method_not_allowed_fallback(|| async {

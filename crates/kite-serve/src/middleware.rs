@@ -52,10 +52,24 @@ pub(crate) async fn gate(
             Kind::Auth,
         );
     }
-    match gw.admit(api, headers) {
+    let counted = request.method() == axum::http::Method::POST;
+    match gw.admit(api, request.headers(), counted) {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            let response = next.run(request).await;
+            if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                // axum says so in plain text; clients read their API's shape.
+                return error(
+                    api,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!(
+                        "the request body is larger than {} MiB",
+                        crate::MAX_BODY >> 20
+                    ),
+                    Kind::Invalid,
+                );
+            }
+            response
         }
         Err(refused) => *refused,
     }
@@ -108,7 +122,16 @@ pub(crate) async fn log_request(
         kite.request_id = %id,
     );
     let started = std::time::Instant::now();
+    // A client that leaves before its answer starts is logged too, as nginx's 499.
+    let mut unanswered = Unanswered {
+        id: &id,
+        method: &method,
+        path: &path,
+        started,
+        armed: true,
+    };
     let mut response = next.run(request).instrument(span.clone()).await;
+    unanswered.armed = false;
     span.record("http.response.status_code", response.status().as_u16());
     if response.status().is_server_error() {
         span.record("otel.status_code", "ERROR");
@@ -126,6 +149,31 @@ pub(crate) async fn log_request(
         response.headers_mut().insert("x-request-id", v);
     }
     response
+}
+
+/// Logs a request whose client left before its answer started, when dropped armed.
+struct Unanswered<'a> {
+    id: &'a str,
+    method: &'a axum::http::Method,
+    path: &'a str,
+    started: std::time::Instant,
+    armed: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::info!(
+                target: "kite::serve",
+                request_id = %self.id,
+                method = %self.method,
+                path = %log_safe(self.path),
+                status = 499u16,
+                ms = self.started.elapsed().as_millis() as u64,
+                "request"
+            );
+        }
+    }
 }
 
 /// A path as it may be logged: printable ASCII, at most 200 characters.

@@ -9,7 +9,7 @@
 
 use crate::Gateway;
 use crate::agentic;
-use crate::errors::{Api, Kind, error, unknown_model, upstream_error};
+use crate::errors::{Api, Kind, error, told, unknown_model, upstream_error};
 use crate::keys::Caller;
 use axum::Router;
 use axum::body::Bytes;
@@ -69,11 +69,9 @@ fn bad(status: StatusCode, message: &str, kind: Kind) -> Response {
 
 fn store_error(e: StoreError) -> Response {
     match e {
-        StoreError::NotFound(_) => bad(
-            StatusCode::NOT_FOUND,
-            "no such conversation",
-            Kind::NotFound,
-        ),
+        StoreError::NotFound(_) => {
+            bad(StatusCode::NOT_FOUND, "no such conversation", Kind::Missing)
+        }
         e => {
             tracing::warn!(target: "kite::serve", error = %e, "the conversation store failed");
             bad(
@@ -89,7 +87,7 @@ fn no_store() -> Response {
     bad(
         StatusCode::NOT_FOUND,
         "this server keeps no conversations",
-        Kind::NotFound,
+        Kind::Missing,
     )
 }
 
@@ -294,7 +292,10 @@ async fn relay(
             Some(Ok(_)) => continue,
             Some(Err(e)) => {
                 let _ = tx
-                    .send(sse("error", json!({"message": e.to_string()})))
+                    .send(sse(
+                        "error",
+                        json!({"message": told(&agentic::model_error(e))}),
+                    ))
                     .await;
                 return events.failed_run().map(|run| (run, String::new()));
             }

@@ -87,3 +87,28 @@ async fn unknown_paths_and_methods_answer_in_json() {
     let body: serde_json::Value = wrong.json().await.unwrap();
     assert!(body["error"]["message"].is_string(), "{body}");
 }
+
+#[tokio::test]
+async fn a_body_past_the_limit_is_refused_in_the_clients_shape() {
+    let addr = common::serve_one("hello", Hello).await;
+    let huge = format!(
+        r#"{{"model": "hello", "messages": [{{"role": "user", "content": "{}"}}]}}"#,
+        "a".repeat(kite_serve::MAX_BODY)
+    );
+    let refused = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 413);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 16 MiB"),
+        "{body}"
+    );
+}
