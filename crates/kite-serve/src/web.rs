@@ -195,6 +195,9 @@ async fn chat(
             );
         }
     };
+    if ask.model.trim().is_empty() {
+        return bad(StatusCode::BAD_REQUEST, "choose a model", Kind::Invalid);
+    }
     if ask.text.trim().is_empty() {
         return bad(
             StatusCode::BAD_REQUEST,
@@ -297,7 +300,8 @@ async fn relay(
                         json!({"message": told(&agentic::model_error(e))}),
                     ))
                     .await;
-                return events.failed_run().map(|run| (run, String::new()));
+                // What was shown of the answer that failed stays, as when it is stopped.
+                return events.failed_run().map(|run| (run, shown));
             }
             None => return None,
         };
@@ -326,9 +330,10 @@ impl Kept {
         };
         let mut messages = vec![Message::user(self.question)];
         messages.extend(run.new_messages().iter().cloned());
-        let stopped = matches!(run.stop_reason(), Some(StopReason::Cancelled));
-        if stopped && !shown.is_empty() {
-            // What the page showed before it was stopped stays in the conversation.
+        let cut = matches!(run.stop_reason(), Some(StopReason::Cancelled) | None);
+        if cut && !shown.is_empty() {
+            // What the page showed before it was stopped (or failed) stays in the
+            // conversation.
             messages.push(Message::assistant(shown));
         }
         let turn = Turn {
