@@ -291,3 +291,65 @@ async fn ctrl_c_mid_answer_still_sends_the_spans() {
             .is_some()
     );
 }
+
+#[tokio::test]
+async fn kite_serve_makes_a_server_span_over_each_requests_model_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path());
+    // A slow stream: its headers come long before its end.
+    let slow = answer("Served.", 1).chunked(64, Duration::from_millis(50));
+    let upstream = ReplayServer::start(vec![slow]).await;
+    let mut served = common::serve::start(
+        common::serve::kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+            .env("OPENAI_API_KEY", KEY)
+            .args([
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-5-nano",
+                "--base-url",
+            ])
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let streamed = reqwest::Client::new()
+        .post(format!("{}/chat/completions", served.base))
+        .json(&serde_json::json!({"model": "gpt-5-nano", "stream": true,
+            "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(streamed.contains("Served."), "{streamed}");
+    // Stopped, kite sends what it has.
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let _ = served.child.wait();
+
+    let received = receiver.received();
+    let spans = spans(&received);
+    let server = spans
+        .iter()
+        .find(|s| s["name"] == "POST /v1/chat/completions")
+        .unwrap_or_else(|| panic!("no server span in {received:?}"));
+    assert_eq!(server["kind"], "SPAN_KIND_SERVER");
+    // Integers come as protobuf JSON writes 64-bit ones: in strings.
+    assert_eq!(server["attributes"]["http.response.status_code"], "200");
+    assert_eq!(server["attributes"]["http.route"], "/v1/chat/completions");
+    let chat = spans
+        .iter()
+        .find(|s| s["name"] == "chat gpt-5-nano")
+        .unwrap_or_else(|| panic!("no chat span in {received:?}"));
+    assert_eq!(chat["parent_span_id"], server["span_id"]);
+    assert_eq!(chat["trace_id"], server["trace_id"]);
+    // The request's span lasts until its stream has ended, not until its headers went.
+    let took = |s: &Value| s["end_ns"].as_u64().unwrap() - s["start_ns"].as_u64().unwrap();
+    assert!(took(chat) > 200_000_000, "a slow stream: {chat}");
+    assert!(took(server) * 10 >= took(chat) * 9, "{server}\n{chat}");
+}

@@ -6,6 +6,7 @@ use crate::handlers::now;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
+use futures_util::StreamExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tracing::Instrument;
@@ -148,7 +149,20 @@ pub(crate) async fn log_request(
     if let Ok(v) = header::HeaderValue::from_str(&id) {
         response.headers_mut().insert("x-request-id", v);
     }
-    response
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !streamed || span.is_disabled() {
+        return response;
+    }
+    // A streamed answer's span lasts as long as its stream: it ends with the last event,
+    // or when the client leaves.
+    let (parts, body) = response.into_parts();
+    let body = body
+        .into_data_stream()
+        .map(move |chunk| span.in_scope(|| chunk));
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// Logs a request whose client left before its answer started, when dropped armed.

@@ -61,6 +61,8 @@ class Handler(BaseHTTPRequestHandler):
                             "trace_id": span.get("traceId"),
                             "span_id": span.get("spanId"),
                             "parent_span_id": span.get("parentSpanId", ""),
+                            "start_ns": int(span.get("startTimeUnixNano", 0)),
+                            "end_ns": int(span.get("endTimeUnixNano", 0)),
                             "status": span.get("status", {}),
                             "attributes": attributes(span.get("attributes")),
                             "events": [e.get("name") for e in span.get("events", [])],
