@@ -47,6 +47,13 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         errln!("kite: an empty client key is no key; it is ignored");
         keys.retain(|k| !k.trim().is_empty());
     }
+    // A key given twice (flag and kite.toml) is one key, with one store and one count.
+    let mut seen = std::collections::HashSet::new();
+    keys = keys
+        .into_iter()
+        .map(|k| k.trim().to_owned())
+        .filter(|k| seen.insert(k.clone()))
+        .collect();
     if settings.requests_per_minute == Some(0) || settings.tokens_per_minute == Some(0) {
         return Err(fail(
             "[serve] requests_per_minute and tokens_per_minute must be at least 1".into(),
@@ -57,7 +64,9 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     }
     // Tools only when asked for here: `[defaults] tools` is for `kite ask` and `kite chat`,
     // not for whoever may reach the gateway.
-    refuse_unused(&args.session).map_err(fail)?;
+    refuse_unused(&args.session, !settings.routes.is_empty()).map_err(fail)?;
+    // Taken from the flags alone: `[defaults]` is for `kite ask` and `kite chat`.
+    let max_turns = args.session.max_turns;
     let explicit_system = args.session.system.is_some() || args.session.role.is_some();
     let skill_dirs = args.session.skills.dirs.clone();
     let named: Vec<String> = match args.session.tools {
@@ -103,7 +112,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         if explicit_system {
             route.instructions = session.system.clone();
         }
-        if let Some(turns) = session.max_turns {
+        if let Some(turns) = max_turns {
             route.max_turns = turns;
         }
     }
@@ -284,8 +293,22 @@ async fn skills_kit(
 }
 
 /// Refuses the flags of `kite ask` that a gateway has no use for: each client sets them
-/// in its own requests.
-fn refuse_unused(args: &SessionArgs) -> Result<(), String> {
+/// in its own requests; and, with `routes`, those that only shape the model the flags
+/// choose, which the routes replace.
+fn refuse_unused(args: &SessionArgs, routes: bool) -> Result<(), String> {
+    if routes {
+        let replaced = [
+            ("--tool", !args.tool.is_empty()),
+            ("--tools", args.tools),
+            ("--skills", !args.skills.dirs.is_empty()),
+        ];
+        if let Some((flag, _)) = replaced.iter().find(|(_, set)| *set) {
+            return Err(format!(
+                "kite serve takes {flag} only with no [[serve.routes]]: give each route its \
+                 own tools and skills"
+            ));
+        }
+    }
     let given = [
         ("--max-tokens", args.max_tokens.is_some()),
         ("--temperature", args.temperature.is_some()),

@@ -93,6 +93,27 @@ async fn flags_a_gateway_has_no_use_for_are_refused() {
             r.stderr
         );
     }
+    // With routes, the flags that shape the one model they replace.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kite.toml"),
+        "[[serve.routes]]\nname = \"a\"\nprovider = \"local\"\n",
+    )
+    .unwrap();
+    let data = common::trust(dir.path());
+    let r = common::run(
+        common::kite()
+            .current_dir(dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .args(["serve", "--tool", "now"]),
+    )
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--tool only with no [[serve.routes]]"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[tokio::test]
@@ -394,4 +415,33 @@ skills = [{skills:?}]
         .await
         .unwrap();
     assert_eq!(shown["messages"][0]["parts"][0]["text"], "How many words?");
+}
+
+#[tokio::test]
+async fn max_turns_bounds_the_gateways_own_loop() {
+    let upstream = ReplayServer::start(vec![
+        call("now", "{}", 1, usage(10, 1)),
+        call("now", "{}", 2, usage(10, 1)),
+    ])
+    .await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .args(["--tool", "now", "--max-turns", "2", "--base-url"])
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{}/chat/completions", served.base))
+        .json(&json!({"model": "gpt-5-nano",
+            "messages": [{"role": "user", "content": "What time is it?"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["choices"][0]["finish_reason"], "length", "{answer}");
+    assert_eq!(upstream.requests().len(), 2);
 }

@@ -68,12 +68,19 @@ pub(crate) fn agent(
 /// `request` answered by the tool loop on `route`, as one model's events.
 pub(crate) fn answer(gw: &Gateway, route: &Route, mut request: Request) -> EventStream {
     let history = std::mem::take(&mut request.messages);
+    let route_model = request.model.clone();
     let (agent, kit) = match agent(gw, route, request) {
         Ok(made) => made,
         Err(e) => return Box::pin(futures_util::stream::once(async move { Err(e) })),
     };
     let events = agent.run_stream((), history);
     let mut state = Loop::default();
+    if let Some(pricer) = gw.pricer.clone() {
+        // Each call priced alone, as the provider bills it (tiers, per-request fees).
+        let provider = route.model.origin().provider;
+        let model = route_model.clone();
+        state.price = Some(Box::new(move |u: &Usage| pricer(&provider, &model, u)));
+    }
     Box::pin(events.flat_map(move |item| {
         // The request's kit lives as long as its stream.
         let _kit = &kit;
@@ -92,8 +99,12 @@ pub(crate) fn model_error(e: AgentError) -> Error {
     }
 }
 
+/// What one call's usage costs, when its provider does not say.
+type Price = Box<dyn Fn(&Usage) -> Option<f64> + Send>;
+
 #[derive(Default)]
 struct Loop {
+    price: Option<Price>,
     started: bool,
     /// The text parts already sent, numbered across the loop's calls.
     parts: u32,
@@ -114,6 +125,10 @@ impl Loop {
                 // did not answer, and its last call's `tool_calls` would promise calls the
                 // client never sees.
                 let reason = match run.stop_reason() {
+                    // A last answer that names tool calls it did not make promises nothing.
+                    Some(StopReason::Finished {
+                        finish_reason: FinishReason::ToolCalls,
+                    }) => FinishReason::Stop,
                     Some(StopReason::Finished { finish_reason }) => finish_reason.clone(),
                     Some(StopReason::TurnLimit { .. } | StopReason::BudgetExceeded { .. }) => {
                         FinishReason::Length
@@ -147,7 +162,10 @@ impl Loop {
             }
             // Each call's usage, added to the earlier calls': the client's meter counts
             // what grew.
-            Event::Usage { usage } => {
+            Event::Usage { mut usage } => {
+                if usage.cost.is_none() {
+                    usage.cost = self.price.as_ref().and_then(|price| price(&usage));
+                }
                 self.current = usage;
                 vec![Ok(Event::Usage {
                     usage: self.spent + usage,

@@ -2,7 +2,7 @@
 //! and streamed.
 
 use crate::Gateway;
-use crate::errors::{Api, Kind, error, upstream_error};
+use crate::errors::{Api, Kind, error, told, upstream_error};
 use crate::keys::Caller;
 use axum::body::{Body, Bytes};
 use axum::extract::{Extension, State};
@@ -82,7 +82,7 @@ impl Encoder for ChunkEncoder {
     fn failed(&mut self, error: &kite_core::Error) -> String {
         // Mid-stream, an error can only be said in the stream.
         data(kite_wire::openai_chat::serve::error_body(
-            &error.to_string(),
+            &told(error),
             "api_error",
             None,
         ))
@@ -102,10 +102,7 @@ impl Encoder for messages::EventEncoder {
     fn failed(&mut self, error: &kite_core::Error) -> String {
         // After an error the stream ends with it: no stop reason follows.
         messages::EventEncoder::failed(self);
-        named(
-            "error",
-            &messages::error_body(&error.to_string(), "api_error"),
-        )
+        named("error", &messages::error_body(&told(error), "api_error"))
     }
     fn finish(&mut self) -> String {
         let events = messages::EventEncoder::finish(self);
@@ -125,7 +122,7 @@ impl Encoder for responses::EventEncoder {
         typed(responses::EventEncoder::event(self, event))
     }
     fn failed(&mut self, error: &kite_core::Error) -> String {
-        typed(responses::EventEncoder::failed(self, &error.to_string()))
+        typed(responses::EventEncoder::failed(self, &told(error)))
     }
     fn finish(&mut self) -> String {
         typed(responses::EventEncoder::finish(self))

@@ -135,7 +135,8 @@ impl Keys {
         let digest: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
         let mut found = None;
         for (i, k) in self.0.iter().enumerate() {
-            if bool::from(k.digest.ct_eq(&digest)) {
+            // The first that matches (every key is compared all the same).
+            if bool::from(k.digest.ct_eq(&digest)) && found.is_none() {
                 found = Some(i);
             }
         }

@@ -58,8 +58,13 @@ pub(crate) async fn gate(
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             let response = next.run(request).await;
-            if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                // axum says so in plain text; clients read their API's shape.
+            let plain = response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .is_none_or(|v| !v.as_bytes().starts_with(b"application/json"));
+            if response.status() == StatusCode::PAYLOAD_TOO_LARGE && plain {
+                // axum's own refusal of the body, in plain text; clients read their API's
+                // shape. (An upstream's 413 comes as JSON already, and passes.)
                 return error(
                     api,
                     StatusCode::PAYLOAD_TOO_LARGE,

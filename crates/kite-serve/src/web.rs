@@ -1,6 +1,7 @@
 //! The web chat: a page served from the binary (`web/`: plain HTML, CSS and JavaScript,
-//! no build step) and the small API it calls. Its conversations are the store's, shared
-//! with `kite chat`; each question runs the tool loop with the route's tools, and what
+//! no build step) and the small API it calls. Its conversations are the caller's store's
+//! (with no key, the user's, shared with `kite chat`; with keys, each key's own); each
+//! question runs the tool loop with the route's tools, and what
 //! happens is streamed to the page as server-sent events: `conversation`, `text`,
 //! `tool_call`, `tool_result`, `error`, and `done` last.
 //!
@@ -18,7 +19,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
-use kite_agent::{AgentEvent, StopReason};
+use kite_agent::AgentEvent;
 use kite_core::{Event, Message, Part, Request};
 use kite_store::{StoreError, Turn};
 use serde_json::{Value, json};
@@ -208,6 +209,11 @@ async fn chat(
     let Some((route, upstream)) = gw.route(&ask.model) else {
         return unknown_model(Api::Chat, &ask.model);
     };
+    // The agent first: a conversation is made only for a question that can be asked.
+    let (agent, kit) = match agentic::agent(&gw, route, Request::new(upstream.clone())) {
+        Ok(made) => made,
+        Err(e) => return upstream_error(Api::Chat, &e),
+    };
     let store = gw.store_for(caller).cloned();
     let (conversation, mut history) =
         match open(store.as_deref(), ask.conversation.as_deref(), &ask.text).await {
@@ -215,10 +221,6 @@ async fn chat(
             Err(refused) => return *refused,
         };
     history.push(Message::user(ask.text.clone()));
-    let (agent, kit) = match agentic::agent(&gw, route, Request::new(upstream.clone())) {
-        Ok(made) => made,
-        Err(e) => return upstream_error(Api::Chat, &e),
-    };
     let provider = route.model.origin().provider;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
     if let Some(c) = &conversation {
@@ -235,13 +237,14 @@ async fn chat(
     let talk = async move {
         // The request's kit lives as long as its run.
         let _kit = kit;
-        let Some((run, shown)) = relay(events, &tx).await else {
+        let Some(ended) = relay(events, &tx).await else {
             return;
         };
+        let run = &ended.run;
         let usage = run.usage();
         gw.charge(caller, &usage);
         // The turn is kept before the page hears it is done, so a reload finds it.
-        if let Err(e) = kept.keep(&run, shown).await {
+        if let Err(e) = kept.keep(&ended).await {
             let message = format!("the answer was not kept: {e}");
             let _ = tx.send(sse("error", json!({"message": message}))).await;
         }
@@ -265,8 +268,9 @@ async fn chat(
 async fn relay(
     mut events: kite_agent::AgentStream<()>,
     tx: &tokio::sync::mpsc::Sender<String>,
-) -> Option<(kite_agent::Run, String)> {
+) -> Option<Ended> {
     let mut shown = String::new();
+    let mut calls = 0;
     loop {
         let item = tokio::select! {
             item = events.next() => item,
@@ -277,9 +281,9 @@ async fn relay(
                 shown.push_str(&text);
                 sse("text", json!({"text": text}))
             }
-            // A call that ends is in the run's messages; only one cut off midway is not.
-            Some(Ok(AgentEvent::Model(Event::Start { .. } | Event::Finish { .. }))) => {
+            Some(Ok(AgentEvent::Model(Event::Start { .. }))) => {
                 shown.clear();
+                calls += 1;
                 continue;
             }
             Some(Ok(AgentEvent::ToolStarted { call })) => sse(
@@ -291,7 +295,13 @@ async fn relay(
                 json!({"id": record.call.id, "name": record.call.name,
                        "output": record.result.text_content(), "error": record.result.is_error}),
             ),
-            Some(Ok(AgentEvent::Done(run))) => return Some((*run, shown)),
+            Some(Ok(AgentEvent::Done(run))) => {
+                return Some(Ended {
+                    run: *run,
+                    shown,
+                    calls,
+                });
+            }
             Some(Ok(_)) => continue,
             Some(Err(e)) => {
                 let _ = tx
@@ -301,7 +311,7 @@ async fn relay(
                     ))
                     .await;
                 // What was shown of the answer that failed stays, as when it is stopped.
-                return events.failed_run().map(|run| (run, shown));
+                return events.failed_run().map(|run| Ended { run, shown, calls });
             }
             None => return None,
         };
@@ -309,6 +319,13 @@ async fn relay(
             events.cancel();
         }
     }
+}
+
+/// How a run ended: the run, the text shown of its last call, and how many calls began.
+struct Ended {
+    run: kite_agent::Run,
+    shown: String,
+    calls: usize,
 }
 
 /// Where a question's turn is kept, and what it says of itself.
@@ -321,20 +338,25 @@ struct Kept {
 }
 
 impl Kept {
-    /// Appends the turn `run` made (with `shown`, the text of an answer stopped midway),
-    /// trying once more on the conversation's newer version when another tab got there
-    /// first.
-    async fn keep(self, run: &kite_agent::Run, shown: String) -> Result<(), StoreError> {
+    /// Appends the turn the run made (with the text shown of an answer cut off before the
+    /// run took it in), trying once more on the conversation's newer version when another
+    /// tab got there first.
+    async fn keep(self, ended: &Ended) -> Result<(), StoreError> {
+        let run = &ended.run;
         let (Some(store), Some(c)) = (self.store, self.conversation) else {
             return Ok(());
         };
         let mut messages = vec![Message::user(self.question)];
         messages.extend(run.new_messages().iter().cloned());
-        let cut = matches!(run.stop_reason(), Some(StopReason::Cancelled) | None);
-        if cut && !shown.is_empty() {
-            // What the page showed before it was stopped (or failed) stays in the
-            // conversation.
-            messages.push(Message::assistant(shown));
+        // Each call the run took in is one assistant message; a call that began and is not
+        // among them was cut off (stopped, or failed), and the page showed its text.
+        let answers = run
+            .new_messages()
+            .iter()
+            .filter(|m| m.role == kite_core::Role::Assistant)
+            .count();
+        if ended.calls > answers && !ended.shown.is_empty() {
+            messages.push(Message::assistant(ended.shown.clone()));
         }
         let turn = Turn {
             usage: run.usage(),

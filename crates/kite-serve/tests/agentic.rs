@@ -1,6 +1,6 @@
 //! A route's own tools: a loop that never stops asking for tools ends at its turn limit
-//! with a finish that promises no calls, and every call's usage is counted against the key
-//! as it comes, even when the loop fails midway.
+//! with a finish that promises no calls, and every call's usage is counted (and priced
+//! alone) against the key as it comes, even when the loop fails midway.
 
 use kite_core::{Error, FinishReason, Message, Part, Response, Role, ToolCall, Usage};
 use kite_serve::{Gateway, Route};
@@ -33,7 +33,10 @@ fn asks_for_now(n: usize) -> Response {
 async fn serve(model: ScriptedModel) -> (String, Arc<Gateway>) {
     let route = Route::new("helper", Arc::new(model), "helper");
     route.tools.add(kite_agent::builtin::now());
-    let gateway = Arc::new(Gateway::new(vec![route], false).key(KEY));
+    // A tiered price: a call of more than 15 input tokens costs 100 times more.
+    let pricer: kite_serve::Pricer =
+        Arc::new(|_, _, u| Some(if u.input_tokens > 15 { 100.0 } else { 1.0 }));
+    let gateway = Arc::new(Gateway::new(vec![route], false).key(KEY).pricer(pricer));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(kite_serve::serve(
@@ -73,6 +76,8 @@ async fn a_loop_cut_short_by_its_turn_limit_promises_no_tool_calls() {
     assert_eq!(answer["usage"]["completion_tokens"], 10, "{answer}");
     let used = gateway.key_usage(0).unwrap();
     assert_eq!((used.input_tokens, used.output_tokens), (100, 10));
+    // Each call priced alone: ten small calls, not one of a hundred tokens.
+    assert_eq!(used.cost, 10.0);
 }
 
 #[tokio::test]
