@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::serve::{GATEWAY_KEY, by_check, kite_serve, sdk, serve, serve_with, start};
+use common::serve::{
+    GATEWAY_KEY, by_check, kite_serve, sdk, serve, serve_config, serve_with, start,
+};
 use common::{KEY, answer, kite};
 use kite::{FinishReason, Message, Part, Response, Role, ToolCall, Usage};
 use kite_testkit::render::{Shape, sse};
@@ -153,14 +155,9 @@ async fn sigterm_lets_a_stream_under_way_finish_then_stops() {
 
 #[tokio::test]
 async fn with_no_key_set_it_serves_the_local_model() {
-    if !common::local_model_installed() {
+    let Some(model) = common::local_model() else {
         return;
-    }
-    let model = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .args(["model", "path"])
-        .output()
-        .unwrap();
-    let model = String::from_utf8_lossy(&model.stdout).trim().to_owned();
+    };
     let served = start(
         kite_serve()
             .env("KITE_LOG", "off")
@@ -331,11 +328,8 @@ async fn routes_from_kite_toml_fall_back_when_the_first_fails() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}/v1", dead.local_addr().unwrap());
     drop(dead);
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("kite.toml"),
-        format!(
-            r#"
+    let toml = format!(
+        r#"
 [serve]
 keys = ["${{SERVE_TEST_KEY}}"]
 
@@ -352,20 +346,9 @@ provider = "openai"
 model = "gpt-5-mini"
 base_url = "{}/v1"
 "#,
-            upstream.url()
-        ),
-    )
-    .unwrap();
-    let data = common::trust(dir.path());
-    let served = start(
-        kite_serve()
-            .current_dir(dir.path())
-            .env("HOME", dir.path())
-            .env("XDG_DATA_HOME", &data)
-            .env("KITE_LOG", "off")
-            .env("OPENAI_API_KEY", KEY)
-            .env("SERVE_TEST_KEY", GATEWAY_KEY),
+        upstream.url()
     );
+    let (served, _dir) = serve_config(&toml, &[]);
     let base = served.base.clone();
     let client = reqwest::Client::new();
     let models: Value = client

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::serve::{GATEWAY_KEY, by_check, kite_serve, sdk, serve, start};
+use common::serve::{GATEWAY_KEY, by_check, kite_serve, sdk, serve, serve_config, start};
 use common::{KEY, answer};
 use kite::{FinishReason, Message, Part, Response, Role, ToolCall, Usage};
 use kite_testkit::render::{Shape, sse};
@@ -139,11 +139,8 @@ async fn a_route_runs_its_own_tools_and_counts_what_each_key_used() {
         call("add", r#"{"a": 1, "b": 2}"#, 6, usage(50, 5)),
     ])
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("kite.toml"),
-        format!(
-            r#"
+    let toml = format!(
+        r#"
 [serve]
 keys = ["${{SERVE_TEST_KEY}}"]
 
@@ -160,22 +157,10 @@ command = {everything:?}
 args = ["stdio"]
 allow = ["echo"]
 "#,
-            upstream.url(),
-            everything = mcp::npm_bin("mcp-server-everything").to_string_lossy(),
-        ),
-    )
-    .unwrap();
-    let data = common::trust(dir.path());
-    let served = start(
-        kite_serve()
-            .current_dir(dir.path())
-            .env("HOME", dir.path())
-            .env("XDG_DATA_HOME", &data)
-            .env("KITE_LOG", "off")
-            .env("OPENAI_API_KEY", KEY)
-            .env("SERVE_TEST_KEY", GATEWAY_KEY)
-            .args(["--system", "Answer briefly.", "--max-turns", "3"]),
+        upstream.url(),
+        everything = mcp::npm_bin("mcp-server-everything").to_string_lossy(),
     );
+    let (served, _dir) = serve_config(&toml, &["--system", "Answer briefly.", "--max-turns", "3"]);
     let base = served.base.clone();
     let client = reqwest::Client::new();
     let ask = |body: Value| {
@@ -320,11 +305,8 @@ async fn each_key_keeps_its_own_conversations_and_each_request_its_own_skills() 
     .await;
     let skills =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/skills/valid");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("kite.toml"),
-        format!(
-            r#"
+    let toml = format!(
+        r#"
 [serve]
 keys = ["${{SERVE_TEST_KEY}}", "sk-second-key-0123456789"]
 
@@ -335,20 +317,9 @@ model = "gpt-5-nano"
 base_url = "{}/v1"
 skills = [{skills:?}]
 "#,
-            upstream.url(),
-        ),
-    )
-    .unwrap();
-    let data = common::trust(dir.path());
-    let served = start(
-        kite_serve()
-            .current_dir(dir.path())
-            .env("HOME", dir.path())
-            .env("XDG_DATA_HOME", &data)
-            .env("KITE_LOG", "off")
-            .env("OPENAI_API_KEY", KEY)
-            .env("SERVE_TEST_KEY", GATEWAY_KEY),
+        upstream.url(),
     );
+    let (served, _dir) = serve_config(&toml, &[]);
     let site = served.base.trim_end_matches("/v1").to_owned();
     let client = reqwest::Client::new();
     let first = |r: reqwest::RequestBuilder| r.bearer_auth(GATEWAY_KEY);

@@ -302,14 +302,9 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
 
 #[tokio::test]
 async fn the_web_chat_works_with_the_local_model_and_no_key() {
-    if !common::local_model_installed() {
+    let Some(model) = common::local_model() else {
         return;
-    }
-    let model = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
-        .args(["model", "path"])
-        .output()
-        .unwrap();
-    let model = String::from_utf8_lossy(&model.stdout).trim().to_owned();
+    };
     let served = start(
         kite_serve()
             .env("KITE_LOG", "off")

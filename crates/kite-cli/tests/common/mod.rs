@@ -139,6 +139,18 @@ pub(crate) async fn run(cmd: &mut Command) -> Run {
 
 /// The installed local model, or `None` after saying loudly why the test is skipped. CI sets
 /// KITE_REQUIRE_LOCAL_MODEL, and then a missing model fails the test instead.
+/// Where the installed local model is; `None` (said on stderr) when it is not installed.
+pub(crate) fn local_model() -> Option<String> {
+    if !local_model_installed() {
+        return None;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .args(["model", "path"])
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
 pub(crate) fn local_model_installed() -> bool {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
         .args(["model", "path"])

@@ -105,3 +105,23 @@ pub(crate) fn by_check(said: Vec<Value>) -> std::collections::HashMap<String, Va
 pub(crate) fn serve(upstream: &ReplayServer) -> Served {
     serve_with(upstream, &[])
 }
+
+/// `kite serve` with `toml` as its kite.toml (trusted), in a folder of its own that lives
+/// as long as the returned guard: the client key in `SERVE_TEST_KEY`, the provider's in
+/// `OPENAI_API_KEY`, and `extra` flags.
+pub(crate) fn serve_config(toml: &str, extra: &[&str]) -> (Served, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("kite.toml"), toml).unwrap();
+    let data = super::trust(dir.path());
+    let served = start(
+        kite_serve()
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .env("SERVE_TEST_KEY", GATEWAY_KEY)
+            .args(extra),
+    );
+    (served, dir)
+}
