@@ -95,15 +95,19 @@ async fn count(c: &Client, css: &str) -> usize {
     c.find_all(Locator::Css(css)).await.unwrap().len()
 }
 
-async fn ask(c: &Client, text: &str) {
-    let prompt = c.find(Locator::Css("#prompt")).await.unwrap();
-    prompt.send_keys(text).await.unwrap();
-    c.find(Locator::Css("#send"))
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
         .await
         .unwrap()
         .click()
         .await
         .unwrap();
+}
+
+async fn ask(c: &Client, text: &str) {
+    let prompt = c.find(Locator::Css("#prompt")).await.unwrap();
+    prompt.send_keys(text).await.unwrap();
+    click(c, "#send").await;
 }
 
 /// A Chat Completions stream of `words`, one event each, sent slowly.
@@ -205,24 +209,14 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
     shot(&c, "3-reloaded").await;
 
     // A slow answer, stopped: the page is free again at once, with what came so far.
-    c.find(Locator::Css("#new"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#new").await;
     ask(&c, "Tell me a long story.").await;
     wait_for(&c, "body[data-state='streaming']").await;
     let text = wait_for(&c, ".message.assistant .content").await;
     while !text.text().await.unwrap().contains("word2") {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    c.find(Locator::Css("#stop"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#stop").await;
     wait_for(&c, "body[data-state='idle']").await;
     wait_for(&c, ".stopped").await;
     let cut = text.text().await.unwrap();
@@ -230,12 +224,7 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
     shot(&c, "4-stopped").await;
 
     // An upstream error is shown in the page.
-    c.find(Locator::Css("#new"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#new").await;
     ask(&c, "Something the upstream refuses.").await;
     let error = wait_for(&c, "#error:not([hidden])").await;
     wait_for(&c, "body[data-state='idle']").await;
@@ -254,12 +243,7 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
     c.refresh().await.unwrap();
     wait_for(&c, "body[data-state='idle']").await;
     assert_eq!(count(&c, "li.conversation").await, 3);
-    c.find(Locator::Css("li.conversation button.delete"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "li.conversation button.delete").await;
     for _ in 0..100 {
         if count(&c, "li.conversation").await == 2 {
             break;
