@@ -369,6 +369,11 @@ pub async fn serve(
     gateway: Arc<Gateway>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // Each event goes out when it is written, not when Nagle's algorithm lets it.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(gateway))
         .with_graceful_shutdown(shutdown)
         .await
