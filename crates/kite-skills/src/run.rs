@@ -59,13 +59,22 @@ pub(crate) struct State<C> {
     loaded: Mutex<HashSet<String>>,
     sandbox: SandboxOptions,
     /// Whether bubblewrap works here, asked once.
-    probe: tokio::sync::OnceCell<Result<(), String>>,
+    /// Shared by the runs [`SkillRun::fresh`] makes, which have the same sandbox.
+    probe: Arc<tokio::sync::OnceCell<Result<(), String>>>,
 }
 
 impl<C: Send + Sync + 'static> SkillRun<C> {
     /// Starts a run over `set`: opens the workspace (creating it when asked for a
     /// temporary one) and each skill's folder.
     pub fn new(set: Arc<SkillSet<C>>, options: RunOptions) -> std::io::Result<Self> {
+        Self::with_probe(set, options, Arc::default())
+    }
+
+    fn with_probe(
+        set: Arc<SkillSet<C>>,
+        options: RunOptions,
+        probe: Arc<tokio::sync::OnceCell<Result<(), String>>>,
+    ) -> std::io::Result<Self> {
         let (workspace, temp) = match options.workspace {
             Some(dir) => {
                 std::fs::create_dir_all(&dir)?;
@@ -94,7 +103,7 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
                 skill_dirs,
                 loaded: Mutex::new(HashSet::new()),
                 sandbox: options.sandbox,
-                probe: tokio::sync::OnceCell::new(),
+                probe,
             }),
         })
     }
@@ -103,13 +112,12 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
     /// workspace and with nothing loaded yet: for a server whose every request is a run of
     /// its own.
     pub fn fresh(&self) -> std::io::Result<Self> {
-        Self::new(
-            self.state.set.clone(),
-            RunOptions {
-                workspace: None,
-                sandbox: self.state.sandbox.clone(),
-            },
-        )
+        let options = RunOptions {
+            workspace: None,
+            sandbox: self.state.sandbox.clone(),
+        };
+        // Whether bubblewrap works here is asked once for all of them.
+        Self::with_probe(self.state.set.clone(), options, self.state.probe.clone())
     }
 
     /// The workspace folder.
@@ -180,5 +188,21 @@ impl<C> State<C> {
     fn first_load(&self, key: &str) -> bool {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         loaded.insert(key.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_run_has_its_own_workspace_and_shares_what_was_learnt_of_the_sandbox() {
+        let run = SkillRun::<()>::new(Arc::new(SkillSet::new()), RunOptions::default()).unwrap();
+        let fresh = run.fresh().unwrap();
+        assert_ne!(run.workspace(), fresh.workspace());
+        assert!(Arc::ptr_eq(&run.state.probe, &fresh.state.probe));
+        let gone = fresh.workspace().to_owned();
+        drop(fresh);
+        assert!(!gone.exists(), "a fresh run's workspace goes with it");
     }
 }
