@@ -314,3 +314,41 @@ async fn the_web_chat_works_with_the_local_model_and_no_key() {
     shot(&c, "7-local-model").await;
     c.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn with_keys_the_page_asks_for_one_and_refuses_a_wrong_one() {
+    let upstream = ReplayServer::start(vec![answer("Hello, key holder.", 1)]).await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .args(["--api-key", common::serve::GATEWAY_KEY, "--base-url"])
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let page = served.base.trim_end_matches("/v1").to_owned();
+    let driver = driver().await;
+    let c = browser(&driver).await;
+    c.goto(&page).await.unwrap();
+    let key = wait_for(&c, "#key-form:not([hidden]) #key").await;
+    assert_eq!(
+        count(&c, "body[data-state='idle']").await,
+        0,
+        "nothing loads without a key"
+    );
+    key.send_keys("sk-wrong-key").await.unwrap();
+    click(&c, "#key-form button[type='submit']").await;
+    let error = wait_for(&c, "#error:not([hidden])").await;
+    assert!(!error.text().await.unwrap().is_empty());
+    let key = wait_for(&c, "#key-form:not([hidden]) #key").await;
+    key.clear().await.unwrap();
+    key.send_keys(common::serve::GATEWAY_KEY).await.unwrap();
+    click(&c, "#key-form button[type='submit']").await;
+    wait_for(&c, "body[data-state='idle']").await;
+    ask(&c, "Hello?").await;
+    let answer = wait_for(&c, ".message.assistant .content p").await;
+    assert_eq!(answer.text().await.unwrap(), "Hello, key holder.");
+    shot(&c, "8-with-a-key").await;
+    c.close().await.unwrap();
+    assert_eq!(upstream.requests().len(), 1);
+}

@@ -228,7 +228,7 @@ function addToolResult(box, result) {
 function addUsage(done) {
   const usage = done.usage || {}, parts = [];
   if (usage.input_tokens != null) parts.push(`${usage.input_tokens} in / ${usage.output_tokens || 0} out tokens`);
-  if (typeof usage.cost === 'number') parts.push(`$${usage.cost < 0.01 ? usage.cost.toPrecision(2) : usage.cost.toFixed(4)}`);
+  if (typeof usage.cost === 'number') parts.push(`$${usage.cost === 0 ? '0' : usage.cost < 0.01 ? usage.cost.toPrecision(2) : usage.cost.toFixed(4)}`);
   if (done.stop && done.stop !== 'finished') parts.push(done.stop === 'cancelled' ? 'stopped' : `stop: ${done.stop}`);
   if (parts.length) messages.append(el('div', 'usage', parts.join(' · ')));
 }
