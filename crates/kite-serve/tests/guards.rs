@@ -132,3 +132,35 @@ async fn a_body_past_the_limit_is_refused_in_the_clients_shape() {
     assert!(answer.contains("application/json"), "{answer}");
     assert!(answer.contains("larger than 16 MiB"), "{answer}");
 }
+
+#[tokio::test]
+async fn a_flag_that_is_not_true_or_false_is_refused() {
+    let addr = common::serve_one("hello", Hello).await;
+    let client = reqwest::Client::new();
+    for (path, body) in [
+        (
+            "chat/completions",
+            r#"{"model": "hello", "stream": "yes", "messages": [{"role": "user", "content": "Hi"}]}"#,
+        ),
+        (
+            "responses",
+            r#"{"model": "hello", "stream": 1, "input": "Hi"}"#,
+        ),
+        (
+            "messages",
+            r#"{"model": "hello", "max_tokens": 9, "stream": "no", "messages": [{"role": "user", "content": "Hi"}]}"#,
+        ),
+    ] {
+        let refused = client
+            .post(format!("http://{addr}/v1/{path}"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 400, "{path}");
+        let said: serde_json::Value = refused.json().await.unwrap();
+        let message = said["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`stream` must be true or false"), "{said}");
+    }
+}

@@ -166,3 +166,18 @@ impl<T: StreamDecoder + ?Sized> StreamDecoder for Box<T> {
         (**self).resumed()
     }
 }
+
+/// The boolean `field` called `name` of a client's request (`None` when absent or null), refused
+/// when it is anything else: `"stream": "yes"` is a mistake to say, not a `false` to guess.
+pub(crate) fn flag(
+    name: &str,
+    field: Option<&serde_json::Value>,
+) -> Result<Option<bool>, kite_core::Error> {
+    match field {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(kite_core::Error::InvalidRequest(format!(
+            "`{name}` must be true or false, not {other}"
+        ))),
+    }
+}

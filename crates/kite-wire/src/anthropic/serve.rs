@@ -102,7 +102,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         .unwrap_or_default();
     Ok(ClientRequest {
         request,
-        stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        stream: crate::codec::flag("stream", v.get("stream"))?.unwrap_or(false),
     })
 }
 

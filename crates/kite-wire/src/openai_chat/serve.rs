@@ -92,11 +92,13 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     }
     Ok(ClientRequest {
         request,
-        stream: o.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        include_usage: v
-            .pointer("/stream_options/include_usage")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        stream: crate::codec::flag("stream", o.get("stream"))?.unwrap_or(false),
+        include_usage: match v.get("stream_options") {
+            Some(options) => {
+                crate::codec::flag("include_usage", options.get("include_usage"))?.unwrap_or(false)
+            }
+            None => false,
+        },
     })
 }
 
