@@ -390,19 +390,20 @@ fn response_json(
 /// A whole `response` object for `response`, answering as `model`.
 pub fn encode_response(response: &Response, id: &str, model: &str, created: u64) -> Value {
     let mut output: Vec<Value> = Vec::new();
+    // Messages of an answer cut short are incomplete themselves.
+    let said = match incomplete_reason(&response.finish_reason) {
+        Some(_) => "incomplete",
+        None => "completed",
+    };
     for p in &response.message.parts {
         let n = output.len();
         output.push(match p {
-            Part::Text { text } => message_item(
-                &item_id("msg", id, n),
-                "completed",
-                vec![text_part(false, text)],
-            ),
-            Part::Refusal { text } => message_item(
-                &item_id("msg", id, n),
-                "completed",
-                vec![text_part(true, text)],
-            ),
+            Part::Text { text } => {
+                message_item(&item_id("msg", id, n), said, vec![text_part(false, text)])
+            }
+            Part::Refusal { text } => {
+                message_item(&item_id("msg", id, n), said, vec![text_part(true, text)])
+            }
             Part::Reasoning(r) => reasoning_item(&item_id("rs", id, n), &r.text, &r.metadata),
             Part::ToolCall(c) => call_item(
                 &item_id("fc", id, n),

@@ -135,7 +135,12 @@ impl EventEncoder {
         let mut part_done = at;
         part_done["part"] = part.clone();
         self.push(out, "response.content_part.done", part_done);
-        self.close_item(out, m.index, message_item(&m.id, "completed", vec![part]));
+        // A message cut short by the answer's end is itself incomplete.
+        let status = match self.reason.as_ref().and_then(incomplete_reason) {
+            Some(_) => "incomplete",
+            None => "completed",
+        };
+        self.close_item(out, m.index, message_item(&m.id, status, vec![part]));
     }
 
     fn text(&mut self, out: &mut Vec<Value>, part: u32, refusal: bool, text: &str) {

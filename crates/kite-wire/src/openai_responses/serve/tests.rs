@@ -376,6 +376,18 @@ fn a_cut_or_failed_stream_says_so() {
         ),
         (Some("response.incomplete"), Some("max_output_tokens"))
     );
+    // The message cut short says so too, streamed and whole.
+    assert_eq!(last["response"]["output"][0]["status"], "incomplete");
+    let done = out
+        .iter()
+        .find(|e| e["type"] == "response.output_item.done")
+        .unwrap();
+    assert_eq!(done["item"]["status"], "incomplete");
+    let mut cut = Response::empty(FinishReason::Length);
+    cut.message = kite_core::Message::assistant("Half");
+    let whole = encode_response(&cut, "resp_2", "m", 7);
+    assert_eq!(whole["status"], "incomplete");
+    assert_eq!(whole["output"][0]["status"], "incomplete");
     let mut enc = EventEncoder::new("resp_1", "m", 7);
     let _ = enc.event(&Event::text(0, "Half"));
     let out = enc.failed("upstream went away");
