@@ -22,6 +22,7 @@ mod agentic;
 mod errors;
 mod handlers;
 mod keys;
+mod listen;
 mod middleware;
 mod web;
 
@@ -30,6 +31,7 @@ use keys::{Caller, Keys};
 pub use keys::{KeyUsage, Limits};
 pub use kite_agent::{Pricer, ToolSet};
 pub use kite_store::Store;
+pub use listen::MAX_CONNECTIONS;
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -107,6 +109,27 @@ pub struct Gateway {
     /// Where the web chat keeps its conversations when no key is set (none: the chat
     /// keeps none).
     store: Option<Arc<dyn Store>>,
+    /// How long a client may take to send a request's headers, and its body.
+    pub(crate) deadlines: Deadlines,
+}
+
+/// How long a client may take to send its request: a client that sends it a byte at a
+/// time holds a connection no longer than this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadlines {
+    /// For the headers (default 30 s).
+    pub headers: std::time::Duration,
+    /// For the body, once the headers are in (default 60 s).
+    pub body: std::time::Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Self {
+            headers: std::time::Duration::from_secs(30),
+            body: std::time::Duration::from_secs(60),
+        }
+    }
 }
 
 impl Gateway {
@@ -120,7 +143,14 @@ impl Gateway {
             ids: AtomicU64::new(0),
             pricer: None,
             store: None,
+            deadlines: Deadlines::default(),
         }
+    }
+
+    /// Gives clients `deadlines` to send their requests in.
+    pub fn deadlines(mut self, deadlines: Deadlines) -> Self {
+        self.deadlines = deadlines;
+        self
     }
 
     /// Prices answers whose provider does not say what they cost, for per-key usage.
@@ -369,14 +399,8 @@ pub async fn serve(
     gateway: Arc<Gateway>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Each event goes out when it is written, not when Nagle's algorithm lets it.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, router(gateway))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let headers = gateway.deadlines.headers;
+    listen::serve(listener, router(gateway), headers, shutdown).await
 }
 
 /// Whole seconds, rounded up: a client that waits that long is not refused again.

@@ -9,12 +9,13 @@ use axum::response::Response;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 use tracing::Instrument;
 
 /// Admits a request before its body is read: a JSON body on `POST` (a web page cannot send
 /// one across sites without a preflight, which kite never answers), a loopback `Host`
-/// when no key is set (against DNS rebinding), then the key and its limits. The caller
-/// goes on in the request's extensions.
+/// when no key is set (against DNS rebinding), then the key and its limits. Then reads the
+/// body, within its size and deadline. The caller goes on in the request's extensions.
 pub(crate) async fn gate(
     State(gw): State<Arc<Gateway>>,
     mut request: axum::extract::Request,
@@ -57,27 +58,52 @@ pub(crate) async fn gate(
     match gw.admit(api, request.headers(), counted) {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
-            let response = next.run(request).await;
-            let plain = response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .is_none_or(|v| !v.as_bytes().starts_with(b"application/json"));
-            if response.status() == StatusCode::PAYLOAD_TOO_LARGE && plain {
-                // axum's own refusal of the body, in plain text; clients read their API's
-                // shape. (An upstream's 413 comes as JSON already, and passes.)
-                return error(
-                    api,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    &format!(
-                        "the request body is larger than {} MiB",
-                        crate::MAX_BODY >> 20
-                    ),
-                    Kind::Invalid,
-                );
+            if request.method() == axum::http::Method::POST {
+                request = match read_body(api, request, gw.deadlines.body).await {
+                    Ok(read) => read,
+                    Err(refused) => return *refused,
+                };
             }
-            response
+            next.run(request).await
         }
         Err(refused) => *refused,
+    }
+}
+
+/// `request` with its body read whole, within [`MAX_BODY`](crate::MAX_BODY) and `deadline`:
+/// past either, a refusal in the client's API's shape (413, 408).
+async fn read_body(
+    api: Api,
+    request: axum::extract::Request,
+    deadline: Duration,
+) -> Result<axum::extract::Request, Box<Response>> {
+    use http_body_util::BodyExt;
+    let (parts, body) = request.into_parts();
+    let limited = http_body_util::Limited::new(body, crate::MAX_BODY);
+    let refuse = |status, message: &str| Box::new(error(api, status, message, Kind::Invalid));
+    match tokio::time::timeout(deadline, limited.collect()).await {
+        Err(_) => Err(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not come within {} s",
+                deadline.as_secs_f64()
+            ),
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "the request body is larger than {} MiB",
+                crate::MAX_BODY >> 20
+            ),
+        )),
+        Ok(Err(_)) => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "the request body could not be read",
+        )),
+        Ok(Ok(whole)) => Ok(axum::extract::Request::from_parts(
+            parts,
+            axum::body::Body::from(whole.to_bytes()),
+        )),
     }
 }
 
