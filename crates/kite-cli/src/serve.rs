@@ -120,6 +120,9 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         requests_per_minute: args.rpm.or(settings.requests_per_minute),
         tokens_per_minute: args.tpm.or(settings.tokens_per_minute),
     };
+    if keys.is_empty() && limits != kite::serve::Limits::default() {
+        errln!("kite: the rate limits hold for each client key; with no key they limit nothing");
+    }
     let mut gateway = Gateway::new(routes, catch_all).pricer(crate::prices::pricer());
     for key in &keys {
         gateway = gateway.key_with(key.trim(), limits);
@@ -202,10 +205,9 @@ fn route(
                 .model
                 .clone()
                 .unwrap_or_else(|| provider.default_model().to_owned());
-            let endpoint = match &r.base_url {
-                Some(url) => kite::Endpoint::at(url.clone()),
-                None => kite::Endpoint::new(),
-            };
+            // The route's own address, with the timeouts of `[http]` and the flags.
+            let mut endpoint = session.at.endpoint(http).map_err(context)?;
+            endpoint.base_url = r.base_url.clone();
             (
                 provider.model(&upstream, &endpoint).map_err(context)?,
                 upstream,
@@ -316,7 +318,6 @@ fn refuse_unused(args: &SessionArgs, routes: bool) -> Result<(), String> {
         ("--tool-choice", args.tool_choice.is_some()),
         ("--continue", args.continue_last),
         ("--conversation", args.conversation.is_some()),
-        ("--no-skills", args.skills.no_skills),
         // Scripts run for any client of the gateway: always in the sandbox.
         (
             "--dangerously-run-scripts-unsandboxed",

@@ -143,7 +143,7 @@ pub(crate) async fn for_session(
     if args.no_skills {
         return Ok(None);
     }
-    offer(args, loaded, find(loaded, &args.dirs)?).await
+    offer(args, loaded, find(loaded, &args.dirs)?, true).await
 }
 
 /// The skills of the folders `dirs` alone, as a run over a fresh workspace (for a route
@@ -159,13 +159,16 @@ pub(crate) async fn from_dirs(
         dirs: dirs.to_vec(),
         ..SkillArgs::default()
     };
-    offer(&args, loaded, found).await
+    offer(&args, loaded, found, false).await
 }
 
+/// The run over what was `found`; `session` says it is for `kite ask` or `kite chat`,
+/// where `--no-skills` leaves them out.
 async fn offer(
     args: &SkillArgs,
     loaded: &Loaded,
     found: Discovery,
+    session: bool,
 ) -> Result<Option<SkillRun>, Error> {
     report(&found);
     if found.skills.is_empty() {
@@ -191,10 +194,13 @@ async fn offer(
         ),
         Ok(()) => {}
     }
-    errln!(
-        "kite: {} skills offered (--no-skills leaves them out)",
-        found.skills.len()
-    );
+    match session {
+        true => errln!(
+            "kite: {} skills offered (--no-skills leaves them out)",
+            found.skills.len()
+        ),
+        false => errln!("kite: {} skills offered", found.skills.len()),
+    }
     Ok(Some(run))
 }
 

@@ -79,8 +79,25 @@ async fn read_body(
 ) -> Result<axum::extract::Request, Box<Response>> {
     use http_body_util::BodyExt;
     let (parts, body) = request.into_parts();
-    let limited = http_body_util::Limited::new(body, crate::MAX_BODY);
     let refuse = |status, message: &str| Box::new(error(api, status, message, Kind::Invalid));
+    let too_large = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "the request body is larger than {} MiB",
+                crate::MAX_BODY >> 20
+            ),
+        )
+    };
+    // A body announced larger than the limit is refused before any of it is read.
+    if http_body::Body::size_hint(&body)
+        .lower()
+        .try_into()
+        .is_ok_and(|n: usize| n > crate::MAX_BODY)
+    {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(body, crate::MAX_BODY);
     match tokio::time::timeout(deadline, limited.collect()).await {
         Err(_) => Err(refuse(
             StatusCode::REQUEST_TIMEOUT,
@@ -89,13 +106,7 @@ async fn read_body(
                 deadline.as_secs_f64()
             ),
         )),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &format!(
-                "the request body is larger than {} MiB",
-                crate::MAX_BODY >> 20
-            ),
-        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Ok(Err(_)) => Err(refuse(
             StatusCode::BAD_REQUEST,
             "the request body could not be read",

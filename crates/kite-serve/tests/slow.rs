@@ -78,3 +78,17 @@ async fn a_body_that_never_ends_gets_408() {
     assert!(said.starts_with("HTTP/1.1 408"), "{said}");
     assert!(said.contains("did not come within"), "{said}");
 }
+
+#[tokio::test]
+async fn a_body_announced_past_the_limit_is_refused_before_it_is_read() {
+    let addr = serve().await;
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        kite_serve::MAX_BODY + 1
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let said = answer(&mut socket).await;
+    assert!(said.starts_with("HTTP/1.1 413"), "{said}");
+}
