@@ -159,7 +159,8 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         );
         let _ = stopping.send(true);
     };
-    let serving = kite::serve::serve(listener, Arc::new(gateway), shutdown);
+    let gateway = Arc::new(gateway);
+    let serving = kite::serve::serve(listener, gateway.clone(), shutdown);
     let result = tokio::select! {
         r = serving => r.map_err(|e| fail(e.to_string())),
         _ = async {
@@ -167,6 +168,8 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             tokio::time::sleep(GRACE).await;
         } => {
             errln!("kite: requests still under way after {} s are cut off", GRACE.as_secs());
+            // The web chat's answers under way end as if stopped, and keep what they said.
+            let _ = tokio::time::timeout(WIND_DOWN, gateway.wind_down()).await;
             Ok(())
         }
     };
@@ -358,6 +361,9 @@ fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Result<(), Str
     }
     Ok(())
 }
+
+/// How long the web chat's answers cut off at the end may take to be kept.
+const WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How long requests under way may take to finish once kite is asked to stop.
 const GRACE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -416,3 +416,28 @@ async fn max_turns_bounds_the_gateways_own_loop() {
     assert_eq!(answer["choices"][0]["finish_reason"], "length", "{answer}");
     assert_eq!(upstream.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn a_routes_provider_keeps_the_timeouts_of_the_flags() {
+    // An upstream that takes the request and never answers.
+    let silent = kite_testkit::SilentServer::start().await;
+    let toml = format!(
+        "[[serve.routes]]\nname = \"quiet\"\nprovider = \"openai\"\nbase_url = \"{}/v1\"\n",
+        silent.url()
+    );
+    let (served, _dir) = serve_config(&toml, &["--timeout", "1"]);
+    let started = std::time::Instant::now();
+    let refused = reqwest::Client::new()
+        .post(format!("{}/chat/completions", served.base))
+        .json(&json!({"model": "quiet", "messages": [{"role": "user", "content": "Hi"}]}))
+        .timeout(std::time::Duration::from_secs(60))
+        .send()
+        .await
+        .unwrap();
+    assert!(refused.status().is_server_error(), "{}", refused.status());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}

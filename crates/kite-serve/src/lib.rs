@@ -111,6 +111,9 @@ pub struct Gateway {
     store: Option<Arc<dyn Store>>,
     /// How long a client may take to send a request's headers, and its body.
     pub(crate) deadlines: Deadlines,
+    /// The web chat's runs under way, and what ends them early.
+    pub(crate) runs: tokio_util::task::TaskTracker,
+    pub(crate) stop: tokio_util::sync::CancellationToken,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -144,7 +147,17 @@ impl Gateway {
             pricer: None,
             store: None,
             deadlines: Deadlines::default(),
+            runs: tokio_util::task::TaskTracker::new(),
+            stop: tokio_util::sync::CancellationToken::new(),
         }
+    }
+
+    /// Ends the web chat's answers under way as if their pages had stopped them (each keeps
+    /// what it said), and waits until they are kept: for a server that cannot wait longer.
+    pub async fn wind_down(&self) {
+        self.stop.cancel();
+        self.runs.close();
+        self.runs.wait().await;
     }
 
     /// Gives clients `deadlines` to send their requests in.

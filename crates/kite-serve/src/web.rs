@@ -234,10 +234,11 @@ async fn chat(
         provider,
         model: upstream,
     };
+    let (runs, stop) = (gw.runs.clone(), gw.stop.clone());
     let talk = async move {
         // The request's kit lives as long as its run.
         let _kit = kit;
-        let Some(ended) = relay(events, &tx).await else {
+        let Some(ended) = relay(events, &tx, &stop).await else {
             return;
         };
         let run = &ended.run;
@@ -256,7 +257,7 @@ async fn chat(
             .await;
     };
     // The model calls' spans stay children of this request's.
-    tokio::spawn(talk.instrument(tracing::Span::current()));
+    runs.spawn(talk.instrument(tracing::Span::current()));
     let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
         .map(Ok::<_, std::convert::Infallible>);
     crate::handlers::event_stream(body)
@@ -264,10 +265,12 @@ async fn chat(
 
 /// Tells the page what the run does, as it happens, until it ends: the run, and the text
 /// of the answer under way when it ended (shown, but in no message of the run when it was
-/// stopped). When the page goes away (its stop button), the run is cancelled and ends.
+/// stopped). When the page goes away (its stop button), or the server winds down, the run
+/// is cancelled and ends.
 async fn relay(
     mut events: kite_agent::AgentStream<()>,
     tx: &tokio::sync::mpsc::Sender<String>,
+    stop: &tokio_util::sync::CancellationToken,
 ) -> Option<Ended> {
     let mut shown = String::new();
     let mut calls = 0;
@@ -275,6 +278,8 @@ async fn relay(
         let item = tokio::select! {
             item = events.next() => item,
             _ = tx.closed() => { events.cancel(); events.next().await }
+            // The server cannot wait any longer: as if the page had stopped it.
+            _ = stop.cancelled() => { events.cancel(); events.next().await }
         };
         let said = match item {
             Some(Ok(AgentEvent::Model(Event::TextDelta { text, .. }))) => {

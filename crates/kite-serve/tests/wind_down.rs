@@ -1,0 +1,67 @@
+//! A server that cannot wait for the web chat's answers under way winds them down: each
+//! ends as if its page had stopped it, and keeps the question and what was said.
+
+use futures_util::StreamExt;
+use kite_core::{Event, EventStream, Model, Request};
+use kite_serve::{Gateway, Route};
+use kite_store::{SqliteStore, Store};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Says a little, then nothing ever again.
+struct Stalls;
+
+impl Model for Stalls {
+    fn stream(&self, _: &Request) -> EventStream {
+        Box::pin(
+            futures_util::stream::iter([
+                Ok(Event::Start {
+                    id: None,
+                    model: None,
+                }),
+                Ok(Event::text(0, "Once upon a time")),
+            ])
+            .chain(futures_util::stream::pending()),
+        )
+    }
+}
+
+#[tokio::test]
+async fn answers_wound_down_keep_what_they_said() {
+    let dir = std::env::temp_dir().join(format!("kite-wind-down-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("conversations.db");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let gateway = Arc::new(
+        Gateway::new(vec![Route::new("story", Arc::new(Stalls), "story")], false)
+            .store(store.clone()),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        gateway.clone(),
+        std::future::pending(),
+    ));
+    let mut answer = reqwest::Client::new()
+        .post(format!("http://{addr}/api/chat"))
+        .json(&serde_json::json!({"conversation": null, "model": "story", "text": "A story?"}))
+        .send()
+        .await
+        .unwrap();
+    let mut said = String::new();
+    while !said.contains("Once upon a time") {
+        let chunk = answer.chunk().await.unwrap().expect("the answer goes on");
+        said.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    tokio::time::timeout(Duration::from_secs(10), gateway.wind_down())
+        .await
+        .expect("the answer under way ends");
+
+    let all = store.list().await.unwrap();
+    assert_eq!(all.len(), 1);
+    let turns = store.turns(&all[0].id).await.unwrap();
+    let texts: Vec<String> = turns[0].turn.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["A story?", "Once upon a time"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
