@@ -164,3 +164,65 @@ async fn a_flag_that_is_not_true_or_false_is_refused() {
         assert!(message.contains("`stream` must be true or false"), "{said}");
     }
 }
+
+#[tokio::test]
+async fn sampling_settings_of_the_wrong_type_or_range_are_refused() {
+    let addr = common::serve_one("hello", Hello).await;
+    let client = reqwest::Client::new();
+    let hi = r#""messages": [{"role": "user", "content": "Hi"}]"#;
+    for (path, body, named) in [
+        (
+            "chat/completions",
+            format!(r#"{{"model": "hello", "max_tokens": "5", {hi}}}"#),
+            "max_tokens",
+        ),
+        (
+            "chat/completions",
+            format!(r#"{{"model": "hello", "max_tokens": 0, {hi}}}"#),
+            "max_tokens",
+        ),
+        (
+            "chat/completions",
+            format!(r#"{{"model": "hello", "temperature": -5, {hi}}}"#),
+            "temperature",
+        ),
+        (
+            "responses",
+            r#"{"model": "hello", "max_output_tokens": -1, "input": "Hi"}"#.to_owned(),
+            "max_output_tokens",
+        ),
+        (
+            "responses",
+            r#"{"model": "hello", "top_p": "x", "input": "Hi"}"#.to_owned(),
+            "top_p",
+        ),
+        (
+            "messages",
+            format!(r#"{{"model": "hello", "max_tokens": "5", {hi}}}"#),
+            "max_tokens",
+        ),
+    ] {
+        let refused = client
+            .post(format!("http://{addr}/v1/{path}"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 400, "{body}");
+        let said: serde_json::Value = refused.json().await.unwrap();
+        let message = said["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{named}`")), "{body}: {said}");
+    }
+    // Within range, the same settings pass.
+    let ok = client
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(format!(
+            r#"{{"model": "hello", "max_tokens": 5, "temperature": 0.2, {hi}}}"#
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+}

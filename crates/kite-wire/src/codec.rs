@@ -181,3 +181,47 @@ pub(crate) fn flag(
         ))),
     }
 }
+
+/// The number `field` called `name` of a client's request, within `range` (`None` when
+/// absent or null), refused when it is not a number or out of range: a sampling setting
+/// the gateway would drop unseen changes what the client pays for.
+pub(crate) fn number(
+    name: &str,
+    field: Option<&serde_json::Value>,
+    range: std::ops::RangeInclusive<f64>,
+) -> Result<Option<f64>, kite_core::Error> {
+    match field {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) => match n.as_f64() {
+            Some(x) if range.contains(&x) => Ok(Some(x)),
+            _ => Err(kite_core::Error::InvalidRequest(format!(
+                "`{name}` must be between {} and {}, not {n}",
+                range.start(),
+                range.end()
+            ))),
+        },
+        Some(other) => Err(kite_core::Error::InvalidRequest(format!(
+            "`{name}` must be a number, not {other}"
+        ))),
+    }
+}
+
+/// The token count `field` called `name` of a client's request: a whole number from 1
+/// (`None` when absent or null); larger than kite counts, it is kite's largest.
+pub(crate) fn tokens(
+    name: &str,
+    field: Option<&serde_json::Value>,
+) -> Result<Option<u32>, kite_core::Error> {
+    match field {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) => match n.as_u64() {
+            Some(t) if t >= 1 => Ok(Some(u32::try_from(t).unwrap_or(u32::MAX))),
+            _ => Err(kite_core::Error::InvalidRequest(format!(
+                "`{name}` must be a whole number of tokens from 1, not {n}"
+            ))),
+        },
+        Some(other) => Err(kite_core::Error::InvalidRequest(format!(
+            "`{name}` must be a whole number of tokens, not {other}"
+        ))),
+    }
+}

@@ -2,6 +2,7 @@
 //! client's `POST /v1/messages` decoded into a kite [`Request`], and kite's answer encoded
 //! as a whole message or as Messages stream events.
 
+use crate::codec::{number, tokens};
 use kite_core::{
     Error, Event, FinishReason, ImageSource, Message, Part, Request, Response, Role, ToolCall,
     ToolChoice, ToolResult, ToolSpec, Usage,
@@ -32,11 +33,8 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         .ok_or_else(|| bad("model: Field required"))?;
     let mut request = Request::new(model);
     request.max_tokens = Some(
-        v.get("max_tokens")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| bad("max_tokens: Field required"))?
-            .try_into()
-            .unwrap_or(u32::MAX),
+        tokens("max_tokens", v.get("max_tokens"))?
+            .ok_or_else(|| bad("max_tokens: Field required"))?,
     );
     request.system = match v.get("system") {
         None | Some(Value::Null) => None,
@@ -89,8 +87,8 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
             .map(|n| ToolChoice::Tool(n.to_owned())),
         Some(other) => return Err(bad(format!("tool_choice.type: {other:?} is not known"))),
     };
-    request.temperature = v.get("temperature").and_then(Value::as_f64);
-    request.top_p = v.get("top_p").and_then(Value::as_f64);
+    request.temperature = number("temperature", v.get("temperature"), 0.0..=1.0)?;
+    request.top_p = number("top_p", v.get("top_p"), 0.0..=1.0)?;
     request.stop = v
         .get("stop_sequences")
         .and_then(Value::as_array)

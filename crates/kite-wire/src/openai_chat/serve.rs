@@ -2,6 +2,7 @@
 //! client's request decoded into a kite [`Request`], and kite's answer encoded as a whole
 //! completion or as `chat.completion.chunk` events.
 
+use crate::codec::{number, tokens};
 use kite_core::{
     Error, Event, FinishReason, Message, Part, Request, Response, ResponseFormat, Role, ToolCall,
     ToolChoice, ToolResult, ToolSpec, Usage,
@@ -66,14 +67,13 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         },
     };
     request.parallel_tool_calls = o.get("parallel_tool_calls").and_then(Value::as_bool);
-    request.temperature = o.get("temperature").and_then(Value::as_f64);
-    request.top_p = o.get("top_p").and_then(Value::as_f64);
+    request.temperature = number("temperature", o.get("temperature"), 0.0..=2.0)?;
+    request.top_p = number("top_p", o.get("top_p"), 0.0..=1.0)?;
     request.seed = o.get("seed").and_then(Value::as_i64);
-    request.max_tokens = o
-        .get("max_completion_tokens")
-        .or_else(|| o.get("max_tokens"))
-        .and_then(Value::as_u64)
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    request.max_tokens = match o.get("max_completion_tokens") {
+        Some(n) if !n.is_null() => tokens("max_completion_tokens", Some(n))?,
+        _ => tokens("max_tokens", o.get("max_tokens"))?,
+    };
     request.stop = match o.get("stop") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(all)) => all

@@ -19,6 +19,7 @@ pub use crate::openai_chat::serve::error_body;
 pub use events::EventEncoder;
 
 use super::NAMESPACE;
+use crate::codec::{number, tokens};
 use kite_core::{
     Error, FinishReason, ImageSource, Message, Metadata, Part, Reasoning, ReasoningConfig, Request,
     Response, ResponseFormat, Role, ToolCall, ToolChoice, ToolResult, ToolSpec, Usage,
@@ -101,12 +102,9 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         },
     };
     request.parallel_tool_calls = v.get("parallel_tool_calls").and_then(Value::as_bool);
-    request.temperature = v.get("temperature").and_then(Value::as_f64);
-    request.top_p = v.get("top_p").and_then(Value::as_f64);
-    request.max_tokens = v
-        .get("max_output_tokens")
-        .and_then(Value::as_u64)
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    request.temperature = number("temperature", v.get("temperature"), 0.0..=2.0)?;
+    request.top_p = number("top_p", v.get("top_p"), 0.0..=1.0)?;
+    request.max_tokens = tokens("max_output_tokens", v.get("max_output_tokens"))?;
     request.user = str_of(&v, "safety_identifier")
         .or_else(|| str_of(&v, "user"))
         .map(str::to_owned);
