@@ -262,6 +262,7 @@ allow = ["echo"]
     assert_eq!(u["requests"], 3, "{used}");
     assert_eq!(u["input_tokens"], 750, "{used}");
     assert_eq!(u["output_tokens"], 50, "{used}");
+    assert_eq!(u["unpriced"], 0, "{used}");
     let cost = u["cost"].as_f64().unwrap();
     assert!(
         (cost - (750.0 * 0.05 + 50.0 * 0.40) / 1e6).abs() < 1e-12,

@@ -34,6 +34,8 @@ pub struct KeyUsage {
     pub output_tokens: u64,
     /// What the answers cost in US dollars, as far as their prices are known.
     pub cost: f64,
+    /// Answers whose price is not known (not in `cost`).
+    pub unpriced: u64,
 }
 
 /// What one answer used, counted against its caller.
@@ -42,6 +44,8 @@ pub(crate) struct Spent {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost: f64,
+    /// The first news of an answer whose price is not known.
+    pub unpriced: bool,
 }
 
 #[derive(Default)]
@@ -184,6 +188,7 @@ impl Keys {
             used.input_tokens = used.input_tokens.saturating_add(spent.input_tokens);
             used.output_tokens = used.output_tokens.saturating_add(spent.output_tokens);
             used.cost += spent.cost;
+            used.unpriced += u64::from(spent.unpriced);
         };
         let Caller::Key(i) = caller else {
             count(&mut self.1.lock().unwrap_or_else(|e| e.into_inner()));
@@ -256,6 +261,7 @@ mod tests {
                 input_tokens: 100,
                 output_tokens: 50,
                 cost: 0.25,
+                unpriced: false,
             },
         );
         assert!(keys.admit(second).is_err(), "over its tokens");
@@ -267,6 +273,7 @@ mod tests {
                 input_tokens: 100,
                 output_tokens: 50,
                 cost: 0.25,
+                unpriced: 0,
             })
         );
 

@@ -334,6 +334,7 @@ impl Gateway {
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
                 cost: cost.unwrap_or(0.0),
+                unpriced: cost.is_none(),
             };
             gw.keys.spent(
                 caller,
@@ -341,12 +342,15 @@ impl Gateway {
                     input_tokens: now.input_tokens.saturating_sub(counted.input_tokens),
                     output_tokens: now.output_tokens.saturating_sub(counted.output_tokens),
                     cost: (now.cost - counted.cost).max(0.0),
+                    // Said once per answer, however often its usage comes.
+                    unpriced: now.unpriced && !counted.unpriced,
                 },
             );
             counted = keys::Spent {
                 input_tokens: counted.input_tokens.max(now.input_tokens),
                 output_tokens: counted.output_tokens.max(now.output_tokens),
                 cost: counted.cost.max(now.cost),
+                unpriced: counted.unpriced || now.unpriced,
             };
         }))
     }
@@ -359,6 +363,7 @@ impl Gateway {
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
                 cost: usage.cost.unwrap_or(0.0),
+                unpriced: usage.cost.is_none(),
             },
         );
     }

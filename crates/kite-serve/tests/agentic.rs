@@ -93,3 +93,37 @@ async fn calls_made_before_a_loop_fails_are_counted() {
     let used = gateway.key_usage(0).unwrap();
     assert_eq!((used.input_tokens, used.output_tokens), (20, 2));
 }
+
+#[tokio::test]
+async fn an_answer_with_no_known_price_is_counted_as_unpriced() {
+    let mut answer = Response::empty(FinishReason::Stop);
+    answer.message = Message::assistant("Hi.");
+    answer.usage = asks_for_now(0).usage;
+    let model = ScriptedModel::new().respond(answer);
+    // No pricer, and the provider says no cost.
+    let gateway =
+        Arc::new(Gateway::new(vec![Route::new("plain", Arc::new(model), "plain")], false).key(KEY));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(kite_serve::serve(
+        listener,
+        gateway.clone(),
+        std::future::pending(),
+    ));
+    let said = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .bearer_auth(KEY)
+        .json(
+            &json!({"model": "plain", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "Hi"}]}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(said.contains("Hi."), "{said}");
+    let used = gateway.key_usage(0).unwrap();
+    assert_eq!((used.unpriced, used.cost, used.input_tokens), (1, 0.0, 10));
+}
