@@ -325,11 +325,7 @@ async fn kite_serve_makes_a_server_span_over_each_requests_model_calls() {
         .unwrap();
     assert!(streamed.contains("Served."), "{streamed}");
     // Stopped, kite sends what it has.
-    let stopped = std::process::Command::new("kill")
-        .args(["-TERM", &served.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(stopped.success());
+    served.terminate();
     let _ = served.child.wait();
 
     let received = receiver.received();

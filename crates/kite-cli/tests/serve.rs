@@ -121,26 +121,12 @@ async fn sigterm_lets_a_stream_under_way_finish_then_stops() {
     assert_eq!(response.status(), 200);
     let mut body = String::from_utf8_lossy(&response.chunk().await.unwrap().unwrap()).into_owned();
     // Mid-stream: SIGTERM.
-    let pid = served.child.id().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
+    served.terminate();
     while let Some(chunk) = response.chunk().await.unwrap() {
         body.push_str(&String::from_utf8_lossy(&chunk));
     }
     assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
-    let text: String = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|l| *l != "[DONE]")
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| {
-            v["choices"][0]["delta"]["content"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect();
+    let text = kite_testkit::render::chat_stream_text(&body);
     assert_eq!(text, "word ".repeat(60), "the whole answer came");
     let status = served.child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
@@ -155,14 +141,9 @@ async fn sigterm_lets_a_stream_under_way_finish_then_stops() {
 
 #[tokio::test]
 async fn with_no_key_set_it_serves_the_local_model() {
-    let Some(model) = common::local_model() else {
+    let Some(served) = common::serve::serve_local() else {
         return;
     };
-    let served = start(
-        kite_serve()
-            .env("KITE_LOG", "off")
-            .env("KITE_LOCAL_MODEL", &model),
-    );
     let client = reqwest::Client::new();
     let whole: Value = client
         .post(format!("{}/chat/completions", served.base))
@@ -217,8 +198,7 @@ async fn the_anthropic_sdk_talks_to_the_gateway() {
     ])
     .await;
     let served = serve(&upstream);
-    let base = served.base.trim_end_matches("/v1");
-    let checks = by_check(sdk("anthropic_client.py", base, &[]).await);
+    let checks = by_check(sdk("anthropic_client.py", &served.site(), &[]).await);
     let c = |name: &str| {
         checks
             .get(name)
@@ -299,10 +279,7 @@ async fn each_request_is_logged_with_its_id_and_no_key() {
         .await
         .unwrap();
     assert_eq!(refused.status(), 401);
-    std::process::Command::new("kill")
-        .args(["-TERM", &served.child.id().to_string()])
-        .status()
-        .unwrap();
+    served.terminate();
     let mut log = String::new();
     std::io::Read::read_to_string(&mut served.stderr, &mut log).unwrap();
     let _ = served.child.wait();

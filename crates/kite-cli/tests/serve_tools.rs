@@ -272,7 +272,7 @@ allow = ["echo"]
     assert_eq!(unknown.status(), 401);
 
     // The web chat's page is served to anyone, its conversations only with a key.
-    let site = base.trim_end_matches("/v1");
+    let site = served.site();
     let page = client.get(format!("{site}/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
     let policy = page.headers()["content-security-policy"].to_str().unwrap();
@@ -321,7 +321,7 @@ skills = [{skills:?}]
         upstream.url(),
     );
     let (served, _dir) = serve_config(&toml, &[]);
-    let site = served.base.trim_end_matches("/v1").to_owned();
+    let site = served.site();
     let client = reqwest::Client::new();
     let first = |r: reqwest::RequestBuilder| r.bearer_auth(GATEWAY_KEY);
     let second = |r: reqwest::RequestBuilder| r.bearer_auth("sk-second-key-0123456789");

@@ -158,7 +158,7 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
             .arg("--base-url")
             .arg(format!("{}/v1", upstream.url())),
     );
-    let page = served.base.trim_end_matches("/v1").to_owned();
+    let page = served.site();
     let driver = driver().await;
     let c = browser(&driver).await;
 
@@ -286,15 +286,10 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
 
 #[tokio::test]
 async fn the_web_chat_works_with_the_local_model_and_no_key() {
-    let Some(model) = common::local_model() else {
+    let Some(served) = common::serve::serve_local() else {
         return;
     };
-    let served = start(
-        kite_serve()
-            .env("KITE_LOG", "off")
-            .env("KITE_LOCAL_MODEL", &model),
-    );
-    let page = served.base.trim_end_matches("/v1").to_owned();
+    let page = served.site();
     let driver = driver().await;
     let c = browser(&driver).await;
     c.goto(&page).await.unwrap();
@@ -326,7 +321,7 @@ async fn with_keys_the_page_asks_for_one_and_refuses_a_wrong_one() {
             .args(["--api-key", common::serve::GATEWAY_KEY, "--base-url"])
             .arg(format!("{}/v1", upstream.url())),
     );
-    let page = served.base.trim_end_matches("/v1").to_owned();
+    let page = served.site();
     let driver = driver().await;
     let c = browser(&driver).await;
     c.goto(&page).await.unwrap();

@@ -15,7 +15,6 @@ use kite_wire::openai_chat::serve::{ChunkEncoder, decode_request, encode_respons
 use kite_wire::openai_responses::serve as responses;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The whole answer: `first`, then the rest of `events`.
@@ -178,7 +177,11 @@ pub(crate) async fn chat(
         Ok(c) => c,
         Err(e) => return invalid(Api::Chat, &e),
     };
-    let (public, id, created) = (client.request.model.clone(), gw.next_id(), now());
+    let (public, id, created) = (
+        client.request.model.clone(),
+        gw.next_id("chatcmpl-kite-"),
+        now(),
+    );
     let encoder = ChunkEncoder::new(id.clone(), public.clone(), created, client.include_usage);
     let whole = move |r: &kite_core::Response| encode_response(r, &id, &public, created);
     answer(
@@ -203,7 +206,7 @@ pub(crate) async fn responses(
         Err(e) => return invalid(Api::Chat, &e),
     };
     let public = client.request.model.clone();
-    let id = format!("resp_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
+    let id = gw.next_id("resp_kite_");
     let created = now();
     let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created);
     let whole = move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created);
@@ -229,7 +232,7 @@ pub(crate) async fn anthropic(
         Err(e) => return invalid(Api::Messages, &e),
     };
     let public = client.request.model.clone();
-    let id = format!("msg_kite_{}", gw.ids.fetch_add(1, Ordering::Relaxed) + 1);
+    let id = gw.next_id("msg_kite_");
     let encoder = messages::EventEncoder::new(id.clone(), public.clone());
     let whole = move |r: &kite_core::Response| messages::encode_response(r, &id, &public);
     answer(

@@ -78,6 +78,40 @@ struct Key {
 #[derive(Default)]
 pub(crate) struct Keys(Vec<Key>, Mutex<KeyUsage>);
 
+impl Spent {
+    /// What `usage` reports, at `cost` (none: its price is not known).
+    pub(crate) fn of(usage: &kite_core::Usage, cost: Option<f64>) -> Self {
+        Self {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cost: cost.unwrap_or(0.0),
+            unpriced: cost.is_none(),
+        }
+    }
+
+    /// What this report of an answer adds to `counted`, what its earlier reports came to
+    /// (a provider may report an answer's whole usage more than once): an unknown price is
+    /// said once per answer.
+    pub(crate) fn beyond(&self, counted: &Spent) -> Spent {
+        Spent {
+            input_tokens: self.input_tokens.saturating_sub(counted.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(counted.output_tokens),
+            cost: (self.cost - counted.cost).max(0.0),
+            unpriced: self.unpriced && !counted.unpriced,
+        }
+    }
+
+    /// The most of each count in `self` and `other`.
+    pub(crate) fn most(self, other: Spent) -> Spent {
+        Spent {
+            input_tokens: self.input_tokens.max(other.input_tokens),
+            output_tokens: self.output_tokens.max(other.output_tokens),
+            cost: self.cost.max(other.cost),
+            unpriced: self.unpriced || other.unpriced,
+        }
+    }
+}
+
 /// Who a request comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Caller {

@@ -104,7 +104,7 @@ pub struct Gateway {
     /// client's own name.
     catch_all: bool,
     pub(crate) keys: Keys,
-    pub(crate) ids: AtomicU64,
+    ids: AtomicU64,
     pub(crate) pricer: Option<Pricer>,
     /// Where the web chat keeps its conversations when no key is set (none: the chat
     /// keeps none).
@@ -330,49 +330,20 @@ impl Gateway {
                 let pricer = gw.pricer.as_ref()?;
                 pricer(&provider, &model, usage)
             });
-            let now = keys::Spent {
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                cost: cost.unwrap_or(0.0),
-                unpriced: cost.is_none(),
-            };
-            gw.keys.spent(
-                caller,
-                keys::Spent {
-                    input_tokens: now.input_tokens.saturating_sub(counted.input_tokens),
-                    output_tokens: now.output_tokens.saturating_sub(counted.output_tokens),
-                    cost: (now.cost - counted.cost).max(0.0),
-                    // Said once per answer, however often its usage comes.
-                    unpriced: now.unpriced && !counted.unpriced,
-                },
-            );
-            counted = keys::Spent {
-                input_tokens: counted.input_tokens.max(now.input_tokens),
-                output_tokens: counted.output_tokens.max(now.output_tokens),
-                cost: counted.cost.max(now.cost),
-                unpriced: counted.unpriced || now.unpriced,
-            };
+            let now = keys::Spent::of(usage, cost);
+            gw.keys.spent(caller, now.beyond(&counted));
+            counted = counted.most(now);
         }))
     }
 
     /// Counts all of `usage` (one whole run's) against `caller`.
     pub(crate) fn charge(&self, caller: Caller, usage: &kite_core::Usage) {
-        self.keys.spent(
-            caller,
-            keys::Spent {
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                cost: usage.cost.unwrap_or(0.0),
-                unpriced: usage.cost.is_none(),
-            },
-        );
+        self.keys.spent(caller, keys::Spent::of(usage, usage.cost));
     }
 
-    pub(crate) fn next_id(&self) -> String {
-        format!(
-            "chatcmpl-kite-{}",
-            self.ids.fetch_add(1, Ordering::Relaxed) + 1
-        )
+    /// A new answer's id: `prefix` (the client API's own) and a number.
+    pub(crate) fn next_id(&self, prefix: &str) -> String {
+        format!("{prefix}{}", self.ids.fetch_add(1, Ordering::Relaxed) + 1)
     }
 }
 

@@ -5,7 +5,7 @@ mod common;
 
 use futures_util::StreamExt;
 use kite_core::{Event, EventStream, FinishReason, Model, Request, Usage};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// Answers "n N" in a few pieces, N being the number in the question, with a pause between
@@ -73,17 +73,7 @@ async fn a_thousand_concurrent_streams_stay_apart() {
                 return Err(format!("status {}", response.status()));
             }
             let text = response.text().await.map_err(|e| e.to_string())?;
-            let said: String = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data: "))
-                .filter(|l| *l != "[DONE]")
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter_map(|v| {
-                    v["choices"][0]["delta"]["content"]
-                        .as_str()
-                        .map(str::to_owned)
-                })
-                .collect();
+            let said = kite_testkit::render::chat_stream_text(&text);
             Ok::<_, String>((i, said, text.trim_end().ends_with("data: [DONE]")))
         }
     });

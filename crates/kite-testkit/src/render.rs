@@ -215,3 +215,18 @@ fn chat_finish(reason: &FinishReason) -> &str {
         _ => "stop",
     }
 }
+
+/// The text a Chat Completions stream (`data:` lines, ending with `[DONE]`) says, read
+/// the plain way a client reads it: the `content` of each chunk's first choice, in order.
+pub fn chat_stream_text(body: &str) -> String {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|l| *l != "[DONE]")
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}

@@ -15,6 +15,22 @@ pub(crate) struct Served {
     pub stderr: std::io::BufReader<std::process::ChildStderr>,
 }
 
+impl Served {
+    /// Asks it to stop, as a service manager does (SIGTERM).
+    pub(crate) fn terminate(&self) {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Where its web chat is: the gateway's address without `/v1`.
+    pub(crate) fn site(&self) -> String {
+        self.base.trim_end_matches("/v1").to_owned()
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -104,6 +120,17 @@ pub(crate) fn by_check(said: Vec<Value>) -> std::collections::HashMap<String, Va
 
 pub(crate) fn serve(upstream: &ReplayServer) -> Served {
     serve_with(upstream, &[])
+}
+
+/// `kite serve` in front of the local model, with no key; `None` when the model is not
+/// installed.
+pub(crate) fn serve_local() -> Option<Served> {
+    let model = super::local_model()?;
+    Some(start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("KITE_LOCAL_MODEL", &model),
+    ))
 }
 
 /// `kite serve` with `toml` as its kite.toml (trusted), in a folder of its own that lives
