@@ -41,7 +41,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     let settings = &loaded.config.serve;
     let mut keys: Vec<String> = args.api_keys.clone();
     for key in &settings.keys {
-        keys.push(kite::mcp::expand_env(key).map_err(|e| fail(format!("[serve] keys: {e}")))?);
+        keys.push(kite::mcp::expand_env(key).map_err(|e| fail(format!("[serve] keys names {e}")))?);
     }
     if keys.iter().any(|k| k.trim().is_empty()) {
         errln!("kite: an empty client key is no key; it is ignored");

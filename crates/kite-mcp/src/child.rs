@@ -57,13 +57,15 @@ pub(crate) fn environment(env: &BTreeMap<String, String>) -> Result<Vec<(String,
         .filter(|(k, _)| INHERITED.contains(&k.as_str()) || k.starts_with("LC_"))
         .collect();
     for (k, v) in env {
-        out.push((k.clone(), expand(v)?));
+        let value = expand(v).map_err(|e| format!("its env table forwards {e}"))?;
+        out.push((k.clone(), value));
     }
     Ok(out)
 }
 
-/// `value` with each `${NAME}` replaced by kite's variable `NAME`; an unset one is an error.
-/// This is how an `env` table's values reach a stdio server.
+/// `value` with each `${NAME}` replaced by kite's variable `NAME`; an unset one is an error
+/// that names it. This is how an `env` table's values reach a stdio server, and how
+/// kite.toml names secrets kept in the environment.
 pub fn expand(value: &str) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
@@ -79,8 +81,7 @@ pub fn expand(value: &str) -> Result<String, String> {
             && !name.starts_with(|c: char| c.is_ascii_digit())
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if valid {
-            let v = std::env::var(name)
-                .map_err(|_| format!("its env table forwards ${{{name}}}, which is not set"))?;
+            let v = std::env::var(name).map_err(|_| format!("${{{name}}}, which is not set"))?;
             out.push_str(&v);
         } else {
             out.push_str(&rest[at..at + 3 + end]);
