@@ -6,11 +6,15 @@
 //! keys. yaml-rust2's event parser reads the YAML; this module builds the tree and refuses
 //! what strictyaml refuses, keeping each value's line so that problems can name it.
 
+use std::collections::HashSet;
 use yaml_rust2::Event;
 use yaml_rust2::parser::Parser;
 
 /// How deep lists and maps may nest: the tree is dropped and written out by recursion.
 const MAX_NESTING: usize = 32;
+/// How many keys all the maps of a frontmatter may hold together: a skill's has a handful,
+/// and every `ask`, `chat` or `serve` that finds the file reads it.
+pub(crate) const MAX_KEYS: usize = 1024;
 
 /// A YAML value as strictyaml sees it: text, a list or a map.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,6 +82,7 @@ pub(crate) fn parse(yaml: &str) -> Result<Node, YamlError> {
     let mut stack: Vec<Building> = Vec::new();
     let mut root: Option<Node> = None;
     let mut documents = 0;
+    let mut keys = 0;
     loop {
         let (event, mark) = parser.next_token().map_err(|e| YamlError {
             line: e.marker().line(),
@@ -124,12 +129,12 @@ pub(crate) fn parse(yaml: &str) -> Result<Node, YamlError> {
                 continue;
             }
             Event::MappingStart(..) => {
-                stack.push(Building::Map(Vec::new(), None));
+                stack.push(Building::Map(Vec::new(), HashSet::new(), None));
                 continue;
             }
             Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
                 Some(Building::List(items)) => Node::List(items),
-                Some(Building::Map(entries, _)) => Node::Map(entries),
+                Some(Building::Map(entries, ..)) => Node::Map(entries),
                 None => return Err(at("unbalanced YAML".into())),
             },
             Event::Scalar(text, ..) => Node::Text(text),
@@ -138,7 +143,7 @@ pub(crate) fn parse(yaml: &str) -> Result<Node, YamlError> {
         match stack.last_mut() {
             None => root = Some(node),
             Some(Building::List(items)) => items.push(node),
-            Some(Building::Map(entries, pending)) => match pending.take() {
+            Some(Building::Map(entries, seen, pending)) => match pending.take() {
                 Some((key, line)) => entries.push(Entry {
                     key,
                     line,
@@ -148,7 +153,13 @@ pub(crate) fn parse(yaml: &str) -> Result<Node, YamlError> {
                     let Node::Text(key) = node else {
                         return Err(at("a map's keys must be text".into()));
                     };
-                    if entries.iter().any(|e| e.key == key) {
+                    keys += 1;
+                    if keys > MAX_KEYS {
+                        return Err(at(format!(
+                            "more than {MAX_KEYS} keys in the frontmatter are not allowed"
+                        )));
+                    }
+                    if !seen.insert(key.clone()) {
                         return Err(at(format!("duplicate key '{key}'")));
                     }
                     *pending = Some((key, line));
@@ -162,8 +173,9 @@ pub(crate) fn parse(yaml: &str) -> Result<Node, YamlError> {
 /// A collection being read.
 enum Building {
     List(Vec<Node>),
-    /// The entries so far, and the key waiting for its value.
-    Map(Vec<Entry>, Option<(String, usize)>),
+    /// The entries so far, their keys (to find a duplicate at once), and the key waiting
+    /// for its value.
+    Map(Vec<Entry>, HashSet<String>, Option<(String, usize)>),
 }
 
 #[cfg(test)]
@@ -234,6 +246,25 @@ mod tests {
         assert!(err.message.contains("nested more than 32"), "{err:?}");
         let ok = format!("\nx:\n  {}a\n", "- ".repeat(MAX_NESTING - 2));
         assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn many_keys_are_refused_past_the_cap_and_duplicates_found_among_many() {
+        let keys = |n: usize| (0..n).map(|i| format!("k{i}: v\n")).collect::<String>();
+        assert!(parse(&format!("\n{}", keys(MAX_KEYS))).is_ok());
+        let err = parse(&format!("\n{}", keys(MAX_KEYS + 1))).unwrap_err();
+        assert!(err.message.contains("more than 1024 keys"), "{err:?}");
+        assert_eq!(err.line, MAX_KEYS + 2);
+        // Keys in nested maps count too.
+        let nested = format!("\nmeta:\n{}", keys(MAX_KEYS).replace('k', "  k"));
+        assert!(parse(&nested).unwrap_err().message.contains("more than"));
+        let dup = format!("\n{}k7: again\n", keys(MAX_KEYS - 1));
+        assert!(
+            parse(&dup)
+                .unwrap_err()
+                .message
+                .contains("duplicate key 'k7'")
+        );
     }
 
     #[test]
