@@ -209,6 +209,9 @@ pub(crate) enum CompactPolicy {
 /// paths = ["/opt/team-skills", "vendor/skills"]   # relative to kite.toml's folder
 /// network = false                                  # let scripts reach the network
 /// timeout_secs = 60                                # how long a script may run
+/// max_memory_mb = 1024                             # memory a command may use
+/// max_tmp_mb = 64                                  # the size of its /tmp
+/// max_workspace_mb = 256                           # the workspace's quota
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, try_from = "RawSkills")]
@@ -216,6 +219,10 @@ pub(crate) struct SkillsConfig {
     pub paths: Vec<std::path::PathBuf>,
     pub network: bool,
     pub timeout: Option<Duration>,
+    /// Bytes, from the `_mb` keys.
+    pub max_memory: Option<u64>,
+    pub max_tmp: Option<u64>,
+    pub max_workspace: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -226,6 +233,22 @@ struct RawSkills {
     #[serde(default)]
     network: bool,
     timeout_secs: Option<f64>,
+    max_memory_mb: Option<u64>,
+    max_tmp_mb: Option<u64>,
+    max_workspace_mb: Option<u64>,
+}
+
+/// Megabytes (MiB) from `[skills] key` as bytes: at least 1, at most a mebibyte short of
+/// 16 EiB.
+fn mebibytes(key: &str, mb: Option<u64>) -> Result<Option<u64>, String> {
+    match mb {
+        None => Ok(None),
+        Some(0) => Err(format!("[skills] `{key}` must be at least 1")),
+        Some(mb) => mb
+            .checked_mul(1 << 20)
+            .map(Some)
+            .ok_or_else(|| format!("[skills] `{key}` is too large")),
+    }
 }
 
 impl TryFrom<RawSkills> for SkillsConfig {
@@ -240,6 +263,9 @@ impl TryFrom<RawSkills> for SkillsConfig {
             paths: raw.paths,
             network: raw.network,
             timeout,
+            max_memory: mebibytes("max_memory_mb", raw.max_memory_mb)?,
+            max_tmp: mebibytes("max_tmp_mb", raw.max_tmp_mb)?,
+            max_workspace: mebibytes("max_workspace_mb", raw.max_workspace_mb)?,
         })
     }
 }

@@ -181,6 +181,9 @@ async fn offer(
         sandbox: SandboxOptions {
             network: settings.network,
             timeout: settings.timeout.unwrap_or(defaults.timeout),
+            max_memory: settings.max_memory.or(defaults.max_memory),
+            max_tmp: settings.max_tmp.or(defaults.max_tmp),
+            max_workspace: settings.max_workspace.or(defaults.max_workspace),
             dangerously_unsandboxed: args.dangerously_run_scripts_unsandboxed,
             ..defaults
         },

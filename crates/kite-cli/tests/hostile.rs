@@ -239,6 +239,15 @@ async fn out_of_range_durations_and_numbers_are_refused_with_a_message() {
             "`idle_timeout_secs` must be",
         ),
         ("[http]\ntimeout = 5\n", "unknown field `timeout`"),
+        (
+            "[skills]\nmax_memory_mb = 0\n",
+            "`max_memory_mb` must be at least 1",
+        ),
+        ("[skills]\nmax_workspace_mb = -1\n", "max_workspace_mb"),
+        (
+            "[skills]\nmax_tmp_mb = 18446744073709551615\n",
+            "`max_tmp_mb` is too large",
+        ),
     ] {
         std::fs::write(dir.join("kite.toml"), toml).unwrap();
         let r = run(kite().current_dir(&dir).args(["mcp", "list"])).await;

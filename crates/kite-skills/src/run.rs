@@ -61,6 +61,11 @@ pub(crate) struct State<C> {
     /// Whether bubblewrap works here, asked once.
     /// Shared by the runs [`SkillRun::fresh`] makes, which have the same sandbox.
     probe: Arc<tokio::sync::OnceCell<Result<(), String>>>,
+    /// As root, the unprivileged id the workspace belongs to and commands run as.
+    owner: Option<sandbox::Id>,
+    /// Set once a command took the workspace past its quota: the run refuses further
+    /// commands and writes.
+    full: std::sync::atomic::AtomicBool,
 }
 
 impl<C: Send + Sync + 'static> SkillRun<C> {
@@ -81,10 +86,15 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
                 (dir.canonicalize()?, None)
             }
             None => {
-                let temp = tempfile::Builder::new().prefix("kite-run-").tempdir()?;
+                use std::os::unix::fs::PermissionsExt;
+                let temp = tempfile::Builder::new()
+                    .prefix("kite-run-")
+                    .permissions(std::fs::Permissions::from_mode(0o700))
+                    .tempdir()?;
                 (temp.path().canonicalize()?, Some(temp))
             }
         };
+        let owner = sandbox::for_workspace(&workspace)?;
         let workspace_dir = Dir::open_ambient_dir(&workspace, ambient_authority())?;
         let skill_dirs = set
             .skills
@@ -104,6 +114,8 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
                 loaded: Mutex::new(HashSet::new()),
                 sandbox: options.sandbox,
                 probe,
+                owner,
+                full: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -182,6 +194,24 @@ impl<C> State<C> {
             .get_or_init(|| sandbox::probe(&self.sandbox))
             .await
             .clone()
+    }
+
+    /// Refuses a command or a write once the workspace went past its quota.
+    fn check_room(&self) -> Result<(), String> {
+        match self.full.load(std::sync::atomic::Ordering::Relaxed) {
+            true => Err(format!(
+                "the workspace went past its quota of {} MiB, so it was emptied and this \
+                 run takes no more commands or files",
+                self.sandbox.max_workspace.unwrap_or_default() >> 20
+            )),
+            false => Ok(()),
+        }
+    }
+
+    /// Marks the workspace as past its quota and frees what it held.
+    fn overflowed(&self) {
+        self.full.store(true, std::sync::atomic::Ordering::Relaxed);
+        sandbox::empty(&self.workspace);
     }
 
     /// Marks a skill file as given in full; false when it was already.

@@ -2,17 +2,32 @@
 //! without one.
 //!
 //! Inside the sandbox the command sees `/usr` (and the usual links into it) read-only, a
-//! private `/tmp`, `/proc` and `/dev`, the run's workspace at `/workspace` (its working
-//! directory, writable) and each skill's folder read-only at `/workspace/skills/NAME`.
-//! Nothing else of the machine is there: no home folder, no `/etc` beyond what programs
-//! need to start, no network unless the options allow it. It has its own process, IPC
-//! and UTS namespaces, no environment but a few plain variables, and dies with kite.
+//! private `/tmp` of a bounded size, `/proc` and `/dev`, the run's workspace at
+//! `/workspace` (its working directory, writable) and each skill's folder read-only at
+//! `/workspace/skills/NAME`. Nothing else of the machine is there: no home folder, no
+//! `/etc` beyond what programs need to start, no network unless the options allow it. It
+//! has its own user, process, IPC and UTS namespaces, no capability, no further user
+//! namespace, no environment but a few plain variables, a session of its own, and dies
+//! with kite. As root, it runs as an unprivileged id (`identity.rs`). The workspace and
+//! the skills are handed to bubblewrap as open folders, so that the id need not reach
+//! their paths.
 //!
-//! Every command has a time limit and an output cap; on either, on cancel, or when the call
-//! is dropped, its whole process group is killed (and with the sandbox's first process, its
-//! process namespace).
+//! Every command has a time limit, an output cap, a memory cap and a cap on its
+//! processes (`limits.rs`), and the workspace a quota (`quota.rs`): on any of them, on
+//! cancel, or when the call is dropped, its whole process group is killed (and with the
+//! sandbox's first process, its process namespace).
 
-mod cgroup;
+mod bwrap;
+mod identity;
+mod limits;
+mod quota;
+
+use bwrap::Prepared;
+
+pub use identity::Id;
+pub(crate) use identity::for_workspace;
+pub(crate) use quota::empty;
+pub use quota::{MAX_ENTRIES, Over};
 
 use kite_agent::CancellationToken;
 use std::path::{Path, PathBuf};
@@ -36,6 +51,16 @@ pub struct SandboxOptions {
     /// The most processes a command may have at once, where kite can set a cap (a `pids`
     /// cgroup); elsewhere the time limit stops a fork bomb.
     pub max_processes: Option<u32>,
+    /// The most memory a command's processes may use together (a memory cgroup, where
+    /// kite can make one), or each of them (an address-space rlimit, elsewhere). Its
+    /// `/tmp` is memory too.
+    pub max_memory: Option<u64>,
+    /// The size of the sandbox's `/tmp`, which lives in the host's memory.
+    pub max_tmp: Option<u64>,
+    /// The most the workspace may hold on disk (also the largest file a command may
+    /// write). It is measured while a command runs and after: past it the command is
+    /// stopped, and the run refuses further commands.
+    pub max_workspace: Option<u64>,
     /// Runs commands with no sandbox at all when bubblewrap cannot start one. They can then
     /// read and write whatever kite can: only for skills you trust completely.
     pub dangerously_unsandboxed: bool,
@@ -49,6 +74,9 @@ impl Default for SandboxOptions {
             timeout: Duration::from_secs(60),
             max_output: 64 * 1024,
             max_processes: Some(256),
+            max_memory: Some(1 << 30),
+            max_tmp: Some(64 << 20),
+            max_workspace: Some(256 << 20),
             dangerously_unsandboxed: false,
         }
     }
@@ -76,6 +104,10 @@ pub enum Stopped {
     TooMuchOutput(usize),
     /// The run was cancelled.
     Cancelled,
+    /// One of its processes was killed for using more memory than the cap (bytes).
+    OutOfMemory(u64),
+    /// The workspace went over its quota.
+    WorkspaceFull(Over),
 }
 
 /// Why a command could not run.
@@ -97,7 +129,11 @@ pub enum SandboxError {
 /// Whether bubblewrap can start a sandbox here: `Err` says why not.
 pub async fn probe(options: &SandboxOptions) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let mut cmd = bwrap_command(options, dir.path(), &[]);
+    let prepared =
+        Prepared::new(dir.path(), &[]).map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
+    let mut cmd = prepared
+        .command(options, None)
+        .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
     cmd.arg("--").arg("true");
     let out = cmd
         .env_clear()
@@ -124,10 +160,20 @@ pub async fn run(
     sandbox: Result<(), String>,
     cancel: &CancellationToken,
 ) -> Result<Outcome, SandboxError> {
+    let limits = limits::Limits::new(
+        options.max_processes,
+        options.max_memory,
+        options.max_workspace,
+    );
+    let bounds = limits.for_child();
+    // The folders stay open until bubblewrap has started with them.
+    let mut prepared = None;
     let (mut cmd, home) = match sandbox {
         Ok(()) => {
-            mount_points(workspace, skills).map_err(SandboxError::Spawn)?;
-            let mut cmd = bwrap_command(options, workspace, skills);
+            let p = prepared.insert(Prepared::new(workspace, skills).map_err(SandboxError::Spawn)?);
+            let mut cmd = p
+                .command(options, Some(bounds))
+                .map_err(SandboxError::Spawn)?;
             cmd.args(["--", "/bin/sh", "-c", command]);
             (cmd, "/workspace".to_owned())
         }
@@ -136,6 +182,10 @@ pub async fn run(
             link_skills(workspace, skills);
             let mut cmd = Command::new("/bin/sh");
             cmd.args(["-c", command]).current_dir(workspace);
+            // SAFETY: the closure only calls write(2) and setrlimit(2) (`ChildLimits`).
+            unsafe {
+                cmd.pre_exec(move || bounds.apply());
+            }
             (cmd, workspace.display().to_string())
         }
     };
@@ -149,27 +199,19 @@ pub async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let cap = options.max_processes.and_then(cgroup::Cap::new);
-    if let Some(fd) = cap.as_ref().map(cgroup::Cap::procs_fd) {
-        // SAFETY: the closure only calls write(2) (see `enter_from_child`).
-        unsafe {
-            cmd.pre_exec(move || {
-                cgroup::enter_from_child(fd);
-                Ok(())
-            });
-        }
-    }
     let mut child = cmd.spawn().map_err(SandboxError::Spawn)?;
+    drop(prepared);
     let mut group = Group(child.id());
     let (out, err) = (child.stdout.take(), child.stderr.take());
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let cap = options.max_output;
-    let stopped = tokio::select! {
+    let mut stopped = tokio::select! {
         over = collect(out, err, cap, &mut stdout, &mut stderr) => {
             over.then_some(Stopped::TooMuchOutput(cap))
         }
         () = tokio::time::sleep(options.timeout) => Some(Stopped::TimedOut(options.timeout)),
         () = cancel.cancelled() => Some(Stopped::Cancelled),
+        over = watch_quota(workspace, options.max_workspace) => Some(Stopped::WorkspaceFull(over)),
     };
     // Once the pipes are closed the command has ended, or left children behind that
     // closed them: the group goes either way.
@@ -181,6 +223,15 @@ pub async fn run(
             None
         }
     };
+    if stopped.is_none() && limits.out_of_memory() {
+        stopped = options.max_memory.map(Stopped::OutOfMemory);
+    }
+    if stopped.is_none()
+        && let Some(max) = options.max_workspace
+    {
+        stopped = measure(workspace, max).await.map(Stopped::WorkspaceFull);
+    }
+    drop(limits);
     stdout.truncate(cap);
     stderr.truncate(cap.saturating_sub(stdout.len()));
     Ok(Outcome {
@@ -189,6 +240,31 @@ pub async fn run(
         stderr,
         stopped,
     })
+}
+
+/// How often a running command's workspace is measured.
+const QUOTA_EVERY: Duration = Duration::from_millis(250);
+
+/// Resolves once the workspace is over `max` (never, with no quota).
+async fn watch_quota(workspace: &Path, max: Option<u64>) -> Over {
+    let Some(max) = max else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(QUOTA_EVERY).await;
+        if let Some(over) = measure(workspace, max).await {
+            return over;
+        }
+    }
+}
+
+/// Whether `workspace` is over `max`, measured off the runtime's threads.
+pub(crate) async fn measure(workspace: &Path, max: u64) -> Option<Over> {
+    let dir = workspace.to_owned();
+    tokio::task::spawn_blocking(move || quota::over(&dir, max))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Reads both pipes to their ends; true when together they passed `cap` bytes.
@@ -246,92 +322,6 @@ impl Drop for Group {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// bubblewrap, set up as the module doc says; the command follows `--`.
-fn bwrap_command(
-    options: &SandboxOptions,
-    workspace: &Path,
-    skills: &[(String, PathBuf)],
-) -> Command {
-    let mut cmd = Command::new(resolve(&options.bwrap));
-    cmd.args(["--die-with-parent", "--new-session", "--unshare-all"]);
-    if options.network {
-        cmd.arg("--share-net");
-        cmd.args(["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]);
-        cmd.args(["--ro-bind-try", "/etc/ssl", "/etc/ssl"]);
-    }
-    cmd.args(["--ro-bind", "/usr", "/usr"]);
-    for top in ["bin", "sbin", "lib", "lib32", "lib64"] {
-        let host = Path::new("/").join(top);
-        match std::fs::read_link(&host) {
-            Ok(target) => {
-                cmd.arg("--symlink").arg(target).arg(&host);
-            }
-            Err(_) if host.is_dir() => {
-                cmd.arg("--ro-bind").arg(&host).arg(&host);
-            }
-            Err(_) => {}
-        }
-    }
-    // What programs need of /etc to start, and nothing that holds secrets.
-    for file in [
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/alternatives",
-        "/etc/localtime",
-        "/etc/mime.types",
-    ] {
-        cmd.args(["--ro-bind-try", file, file]);
-    }
-    cmd.args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
-    cmd.arg("--bind").arg(workspace).arg("/workspace");
-    for (name, dir) in skills {
-        cmd.arg("--ro-bind")
-            .arg(dir)
-            .arg(format!("/workspace/skills/{name}"));
-    }
-    cmd.args(["--chdir", "/workspace"]);
-    cmd
-}
-
-/// `program` as a path: as it is when it names a folder, else the first executable file of
-/// that name on kite's own `PATH` (the command's `PATH` is a different, shorter one).
-fn resolve(program: &Path) -> PathBuf {
-    if program.components().count() > 1 {
-        return program.to_owned();
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(program))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-        .unwrap_or_else(|| program.to_owned())
-}
-
-/// Makes `skills/` and `skills/NAME` in the workspace real folders, for bubblewrap to mount
-/// the skills on: a link or file an earlier command left there in their place is removed
-/// first, so that bubblewrap never follows it out of the workspace.
-fn mount_points(workspace: &Path, skills: &[(String, PathBuf)]) -> std::io::Result<()> {
-    let real_dir = |path: &Path| -> std::io::Result<()> {
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => std::fs::remove_file(path)?,
-            Err(_) => {}
-        }
-        std::fs::create_dir(path)
-    };
-    let dir = workspace.join("skills");
-    real_dir(&dir)?;
-    for (name, _) in skills {
-        real_dir(&dir.join(name))?;
-    }
-    Ok(())
 }
 
 /// Without a sandbox, `skills/NAME` in the workspace is a link to the skill's folder.

@@ -8,10 +8,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A valid test skill: from `KITE_TEST_SKILLS` when this binary runs as another user
+/// (who may not reach the repository), else from the repository.
 fn valid(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/skills/valid")
-        .join(name)
+    match std::env::var_os("KITE_TEST_SKILLS") {
+        Some(dir) => PathBuf::from(dir).join(name),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/skills/valid")
+            .join(name),
+    }
+}
+
+/// Whether these tests run as root.
+fn root() -> bool {
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// Runs `command` in a sandbox over an empty workspace and the word-count skill.
@@ -347,4 +358,277 @@ async fn the_file_tools_work_in_the_workspace() {
         said.contains("one 2 one") && said.contains("release-notes"),
         "{said}"
     );
+}
+
+#[tokio::test]
+async fn no_privilege_is_left_inside_even_as_root() {
+    // Each escape prints ESCAPED when it works. Run as root, the sandbox once kept every
+    // capability: remounting /usr read-write and writing the host's /usr worked.
+    let command = "\
+        id -u; grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status; \
+        mount -o remount,bind,rw /usr 2>&1 && echo ESCAPED:remount; \
+        mount -o remount,rw /workspace/skills/word-count 2>&1 && echo ESCAPED:remount-skill; \
+        mount -t tmpfs none /mnt 2>&1 && echo ESCAPED:mount; \
+        chroot / true 2>&1 && echo ESCAPED:chroot; \
+        unshare -U true 2>&1 && echo ESCAPED:unshare-user; \
+        unshare -m true 2>&1 && echo ESCAPED:unshare-mount; \
+        unshare -n true 2>&1 && echo ESCAPED:unshare-net; \
+        python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)' 2>&1 && echo ESCAPED:raw-socket; \
+        python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)' 2>&1 && echo ESCAPED:packet-socket; \
+        touch /usr/kite-escaped 2>&1 && echo ESCAPED:usr; \
+        touch skills/word-count/kite-escaped 2>&1 && echo ESCAPED:skill-folder; \
+        ls /proc/1/root/root /proc/1/root/etc/shadow /proc/1/root/home 2>&1 && echo ESCAPED:proc-root; \
+        echo checked";
+    let (out, _ws) = sandboxed(command, SandboxOptions::default()).await;
+    let shown = text(&out);
+    assert!(shown.contains("checked"), "{shown}");
+    assert!(!shown.contains("ESCAPED"), "{shown}");
+    assert!(!Path::new("/usr/kite-escaped").exists());
+    assert!(!valid("word-count").join("kite-escaped").exists());
+    // No capability of any kind, and never root's id.
+    for line in shown.lines().filter(|l| l.starts_with("Cap")) {
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+    let uid: u32 = shown.lines().next().unwrap().trim().parse().unwrap();
+    assert_ne!(uid, 0, "{shown}");
+}
+
+#[tokio::test]
+async fn memory_is_capped() {
+    let options = SandboxOptions {
+        max_memory: Some(256 << 20),
+        ..SandboxOptions::default()
+    };
+    let command = "python3 -c 'b = bytearray(2 << 30); b[::4096] = b\"x\" * len(b[::4096]); print(\"ALLOCATED\")'";
+    let (out, _ws) = sandboxed(command, options).await;
+    let shown = text(&out);
+    assert!(!shown.contains("ALLOCATED"), "{shown}");
+    // A memory cgroup kills the process; an rlimit makes the allocation fail.
+    assert!(
+        out.stopped == Some(Stopped::OutOfMemory(256 << 20)) || shown.contains("MemoryError"),
+        "{:?} {shown}",
+        out.stopped
+    );
+}
+
+#[tokio::test]
+async fn tmp_has_a_size() {
+    let options = SandboxOptions {
+        max_tmp: Some(8 << 20),
+        ..SandboxOptions::default()
+    };
+    let (out, _ws) = sandboxed(
+        "dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1; du -m /tmp/big",
+        options,
+    )
+    .await;
+    let shown = text(&out);
+    assert!(shown.contains("No space left on device"), "{shown}");
+    let mib: u64 = shown
+        .lines()
+        .last()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(mib <= 8, "{shown}");
+}
+
+#[tokio::test]
+async fn the_workspace_has_a_quota() {
+    let options = SandboxOptions {
+        max_workspace: Some(16 << 20),
+        ..SandboxOptions::default()
+    };
+    // One file may not pass the quota at all...
+    let (out, ws) = sandboxed(
+        "dd if=/dev/zero of=one bs=1M count=64 2>&1; echo written",
+        options.clone(),
+    )
+    .await;
+    let shown = text(&out);
+    let size = ws.path().join("one").metadata().map_or(0, |m| m.len());
+    assert!(size <= 16 << 20, "{size} {shown}");
+    // ...and several together are found, and the command stopped.
+    let (out, _ws) = sandboxed(
+        "for i in 1 2 3 4; do dd if=/dev/urandom of=f$i bs=1M count=6 2>/dev/null; done; sleep 30",
+        options.clone(),
+    )
+    .await;
+    assert_eq!(
+        out.stopped,
+        Some(Stopped::WorkspaceFull(kite_skills::sandbox::Over::Bytes(
+            16 << 20
+        )))
+    );
+    // So are many small files.
+    let (out, _ws) = sandboxed(
+        "mkdir d; cd d; i=0; while [ $i -lt 30000 ]; do : > $i; i=$((i+1)); done; sleep 30",
+        options,
+    )
+    .await;
+    assert_eq!(
+        out.stopped,
+        Some(Stopped::WorkspaceFull(kite_skills::sandbox::Over::Entries(
+            kite_skills::sandbox::MAX_ENTRIES
+        )))
+    );
+}
+
+#[tokio::test]
+async fn what_commands_and_tools_make_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| p.symlink_metadata().unwrap().permissions().mode() & 0o777;
+    let (run, _copy) = run_with_leaky_skill();
+    assert_eq!(mode(run.workspace()), 0o700);
+    let (said, err) = call(
+        &run,
+        "create_file",
+        json!({"path": "made/by/tool.txt", "file_text": "tool"}),
+    )
+    .await;
+    assert!(!err, "{said}");
+    // The command can use what the tools made, and what it makes is its own alone.
+    let (said, err) = call(
+        &run,
+        "bash",
+        json!({"command": "cat made/by/tool.txt && echo more >> made/by/tool.txt && mkdir -p cmd/dir && echo x > cmd/dir/file"}),
+    )
+    .await;
+    assert!(!err && said.contains("tool"), "{said}");
+    let ws = run.workspace();
+    for (path, want) in [
+        ("made", 0o700),
+        ("made/by", 0o700),
+        ("made/by/tool.txt", 0o600),
+        ("cmd", 0o700),
+        ("cmd/dir", 0o700),
+        ("cmd/dir/file", 0o600),
+    ] {
+        assert_eq!(mode(&ws.join(path)), want, "{path}");
+    }
+    if root() {
+        // Everything is the sandbox's unprivileged id's, not root's.
+        use std::os::unix::fs::MetadataExt;
+        let owner = ws.metadata().unwrap().uid();
+        assert_ne!(owner, 0);
+        for path in ["made/by/tool.txt", "cmd/dir/file"] {
+            assert_eq!(ws.join(path).metadata().unwrap().uid(), owner, "{path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_run_past_its_quota_is_emptied_and_refuses_more() {
+    let mut set = SkillSet::new();
+    set.add(Skill::load_dir(&valid("word-count")).unwrap())
+        .unwrap();
+    let options = RunOptions {
+        workspace: None,
+        sandbox: SandboxOptions {
+            max_workspace: Some(8 << 20),
+            ..SandboxOptions::default()
+        },
+    };
+    let run = SkillRun::new(Arc::new(set), options).unwrap();
+    let (said, err) = call(
+        &run,
+        "bash",
+        json!({"command": "for i in 1 2 3; do head -c 4000000 /dev/urandom > f$i; done; sleep 20"}),
+    )
+    .await;
+    assert!(err && said.contains("quota"), "{said}");
+    assert_eq!(std::fs::read_dir(run.workspace()).unwrap().count(), 0);
+    for (tool, args) in [
+        ("bash", json!({"command": "echo hi"})),
+        ("create_file", json!({"path": "a", "file_text": "x"})),
+    ] {
+        let (said, err) = call(&run, tool, args).await;
+        assert!(
+            err && said.contains("no more commands or files"),
+            "{tool}: {said}"
+        );
+    }
+    // A file too large for the room left is refused before it is written.
+    let run = SkillRun::new(
+        Arc::new(SkillSet::new()),
+        RunOptions {
+            workspace: None,
+            sandbox: SandboxOptions {
+                max_workspace: Some(1 << 20),
+                ..SandboxOptions::default()
+            },
+        },
+    )
+    .unwrap();
+    let big = "x".repeat(2 << 20);
+    let (said, err) = call(
+        &run,
+        "create_file",
+        json!({"path": "big", "file_text": big}),
+    )
+    .await;
+    assert!(err && said.contains("no room"), "{said}");
+    assert!(!run.workspace().join("big").exists());
+}
+
+/// Runs this file's other tests again as an ordinary user (as root: `nobody`, through
+/// `setpriv`), from copies that user can reach: the sandbox must hold either way.
+#[test]
+fn the_sandbox_holds_for_an_ordinary_user_too() {
+    if std::env::var_os("KITE_TEST_SKILLS").is_some() {
+        return;
+    }
+    if !root() {
+        eprintln!("these tests already run as an ordinary user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.path().join("sandbox-tests");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    let skills = dir.path().join("skills");
+    for name in ["word-count", "release-notes"] {
+        copy_tree(&valid(name), &skills.join(name));
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&exe)
+        .args([
+            "--skip",
+            "the_sandbox_holds_for_an_ordinary_user_too",
+            "--test-threads=2",
+        ])
+        .env("KITE_TEST_SKILLS", &skills)
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "as uid 65534:\n{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("test result: ok"), "{said}");
+    assert!(!said.contains(" 0 passed"), "{said}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(to).unwrap();
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! Reading and writing the files the model names, through `cap-std` handles: never waiting
 //! on a FIFO or a device (they are opened without blocking and refused), never reading
-//! past a limit, and never replacing a file with less than it held.
+//! past a limit, and never replacing a file with less than it held. What is made is the
+//! workspace's owner's alone (0600 files, 0700 folders): as root, the sandbox's id.
 
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
+use crate::sandbox::Id;
+use cap_std::fs::{Dir, DirBuilder, DirBuilderExt as _, OpenOptions, OpenOptionsExt as _};
 use std::io::{Read as _, Write as _};
 use std::path::Path;
 
@@ -122,8 +124,14 @@ pub(super) fn editable(dir: &Dir, rel: &Path, shown: &str) -> Result<String, Str
     }
 }
 
-/// Writes `text` as the whole of `rel`, a regular file (made if missing).
-pub(super) fn write(dir: &Dir, rel: &Path, shown: &str, text: &str) -> Result<(), String> {
+/// Writes `text` as the whole of `rel`, a regular file (made if missing, as `owner`'s).
+pub(super) fn write(
+    dir: &Dir,
+    rel: &Path,
+    shown: &str,
+    text: &str,
+    owner: Option<Id>,
+) -> Result<(), String> {
     let fail = |e: std::io::Error| io_message(shown, "the workspace", &e);
     let mut file = dir
         .open_with(
@@ -131,14 +139,51 @@ pub(super) fn write(dir: &Dir, rel: &Path, shown: &str, text: &str) -> Result<()
             OpenOptions::new()
                 .write(true)
                 .create(true)
+                .mode(0o600)
                 .custom_flags(libc::O_NONBLOCK),
         )
         .map_err(fail)?;
     if !file.metadata().map_err(fail)?.is_file() {
         return Err(format!("`{shown}` is not a regular file; refused"));
     }
+    give(&file, owner).map_err(fail)?;
     file.set_len(0).map_err(fail)?;
     file.write_all(text.as_bytes()).map_err(fail)
+}
+
+/// Makes the folders on the way to `rel` that are missing, as `owner`'s.
+pub(super) fn make_dirs(dir: &Dir, rel: &Path, owner: Option<Id>) -> std::io::Result<()> {
+    let mut at = std::path::PathBuf::new();
+    for part in rel.components() {
+        at.push(part);
+        match dir.symlink_metadata(&at) {
+            Ok(_) => continue,
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            Err(_) => {}
+        }
+        dir.create_dir_with(&at, DirBuilder::new().mode(0o700))?;
+        if owner.is_some() {
+            // Opened for reading (a folder's handle from `open_dir` takes no fchown), within
+            // the workspace and not through a link.
+            let made = dir.open_with(
+                &at,
+                OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW),
+            )?;
+            give(&made, owner)?;
+        }
+    }
+    Ok(())
+}
+
+/// Gives what kite made in the workspace to `owner` (as root: the sandbox's id, so that
+/// commands can use it).
+fn give(handle: &impl std::os::fd::AsFd, owner: Option<Id>) -> std::io::Result<()> {
+    match owner {
+        Some(id) => std::os::unix::fs::fchown(handle, Some(id.uid), Some(id.gid)),
+        None => Ok(()),
+    }
 }
 
 /// A folder's files, two levels deep, as paths the model can give back.

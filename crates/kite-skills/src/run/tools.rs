@@ -1,8 +1,8 @@
 //! `view`, `create_file`, `str_replace` and `bash`: the model's hands in a run.
 
 use super::State;
-use super::files::{Got, MAX_WRITE, editable, io_message, listing, read, shown, write};
-use crate::sandbox::{self, Stopped};
+use super::files::{Got, MAX_WRITE, editable, io_message, listing, make_dirs, read, shown, write};
+use crate::sandbox::{self, Over, Stopped};
 use crate::set::Kind;
 use kite_agent::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use kite_core::ToolSpec;
@@ -96,8 +96,10 @@ impl<C: Send + Sync + 'static> Tool<C> for SkillTool<C> {
             let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
             let result = match which {
                 Which::View => view(&state, text("path"), range(&args)),
-                Which::Create => create(&state, text("path"), text("file_text")),
-                Which::Replace => replace(&state, text("path"), text("old_str"), text("new_str")),
+                Which::Create => create(&state, text("path"), text("file_text")).await,
+                Which::Replace => {
+                    replace(&state, text("path"), text("old_str"), text("new_str")).await
+                }
                 Which::Bash => return bash(&state, text("command"), &ctx).await,
             };
             result.map(ToolOutput::text).map_err(ToolError::Model)
@@ -232,25 +234,49 @@ fn writable<C>(state: &State<C>, path: &str) -> Result<PathBuf, String> {
     }
 }
 
-fn create<C>(state: &State<C>, path: &str, text: &str) -> Result<String, String> {
+/// Refuses a write of `bytes` more that would take the workspace past its quota.
+async fn room_for<C>(state: &State<C>, bytes: usize) -> Result<(), String> {
+    state.check_room()?;
+    let Some(max) = state.sandbox.max_workspace else {
+        return Ok(());
+    };
+    let Some(left) = max.checked_sub(bytes as u64) else {
+        return Err(format!(
+            "no room in the workspace for this: its quota is {} MiB",
+            max >> 20
+        ));
+    };
+    match sandbox::measure(&state.workspace, left).await {
+        None => Ok(()),
+        Some(Over::Bytes(_)) => Err(format!(
+            "no room in the workspace for this: its quota is {} MiB",
+            max >> 20
+        )),
+        Some(over @ Over::Entries(_)) => Err(format!("no room in the workspace: {over}")),
+    }
+}
+
+async fn create<C>(state: &State<C>, path: &str, text: &str) -> Result<String, String> {
     let rel = writable(state, path)?;
     if text.len() > MAX_WRITE {
         return Err(format!("the text is larger than {} MiB", MAX_WRITE >> 20));
     }
+    room_for(state, text.len()).await?;
     let dir = &state.workspace_dir;
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        dir.create_dir_all(parent).map_err(|e| {
+        make_dirs(dir, parent, state.owner).map_err(|e| {
             // A link on the way shows as "exists": following it tells where it leads.
             let e = dir.metadata(parent).err().unwrap_or(e);
             io_message(path, "the workspace", &e)
         })?;
     }
-    write(dir, &rel, path, text)?;
+    write(dir, &rel, path, text, state.owner)?;
     Ok(format!("wrote {} bytes to {path}", text.len()))
 }
 
-fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Result<String, String> {
+async fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Result<String, String> {
     let rel = writable(state, path)?;
+    room_for(state, new.len()).await?;
     if old.is_empty() {
         return Err("old_str is empty; give text that occurs once in the file".into());
     }
@@ -266,7 +292,7 @@ fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Result<Stri
                     MAX_WRITE >> 20
                 ));
             }
-            write(dir, &rel, path, &changed)?;
+            write(dir, &rel, path, &changed, state.owner)?;
             Ok(format!("replaced 1 occurrence in {path}"))
         }
         n => Err(format!(
@@ -283,6 +309,7 @@ async fn bash<C>(
     if command.trim().is_empty() {
         return Err(ToolError::model("the command is empty"));
     }
+    state.check_room().map_err(ToolError::model)?;
     let mounts: Vec<(String, PathBuf)> = state
         .set
         .skills
@@ -323,6 +350,23 @@ async fn bash<C>(
             format!("stopped: it wrote more than {n} bytes of output"),
         ),
         (Some(Stopped::Cancelled), _) => (true, "stopped: the run was cancelled".to_owned()),
+        (Some(Stopped::OutOfMemory(max)), _) => (
+            true,
+            format!(
+                "stopped: a process used more than {} MiB of memory, the limit",
+                max >> 20
+            ),
+        ),
+        (Some(Stopped::WorkspaceFull(over)), _) => {
+            state.overflowed();
+            (
+                true,
+                format!(
+                    "stopped: the workspace went past its quota ({over}); it was emptied, and \
+                     this run takes no more commands"
+                ),
+            )
+        }
         (None, Some(0)) => (false, "exit status 0".to_owned()),
         (None, Some(n)) => (true, format!("exit status {n}")),
         (None, None) => (true, "ended by a signal".to_owned()),

@@ -1,0 +1,176 @@
+//! bubblewrap's command line for one command, and what must be ready before it starts:
+//! the id it runs as, the mount points in the workspace, and the folders it mounts, open.
+
+use super::identity::{self, Id, hand_over};
+use super::{SandboxOptions, limits};
+use std::path::{Path, PathBuf};
+use tokio::process::Command;
+
+/// What a sandboxed command needs before bubblewrap starts: the id it runs as (as root),
+/// and the workspace and skills' folders open, to be handed over as descriptors.
+pub(super) struct Prepared {
+    id: Option<Id>,
+    workspace: std::fs::File,
+    skills: Vec<(String, std::fs::File)>,
+}
+
+impl Prepared {
+    pub(super) fn new(workspace: &Path, skills: &[(String, PathBuf)]) -> std::io::Result<Self> {
+        let id = identity::for_workspace(workspace)?;
+        mount_points(workspace, skills, id)?;
+        let open = |dir: &Path| {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::File::options()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+                .open(dir)
+        };
+        Ok(Self {
+            id,
+            workspace: open(workspace)?,
+            skills: skills
+                .iter()
+                .map(|(name, dir)| Ok((name.clone(), open(dir)?)))
+                .collect::<std::io::Result<_>>()?,
+        })
+    }
+
+    /// bubblewrap, set up as the module doc says, with `bounds` applied to it before it
+    /// starts (and so to all it starts); the command follows `--`.
+    pub(super) fn command(
+        &self,
+        options: &SandboxOptions,
+        bounds: Option<limits::ChildLimits>,
+    ) -> std::io::Result<Command> {
+        use std::os::fd::AsRawFd;
+        let mut cmd = Command::new(resolve(&options.bwrap));
+        cmd.args([
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
+        ]);
+        if options.network {
+            cmd.arg("--share-net");
+            cmd.args(["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]);
+            cmd.args(["--ro-bind-try", "/etc/ssl", "/etc/ssl"]);
+        }
+        cmd.args(["--ro-bind", "/usr", "/usr"]);
+        for top in ["bin", "sbin", "lib", "lib32", "lib64"] {
+            let host = Path::new("/").join(top);
+            match std::fs::read_link(&host) {
+                Ok(target) => {
+                    cmd.arg("--symlink").arg(target).arg(&host);
+                }
+                Err(_) if host.is_dir() => {
+                    cmd.arg("--ro-bind").arg(&host).arg(&host);
+                }
+                Err(_) => {}
+            }
+        }
+        // What programs need of /etc to start, and nothing that holds secrets.
+        for file in [
+            "/etc/ld.so.cache",
+            "/etc/ld.so.conf",
+            "/etc/ld.so.conf.d",
+            "/etc/alternatives",
+            "/etc/localtime",
+            "/etc/mime.types",
+        ] {
+            cmd.args(["--ro-bind-try", file, file]);
+        }
+        cmd.args(["--proc", "/proc", "--dev", "/dev"]);
+        if let Some(size) = options.max_tmp {
+            cmd.arg("--size").arg(size.to_string());
+        }
+        cmd.args(["--tmpfs", "/tmp"]);
+        let mut fds = [-1; 64];
+        let ws = self.workspace.as_raw_fd();
+        fds[0] = ws;
+        cmd.arg("--bind-fd").arg(ws.to_string()).arg("/workspace");
+        for ((name, dir), slot) in self.skills.iter().zip(fds.iter_mut().skip(1)) {
+            *slot = dir.as_raw_fd();
+            cmd.arg("--ro-bind-fd")
+                .arg(dir.as_raw_fd().to_string())
+                .arg(format!("/workspace/skills/{name}"));
+        }
+        if self.skills.len() >= fds.len() {
+            return Err(std::io::Error::other(format!(
+                "a command can see at most {} skills",
+                fds.len() - 1
+            )));
+        }
+        cmd.args(["--chdir", "/workspace"]);
+        let id = self.id;
+        // SAFETY: the closure calls only async-signal-safe functions: write(2) and
+        // setrlimit(2) (`ChildLimits::apply`), fcntl(2), umask(2), setgroups(2),
+        // setgid(2) and setuid(2) (`become_id`), on values copied in.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(bounds) = &bounds {
+                    bounds.apply()?;
+                }
+                // The folders' descriptors reach bubblewrap, which closes them once it has
+                // mounted them: the command never holds them.
+                for fd in fds.into_iter().filter(|fd| *fd >= 0) {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                // What the command makes is its own alone.
+                libc::umask(0o077);
+                match id {
+                    Some(id) => identity::become_id(id),
+                    None => Ok(()),
+                }
+            });
+        }
+        Ok(cmd)
+    }
+}
+
+/// `program` as a path: as it is when it names a folder, else the first executable file of
+/// that name on kite's own `PATH` (the command's `PATH` is a different, shorter one).
+fn resolve(program: &Path) -> PathBuf {
+    if program.components().count() > 1 {
+        return program.to_owned();
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| program.to_owned())
+}
+
+/// Makes `skills/` and `skills/NAME` in the workspace real folders, for bubblewrap to mount
+/// the skills on: a link or file an earlier command left there in their place is removed
+/// first, so that bubblewrap never follows it out of the workspace.
+fn mount_points(
+    workspace: &Path,
+    skills: &[(String, PathBuf)],
+    id: Option<Id>,
+) -> std::io::Result<()> {
+    let real_dir = |path: &Path| -> std::io::Result<()> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => std::fs::remove_file(path)?,
+            Err(_) => {}
+        }
+        std::fs::create_dir(path)?;
+        hand_over(path, id)
+    };
+    let dir = workspace.join("skills");
+    real_dir(&dir)?;
+    for (name, _) in skills {
+        real_dir(&dir.join(name))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! Who a command runs as. As an ordinary user, as that user: bubblewrap's user namespace
+//! leaves it no capability outside. As root, never as root: each workspace belongs to an
+//! unprivileged uid and gid of its own (picked at random from a range no account uses, or
+//! the workspace's owner when it is not root), and commands run as that id, so that a
+//! script keeps no privilege on the host whatever it does inside.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// The ids a workspace is given: from 2^30 up, above the ranges accounts and subordinate
+/// ids use.
+const FIRST: u32 = 1 << 30;
+const COUNT: u32 = 1 << 29;
+
+/// A uid and gid commands run as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Id {
+    /// The user id.
+    pub uid: u32,
+    /// The group id.
+    pub gid: u32,
+}
+
+/// Whether kite runs as root.
+pub(crate) fn is_root() -> bool {
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The id commands in `workspace` run as: `None` when kite is not root (they run as
+/// kite's user). As root, the workspace's owner; a workspace that root owns is first
+/// given to a fresh id (the folder only: files root put in it stay root's).
+pub(crate) fn for_workspace(workspace: &Path) -> std::io::Result<Option<Id>> {
+    if !is_root() {
+        return Ok(None);
+    }
+    let meta = std::fs::symlink_metadata(workspace)?;
+    if meta.uid() != 0 && meta.gid() != 0 {
+        return Ok(Some(Id {
+            uid: meta.uid(),
+            gid: meta.gid(),
+        }));
+    }
+    let id = fresh()?;
+    std::os::unix::fs::lchown(workspace, Some(id.uid), Some(id.gid))?;
+    Ok(Some(id))
+}
+
+/// A random id in the range kite gives workspaces.
+fn fresh() -> std::io::Result<Id> {
+    let mut bytes = [0u8; 4];
+    // SAFETY: getrandom(2) writes at most `bytes.len()` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != 4 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let id = FIRST + u32::from_ne_bytes(bytes) % COUNT;
+    Ok(Id { uid: id, gid: id })
+}
+
+/// Becomes `id`, dropping root's groups: called in the child between fork and exec, with
+/// only async-signal-safe calls. Any failure fails the start: a command never runs as
+/// root by mistake.
+pub(super) fn become_id(id: Id) -> std::io::Result<()> {
+    // SAFETY: setgroups(2), setgid(2) and setuid(2) take plain values.
+    let ok = unsafe {
+        libc::setgroups(0, std::ptr::null()) == 0
+            && libc::setgid(id.gid) == 0
+            && libc::setuid(id.uid) == 0
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(std::io::Error::last_os_error()),
+    }
+}
+
+/// Gives `path`, which kite made in a workspace of `id`'s, to `id`.
+pub(super) fn hand_over(path: &Path, id: Option<Id>) -> std::io::Result<()> {
+    match id {
+        Some(id) => std::os::unix::fs::lchown(path, Some(id.uid), Some(id.gid)),
+        None => Ok(()),
+    }
+}
