@@ -23,12 +23,14 @@
 //! ```
 
 mod accumulate;
+pub mod child_env;
 mod duration;
 mod error;
 mod event;
 mod message;
 mod metadata;
 mod model;
+pub mod redact;
 mod request;
 mod response;
 pub mod trace;

@@ -22,17 +22,7 @@ impl Secret {
     }
 }
 
-/// `text` with every one of `secrets` replaced by `[redacted]`, in the order given (put a
-/// secret that holds another first); secrets shorter than 4 bytes are too common to hide.
-pub fn redact_all<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
-    let mut out = text.to_owned();
-    for s in secrets.iter().map(AsRef::as_ref).filter(|s| s.len() >= 4) {
-        if out.contains(s) {
-            out = out.replace(s, "[redacted]");
-        }
-    }
-    out
-}
+pub use kite_core::redact::redact_all;
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -147,6 +147,9 @@ fn fetch_into(work: &Path, target: &Path, say: &mut dyn FnMut(&str)) -> Result<P
 }
 
 fn run(cmd: &mut Command) -> Result<(), Error> {
+    // pip sees what it needs of kite's environment, and no provider's key.
+    cmd.env_clear()
+        .envs(kite_core::child_env::inherited(kite_core::child_env::PIP));
     let out = cmd.output().map_err(|e| {
         Error::Config(format!(
             "cannot run {:?}: {e} (is python3 installed?)",
@@ -154,11 +157,11 @@ fn run(cmd: &mut Command) -> Result<(), Error> {
         ))
     })?;
     if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
         return Err(Error::Config(format!(
-            "{:?} failed: {}",
+            "{:?} failed ({}): {}",
             cmd.get_program(),
-            err.lines().last().unwrap_or("no message")
+            out.status,
+            kite_core::child_env::last_lines(&out.stderr, &out.stdout)
         )));
     }
     Ok(())

@@ -16,33 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::task::JoinHandle;
 
 /// The variables every stdio server inherits when kite has them, besides `LC_*`.
-#[cfg(not(windows))]
-pub const INHERITED: &[&str] = &[
-    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP",
-    "TEMP",
-];
-
-/// The variables every stdio server inherits when kite has them (Windows' own, which
-/// programs need to start at all).
-#[cfg(windows)]
-pub const INHERITED: &[&str] = &[
-    "APPDATA",
-    "HOMEDRIVE",
-    "HOMEPATH",
-    "LOCALAPPDATA",
-    "PATH",
-    "PATHEXT",
-    "PROCESSOR_ARCHITECTURE",
-    "PROGRAMFILES",
-    "SYSTEMDRIVE",
-    "SYSTEMROOT",
-    "TEMP",
-    "TMP",
-    "USERNAME",
-    "USERPROFILE",
-    "COMSPEC",
-    "WINDIR",
-];
+pub use kite_core::child_env::INHERITED;
 
 /// How many stderr lines are kept for error messages.
 const TAIL: usize = 8;
@@ -54,7 +28,7 @@ const MAX_LINE: usize = 4096;
 pub(crate) fn environment(env: &BTreeMap<String, String>) -> Result<Vec<(String, String)>, String> {
     let mut out: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, _)| INHERITED.contains(&k.as_str()) || k.starts_with("LC_"))
+        .filter(|(k, _)| kite_core::child_env::allowed(k, &[]))
         .collect();
     for (k, v) in env {
         let value = expand(v).map_err(|e| format!("its env table forwards {e}"))?;

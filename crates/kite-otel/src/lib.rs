@@ -12,20 +12,20 @@
 //! use tracing_subscriber::layer::SubscriberExt as _;
 //! use tracing_subscriber::util::SubscriberInitExt as _;
 //!
-//! let telemetry = kite_otel::Telemetry::from_env("my-app").expect("the OTLP settings");
+//! let telemetry = kite_otel::Telemetry::from_env("my-app", None).expect("the OTLP settings");
 //! tracing_subscriber::registry()
 //!     .with(telemetry.as_ref().map(|t| t.layer()))
 //!     .init();
 //! // ... run agents ...
 //! if let Some(t) = telemetry {
-//!     t.shutdown(std::time::Duration::from_secs(5)); // sends what is left
+//!     let _ = t.shutdown(std::time::Duration::from_secs(2)); // sends what is left
 //! }
 //! ```
 
 mod export;
 mod metrics;
 
-pub use export::GenAiExporter;
+pub use export::{GenAiExporter, Redact};
 pub use metrics::GenAiMetrics;
 
 use opentelemetry::trace::TracerProvider as _;
@@ -85,8 +85,9 @@ fn resource(service: &str) -> Resource {
 impl Telemetry {
     /// OTLP/HTTP export as the standard variables say, or `None` when no endpoint is set
     /// (`OTEL_EXPORTER_OTLP_ENDPOINT`, or the `_TRACES_` and `_METRICS_` ones). `service`
-    /// names the program when `OTEL_SERVICE_NAME` does not.
-    pub fn from_env(service: &str) -> Result<Option<Self>, Error> {
+    /// names the program when `OTEL_SERVICE_NAME` does not; `redact`, when given, hides
+    /// secrets in every span's text before it leaves.
+    pub fn from_env(service: &str, redact: Option<Redact>) -> Result<Option<Self>, Error> {
         if !wanted("TRACES") && !wanted("METRICS") {
             return Ok(None);
         }
@@ -112,10 +113,14 @@ impl Telemetry {
                     .with_http()
                     .build()
                     .map_err(|e| Error(e.to_string()))?;
+                let mut exporter = GenAiExporter::new(spans);
+                if let Some(redact) = redact {
+                    exporter = exporter.redacting(redact);
+                }
                 Some(
                     SdkTracerProvider::builder()
                         .with_resource(resource(service))
-                        .with_batch_exporter(GenAiExporter::new(spans))
+                        .with_batch_exporter(exporter)
                         .build(),
                 )
             }
@@ -160,14 +165,38 @@ impl Telemetry {
         Layer::and_then(spans, metrics).with_filter(targets)
     }
 
-    /// Sends what is left and stops, waiting at most `timeout` for each signal (a collector
-    /// that is down or silent costs that long, no more).
-    pub fn shutdown(self, timeout: Duration) {
-        if let Some(t) = self.tracer {
-            let _ = t.shutdown_with_timeout(timeout);
-        }
-        if let Some(m) = self.meter {
-            let _ = m.shutdown_with_timeout(timeout);
+    /// Sends what is left and stops, waiting at most `timeout` in all (a collector that is
+    /// down or silent costs that long, no more); `Err` says what could not be sent. The
+    /// sending goes on in a thread of its own, left behind past the deadline.
+    pub fn shutdown(self, timeout: Duration) -> Result<(), Error> {
+        let (done, outcome) = std::sync::mpsc::channel();
+        let sending = std::thread::Builder::new()
+            .name("kite-otel-shutdown".into())
+            .spawn(move || {
+                let mut failed = Vec::new();
+                if let Some(t) = self.tracer
+                    && let Err(e) = t.shutdown_with_timeout(timeout)
+                {
+                    failed.push(format!("the traces: {e}"));
+                }
+                if let Some(m) = self.meter
+                    && let Err(e) = m.shutdown_with_timeout(timeout)
+                {
+                    failed.push(format!("the metrics: {e}"));
+                }
+                let _ = done.send(failed);
+            })
+            .map_err(|e| Error(format!("cannot send what is left: {e}")))?;
+        match outcome.recv_timeout(timeout) {
+            Ok(failed) if failed.is_empty() => {
+                let _ = sending.join();
+                Ok(())
+            }
+            Ok(failed) => Err(Error(format!("could not send {}", failed.join("; ")))),
+            Err(_) => Err(Error(format!(
+                "the collector did not take what was left within {} s",
+                timeout.as_secs_f64()
+            ))),
         }
     }
 }

@@ -61,5 +61,5 @@ async fn a_retry_is_an_event_of_the_calls_span() {
             .any(|kv| kv.key.as_str() == "error.type"),
         "the call succeeded in the end"
     );
-    telemetry.shutdown(Duration::from_secs(1));
+    telemetry.shutdown(Duration::from_secs(1)).unwrap();
 }

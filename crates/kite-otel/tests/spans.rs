@@ -99,7 +99,9 @@ async fn traced_run() -> (
     meter.force_flush().unwrap();
     let finished = spans.get_finished_spans().unwrap();
     let exported = metrics.get_finished_metrics().unwrap();
-    telemetry.shutdown(std::time::Duration::from_secs(1));
+    telemetry
+        .shutdown(std::time::Duration::from_secs(1))
+        .unwrap();
     (finished, exported)
 }
 

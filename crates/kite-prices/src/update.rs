@@ -102,7 +102,10 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 /// Runs `cmd` to its end, or kills it at the [`DEADLINE`]; its stdout.
 fn output(cmd: &mut Command) -> Result<Vec<u8>, String> {
     let program = cmd.get_program().to_owned();
+    // pip sees what it needs of kite's environment, and no provider's key.
     let mut child = cmd
+        .env_clear()
+        .envs(kite_core::child_env::inherited(kite_core::child_env::PIP))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -143,10 +146,9 @@ fn output(cmd: &mut Command) -> Result<Vec<u8>, String> {
         stderr.join().unwrap_or_default(),
     );
     if !status.success() {
-        let err = String::from_utf8_lossy(&err);
         return Err(format!(
-            "{program:?} failed: {}",
-            err.lines().last().unwrap_or("no message")
+            "{program:?} failed ({status}): {}",
+            kite_core::child_env::last_lines(&err, &out)
         ));
     }
     Ok(out)
