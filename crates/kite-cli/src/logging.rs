@@ -117,7 +117,10 @@ pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry
             .with_target(kite::trace::TARGET, tracing::Level::INFO);
         crate::verbose::Verbose.with_filter(only)
     });
-    let telemetry = match kite::otel::Telemetry::from_env("kite") {
+    // Every text of every span passes through the log's redaction (keys, MCP secrets,
+    // client keys, as they are registered).
+    let hide: kite::otel::Redact = std::sync::Arc::new(|text: &str| redact(text));
+    let telemetry = match kite::otel::Telemetry::from_env("kite", Some(hide)) {
         Ok(t) => t,
         Err(e) => {
             crate::output::errln!("kite: {}; no traces are sent", redact(&e.to_string()));
@@ -134,6 +137,11 @@ pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry
 
 /// Keeps `value` out of the log from now on (values shorter than 4 bytes are too common
 /// to hide).
+/// Every secret registered so far.
+pub(crate) fn secrets() -> Vec<String> {
+    SECRETS.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 pub(crate) fn secret(value: &str) {
     let value = value.trim();
     if value.len() < 4 {

@@ -170,10 +170,12 @@ fn main() -> ExitCode {
     // the terminal is given back as it was (nothing happens if it was never raw).
     let _ = crossterm::terminal::disable_raw_mode();
     kite::local::wait_for_workers(std::time::Duration::from_secs(10));
-    // The spans of what was cut short ended with the runtime: they are sent now, with a
-    // deadline (3 s for traces, 3 s for metrics) for a collector that does not answer.
-    if let Some(t) = telemetry {
-        t.shutdown(std::time::Duration::from_secs(3));
+    // The spans of what was cut short ended with the runtime: they are sent now, within
+    // 2 s in all for a collector that does not answer, which is said once.
+    if let Some(t) = telemetry
+        && let Err(e) = t.shutdown(std::time::Duration::from_secs(2))
+    {
+        errln!("kite: {e}");
     }
     match result {
         _ if output::stdout_failed() => ExitCode::FAILURE,

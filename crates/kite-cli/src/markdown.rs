@@ -1,5 +1,8 @@
 //! Markdown on a terminal: a model's answer, which arrives as a stream of fragments, rendered
-//! with ANSI styles block by block, as soon as each block is complete.
+//! with ANSI styles block by block, as soon as each block is complete; a code block that
+//! stands on its own comes a line at a time, and work is handed out in bounded pieces
+//! ([`Markdown::next_piece`]) so that a Ctrl-C is heard between them, however long the
+//! answer. Highlighting stops at a line or block too long to highlight quickly.
 //!
 //! Parsing is pulldown-cmark's and highlighting syntect's. Two parts are written by hand: the
 //! splitting of the stream into complete blocks (here), which is kite's own hot path (it runs
@@ -9,12 +12,13 @@
 //! the renderer's own escapes are added: an escape sequence in the answer is shown, never
 //! obeyed.
 
+use crate::output::printable;
 use render::render;
 use std::sync::OnceLock;
 use syntect::easy::HighlightLines;
 use syntect::highlighting::{Style, Theme, ThemeSet};
 use syntect::parsing::SyntaxSet;
-use syntect::util::{LinesWithEndings, as_24_bit_terminal_escaped};
+use syntect::util::as_24_bit_terminal_escaped;
 
 mod render;
 mod table;
@@ -42,20 +46,28 @@ const H2: &str = "\x1b[1;36m";
 /// What starts every line of a block quote.
 const QUOTE: &str = "\x1b[2m│ \x1b[0m";
 
-/// Renders a streamed answer as Markdown, one complete block at a time.
+/// Renders a streamed answer as Markdown, one complete block at a time; a code block that
+/// stands on its own is rendered a line at a time as it comes, however long it grows.
 #[derive(Default)]
 pub(crate) struct Markdown {
-    /// Text received and not yet rendered.
+    /// Text received; what is before `start` has been rendered.
     buffer: String,
-    /// How much of `buffer` has been looked at: 0 or just after a newline.
+    /// Where the text not yet rendered starts: 0 or just after a newline.
+    start: usize,
+    /// How much of `buffer` has been looked at: `start` or just after a newline.
     scanned: usize,
-    /// The fence of the code block open at `scanned`, if one is.
+    /// The fence of the code block open at `scanned`, if one is (inside a block).
     fence: Option<Fence>,
-    /// Whether `buffer[..scanned]` holds more than blank lines.
+    /// The code block being rendered line by line, if one is.
+    code: Option<(Fence, CodeLines)>,
+    /// Whether `buffer[start..scanned]` holds more than blank lines.
     content: bool,
     /// Whether a block has been rendered, so the next one is set off by a blank line.
     started: bool,
 }
+
+/// How many lines of a code block one piece holds at most.
+const LINES_PER_PIECE: usize = 64;
 
 impl Markdown {
     /// A renderer for a terminal.
@@ -65,13 +77,64 @@ impl Markdown {
 
     /// Takes the next fragment of the answer; returns the rendered text (with ANSI escapes)
     /// of every block that is now complete, or "" if none is.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, fragment: &str) -> String {
+        self.feed(fragment);
+        std::iter::from_fn(|| self.next_piece()).collect()
+    }
+
+    /// Takes the next fragment of the answer, to be rendered by [`Self::next_piece`].
+    pub(crate) fn feed(&mut self, fragment: &str) {
         self.buffer.push_str(fragment);
+    }
+
+    /// The rendered text of the next complete block, or of the next lines of a code block
+    /// (a bounded amount of work); `None` when nothing more is complete. The caller may
+    /// stop asking at any point (a cancelled answer).
+    pub(crate) fn next_piece(&mut self) -> Option<String> {
         let mut out = String::new();
+        let mut code_lines = 0;
         while let Some(newline) = self.buffer[self.scanned..].find('\n') {
             let end = self.scanned + newline + 1;
             let line = &self.buffer[self.scanned..end];
+            if let Some((fence, lines)) = &mut self.code {
+                let closed = fence.closed_by(line);
+                if !closed {
+                    out.push_str(&lines.line(line));
+                }
+                self.consume(end);
+                if closed {
+                    self.code = None;
+                    return Some(out);
+                }
+                code_lines += 1;
+                if code_lines >= LINES_PER_PIECE {
+                    return Some(out);
+                }
+                continue;
+            }
             let blank = line.trim_matches([' ', '\t', '\r', '\n']).is_empty();
+            // A fence that starts a block of its own opens a code block rendered as it
+            // comes; what came before it is a block of its own.
+            if self.fence.is_none()
+                && let Some((fence, language)) = Fence::standalone(line)
+            {
+                let before = self.render_to(self.scanned);
+                let lines = CodeLines::new(language.as_deref());
+                self.consume(end);
+                self.code = Some((fence, lines));
+                if self.started {
+                    out.push_str(&before);
+                    out.push('\n');
+                } else {
+                    out.push_str(&before);
+                }
+                self.started = true;
+                if !out.is_empty() {
+                    return Some(out);
+                }
+                continue;
+            }
             let (fence, complete) = match self.fence {
                 Some(open) if open.closed_by(line) => (None, true),
                 Some(open) => (Some(open), false),
@@ -79,30 +142,66 @@ impl Markdown {
             };
             self.fence = fence;
             if complete {
-                let rendered = render(&self.buffer[..end]);
-                self.buffer.replace_range(..end, "");
-                self.scanned = 0;
-                self.content = false;
-                self.emit(&mut out, &rendered);
+                let rendered = self.render_to(end);
+                if !rendered.is_empty() {
+                    return Some(rendered);
+                }
             } else if blank && !self.content {
                 // Blank lines between blocks: the renderer puts its own.
-                self.buffer.replace_range(..end, "");
-                self.scanned = 0;
+                self.consume(end);
             } else {
                 self.scanned = end;
                 self.content = true;
             }
         }
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Renders `buffer[start..end]` as a block (after a blank line if one came before) and
+    /// marks it rendered; "" when it shows nothing.
+    fn render_to(&mut self, end: usize) -> String {
+        let rendered = match self.buffer[self.start..end].trim().is_empty() {
+            true => String::new(),
+            false => render(&self.buffer[self.start..end]),
+        };
+        self.consume(end);
+        let mut out = String::new();
+        self.emit(&mut out, &rendered);
         out
+    }
+
+    /// Marks `buffer[..end]` as done with; the buffer is trimmed once most of it is.
+    fn consume(&mut self, end: usize) {
+        self.start = end;
+        self.scanned = end;
+        self.content = false;
+        if self.start > 64 * 1024 && self.start * 2 > self.buffer.len() {
+            self.buffer.replace_range(..self.start, "");
+            self.start = 0;
+            self.scanned = 0;
+        }
+    }
+
+    /// Drops what is not rendered yet (the answer was cancelled).
+    pub(crate) fn abandon(&mut self) {
+        let started = self.started;
+        *self = Self::default();
+        self.started = started;
     }
 
     /// The answer ended: renders what is left.
     pub(crate) fn finish(&mut self) -> String {
-        let rest = std::mem::take(&mut self.buffer);
-        let mut out = String::new();
-        if !rest.trim().is_empty() {
-            let rendered = render(&rest);
-            self.emit(&mut out, &rendered);
+        let mut out: String = std::iter::from_fn(|| self.next_piece()).collect();
+        let rest = self.buffer.split_off(self.start);
+        match self.code.take() {
+            // A code block the answer never closed: its last line.
+            Some((_, mut lines)) if !rest.is_empty() => out.push_str(&lines.line(&rest)),
+            Some(_) => {}
+            None if !rest.trim().is_empty() => {
+                let rendered = render(&rest);
+                self.emit(&mut out, &rendered);
+            }
+            None => {}
         }
         *self = Self::default();
         out
@@ -131,6 +230,19 @@ struct Fence {
 }
 
 impl Fence {
+    /// The fence `line` opens when it stands at the start of a line of its own (at most
+    /// three spaces in, in no quote or list), and its language.
+    fn standalone(line: &str) -> Option<(Self, Option<String>)> {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[indent..];
+        if indent > 3 || !rest.starts_with(['`', '~']) {
+            return None;
+        }
+        let fence = Self::opened_by(rest)?;
+        let info = rest.trim_start_matches(fence.ch);
+        Some((fence, info.split_whitespace().next().map(str::to_owned)))
+    }
+
     /// The fence `line` opens, if it opens one.
     fn opened_by(line: &str) -> Option<Self> {
         let rest = strip_markers(line);
@@ -183,34 +295,67 @@ fn list_marker(text: &str) -> Option<&str> {
     after.starts_with([' ', '\t']).then_some(after)
 }
 
-/// `code` highlighted as `language`, a string a line (without its newline); `None` if
-/// syntect does not know the language or fails. The syntaxes and theme are loaded the first
-/// time (tens of milliseconds), and only for a code block that names a language.
-fn highlight(code: &str, language: &str) -> Option<Vec<String>> {
-    static SYNTAXES: OnceLock<SyntaxSet> = OnceLock::new();
-    static THEME: OnceLock<Option<Theme>> = OnceLock::new();
-    let syntaxes = SYNTAXES.get_or_init(SyntaxSet::load_defaults_newlines);
-    let syntax = syntaxes.find_syntax_by_token(language)?;
-    let theme = THEME.get_or_init(|| {
-        let mut set = ThemeSet::load_defaults();
-        set.themes.remove("base16-ocean.dark")
-    });
-    let mut highlighter = HighlightLines::new(syntax, theme.as_ref()?);
-    let mut lines = Vec::new();
-    for line in LinesWithEndings::from(code) {
-        let ranges = highlighter.highlight_line(line, syntaxes).ok()?;
-        if line.trim_end_matches(['\n', '\r']).is_empty() {
-            lines.push(String::new());
-            continue;
+/// The longest line highlighted; longer ones are shown plain (highlighting one can take
+/// long).
+const MAX_HIGHLIGHTED_LINE: usize = 1000;
+/// How much of one code block is highlighted; the rest is shown plain.
+const MAX_HIGHLIGHTED_BLOCK: usize = 64 * 1024;
+
+/// A code block's lines rendered one at a time: indented, made printable, highlighted if
+/// syntect knows the language (up to the limits above), dim otherwise. The syntaxes and
+/// theme are loaded the first time (tens of milliseconds), and only for a code block that
+/// names a language.
+pub(crate) struct CodeLines {
+    highlighter: Option<HighlightLines<'static>>,
+    highlighted: usize,
+}
+
+static SYNTAXES: OnceLock<SyntaxSet> = OnceLock::new();
+static THEME: OnceLock<Option<Theme>> = OnceLock::new();
+
+impl CodeLines {
+    pub(crate) fn new(language: Option<&str>) -> Self {
+        let highlighter = language.and_then(|language| {
+            let syntaxes = SYNTAXES.get_or_init(SyntaxSet::load_defaults_newlines);
+            let syntax = syntaxes.find_syntax_by_token(language)?;
+            let theme = THEME.get_or_init(|| {
+                let mut set = ThemeSet::load_defaults();
+                set.themes.remove("base16-ocean.dark")
+            });
+            Some(HighlightLines::new(syntax, theme.as_ref()?))
+        });
+        Self {
+            highlighter,
+            highlighted: 0,
         }
-        let ranges: Vec<(Style, &str)> = ranges
-            .into_iter()
-            .map(|(style, text)| (style, text.trim_end_matches(['\n', '\r'])))
-            .collect();
-        lines.push(format!(
-            "{}{RESET}",
-            as_24_bit_terminal_escaped(&ranges, false)
-        ));
     }
-    Some(lines)
+
+    /// One line of code (with or without its newline), rendered: "\n" for a blank one,
+    /// else two spaces, the line and "\n".
+    pub(crate) fn line(&mut self, raw: &str) -> String {
+        let raw = raw.trim_end_matches(['\n', '\r']);
+        if raw.is_empty() {
+            return "\n".to_owned();
+        }
+        let text = printable(raw);
+        format!("  {}\n", self.styled(&text))
+    }
+
+    fn styled(&mut self, text: &str) -> String {
+        let syntaxes = SYNTAXES.get();
+        let within = text.len() <= MAX_HIGHLIGHTED_LINE
+            && self.highlighted + text.len() <= MAX_HIGHLIGHTED_BLOCK;
+        if let (Some(h), Some(syntaxes), true) = (self.highlighter.as_mut(), syntaxes, within) {
+            let line = format!("{text}\n");
+            if let Ok(ranges) = h.highlight_line(&line, syntaxes) {
+                self.highlighted += text.len();
+                let ranges: Vec<(Style, &str)> = ranges
+                    .into_iter()
+                    .map(|(style, t)| (style, t.trim_end_matches(['\n', '\r'])))
+                    .collect();
+                return format!("{}{RESET}", as_24_bit_terminal_escaped(&ranges, false));
+            }
+        }
+        format!("{DIM}{text}{RESET}")
+    }
 }

@@ -1,9 +1,12 @@
 //! Printing a run: the answer on stdout and tool activity on stderr for people, or JSON
 //! lines on stdout for scripts.
 
-use kite::agent::{CallStatus, ToolRecord};
+mod json;
+
+use json::{json_error, json_event, line};
 use kite::cassette::CassetteError;
-use kite::{AgentError, AgentEvent, Error, Event, Run, StopReason};
+use kite::redact::StreamRedactor;
+use kite::{AgentError, AgentEvent, Event, Run, StopReason};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,10 +80,15 @@ pub(crate) fn stdout_closed() -> bool {
 }
 
 /// `text` safe to show on a terminal: control characters other than newline and tab (the
-/// start of escape sequences that retitle a window or clear a screen) are written as
-/// `\u{1b}`. For what comes from outside: cassettes, servers' names and errors.
+/// start of escape sequences that retitle a window or clear a screen), and the bidi
+/// overrides and isolates that make text read in another order than it is written
+/// (U+202A–U+202E, U+2066–U+2069), are written as `\u{1b}`. For what comes from outside:
+/// a model's text, cassettes, servers' names and errors.
 pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -160,6 +168,9 @@ pub(crate) struct Output {
     /// On a terminal: the answer rendered as Markdown, block by block.
     markdown: Option<crate::markdown::Markdown>,
     conversation: Option<String>,
+    /// The answer's text, its reasoning and its refusal, each redacted as it streams: a key
+    /// split between two deltas is hidden all the same.
+    redact: [StreamRedactor; 3],
 }
 
 impl Output {
@@ -171,6 +182,7 @@ impl Output {
             held: None,
             markdown: None,
             conversation: None,
+            redact: std::array::from_fn(|_| StreamRedactor::new(&crate::logging::secrets())),
         }
     }
 
@@ -195,13 +207,47 @@ impl Output {
         self.conversation = Some(id.to_owned());
     }
 
-    /// Some of the answer's text.
+    /// Some of the answer's text, as it streams.
     fn text(&mut self, text: &str) {
+        let safe = self.redact[0].push(text);
+        self.show(&safe);
+    }
+
+    /// What the redactors held back, shown (for people) or written as its deltas (JSON):
+    /// the answer's text stops here, at least for now.
+    fn flush(&mut self) {
+        for (i, kind) in ["text_delta", "reasoning_delta", "refusal_delta"]
+            .iter()
+            .enumerate()
+        {
+            let rest = self.redact[i].finish();
+            match (self.json, rest.is_empty()) {
+                (_, true) => {}
+                (true, false) => line(&json!({"type": kind, "text": rest})),
+                (false, false) => self.show(&rest),
+            }
+        }
+    }
+
+    /// Text that is safe to show: held, rendered or written.
+    fn show(&mut self, text: &str) {
         match (&mut self.held, &mut self.markdown) {
             (Some(held), _) => held.push_str(text),
-            (None, Some(md)) => {
-                let rendered = md.push(text);
-                self.raw(&rendered);
+            (None, Some(_)) => {
+                let Some(mut md) = self.markdown.take() else {
+                    return;
+                };
+                md.feed(text);
+                // A piece at a time: after Ctrl-C, nothing more is rendered, so the turn
+                // is cancelled at once however much text is waiting.
+                while let Some(piece) = md.next_piece() {
+                    self.raw(&piece);
+                    if crate::signals::interrupt_pending() {
+                        md.abandon();
+                        break;
+                    }
+                }
+                self.markdown = Some(md);
             }
             (None, None) => {
                 out!("{text}");
@@ -226,15 +272,33 @@ impl Output {
             && !held.is_empty()
         {
             self.held = None;
-            self.text(&held);
+            self.show(&held);
             self.held = Some(String::new());
         }
     }
 
     pub(crate) fn event(&mut self, e: &AgentEvent) {
         if self.json {
-            if let Some(v) = json_event(e) {
-                line(&v);
+            let delta = match e {
+                AgentEvent::Model(Event::TextDelta { text, .. }) => Some((0, text)),
+                AgentEvent::Model(Event::ReasoningDelta { text, .. }) => Some((1, text)),
+                AgentEvent::Model(Event::RefusalDelta { text, .. }) => Some((2, text)),
+                _ => None,
+            };
+            match delta {
+                Some((i, text)) => {
+                    let safe = self.redact[i].push(text);
+                    if let (false, Some(mut v)) = (safe.is_empty(), json_event(e)) {
+                        v["text"] = json!(safe);
+                        line(&v);
+                    }
+                }
+                None => {
+                    if let Some(v) = json_event(e) {
+                        self.flush();
+                        line(&v);
+                    }
+                }
             }
             return;
         }
@@ -243,6 +307,7 @@ impl Output {
                 self.text(text)
             }
             AgentEvent::ToolStarted { call } => {
+                self.flush();
                 self.end_line();
                 errln!("[tool] {}({})", call.name, call.arguments);
             }
@@ -266,6 +331,7 @@ impl Output {
     pub(crate) fn done(&mut self, run: &Run) -> bool {
         let stop = run.stop_reason();
         let answered = matches!(stop, Some(StopReason::Finished { .. }));
+        self.flush();
         if self.json {
             let mut usage = serde_json::to_value(run.usage()).unwrap_or_default();
             usage["type"] = json!("usage");
@@ -316,6 +382,7 @@ impl Output {
     }
 
     pub(crate) fn error(&mut self, e: &AgentError) {
+        self.flush();
         if self.json {
             let mut v = json_error(e);
             v["conversation"] = json!(self.conversation);
@@ -339,76 +406,6 @@ fn short(text: &str) -> String {
     }
 }
 
-fn line(v: &Value) {
-    outln!("{v}");
-}
-
-/// The JSON line for an event; fragments that a later event carries whole, and per-call
-/// usage and finish (summed up in the last lines), are left out.
-fn json_event(e: &AgentEvent) -> Option<Value> {
-    Some(match e {
-        AgentEvent::Model(event) => match event {
-            Event::Start { id, model } => json!({"type": "start", "id": id, "model": model}),
-            Event::TextDelta { text, .. } => json!({"type": "text_delta", "text": text}),
-            Event::ReasoningDelta { text, .. } => json!({"type": "reasoning_delta", "text": text}),
-            Event::RefusalDelta { text, .. } => json!({"type": "refusal_delta", "text": text}),
-            Event::ToolCallEnd { call, .. } => json!({
-                "type": "tool_call",
-                "id": call.id,
-                "name": call.name,
-                "arguments": call.parse_arguments().unwrap_or_else(|_| Value::String(call.arguments.clone())),
-            }),
-            Event::Unknown { kind, data } => json!({"type": "unknown", "kind": kind, "data": data}),
-            _ => return None,
-        },
-        AgentEvent::ToolFinished { record } => tool_result(record),
-        _ => return None,
-    })
-}
-
-fn tool_result(r: &ToolRecord) -> Value {
-    let status = match r.status {
-        CallStatus::Ran => "ran",
-        CallStatus::Skipped => "skipped",
-        CallStatus::Refused => "refused",
-    };
-    json!({
-        "type": "tool_result",
-        "id": r.call.id,
-        "name": r.call.name,
-        "content": r.result.text_content(),
-        "is_error": r.result.is_error,
-        "status": status,
-        "duration_ms": r.duration.as_millis() as u64,
-    })
-}
-
-fn json_error(e: &AgentError) -> Value {
-    let mut v = json!({"type": "error", "message": error_line(e)});
-    let kind = match e {
-        AgentError::Model(Error::Api(a)) => {
-            v["status"] = json!(a.status);
-            v["code"] = json!(a.code);
-            v["request_id"] = json!(a.request_id);
-            "api"
-        }
-        AgentError::Model(Error::Decode(_)) => "decode",
-        AgentError::Model(Error::Transport(_)) => "transport",
-        AgentError::Model(Error::Config(_)) => "config",
-        AgentError::Model(Error::InvalidRequest(_)) => "invalid_request",
-        AgentError::Model(Error::Cancelled) => "cancelled",
-        AgentError::Model(e) if CassetteError::of(e).is_some() => {
-            v["cassette"] = json!(CassetteError::of(e).map(|c| c.kind.as_str()));
-            "cassette"
-        }
-        AgentError::Model(_) => "other",
-        AgentError::Tool { .. } => "tool",
-        _ => "other",
-    };
-    v["kind"] = json!(kind);
-    v
-}
-
 /// One line that says what went wrong; a cassette's error keeps its lines (it holds a
 /// diff).
 pub(crate) fn error_line(e: &AgentError) -> String {
@@ -416,5 +413,20 @@ pub(crate) fn error_line(e: &AgentError) -> String {
         AgentError::Model(inner) if CassetteError::of(inner).is_some() => inner.to_string(),
         AgentError::Model(inner) => inner.to_string().replace('\n', " "),
         other => other.to_string().replace('\n', " "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn controls_and_bidi_overrides_are_shown_escaped() {
+        // "abc" written to read as "cba": the override is shown, not obeyed.
+        assert_eq!(printable("x\u{202e}cba\u{202c}"), "x\\u{202e}cba\\u{202c}");
+        assert_eq!(printable("\u{2066}i\u{2069}"), "\\u{2066}i\\u{2069}");
+        assert_eq!(printable("\u{1b}[2J"), "\\u{1b}[2J");
+        // Right-to-left text itself, and the marks that only nudge it, stay as they are.
+        assert_eq!(printable("שלום \u{200f}ok\n\t"), "שלום \u{200f}ok\n\t");
     }
 }

@@ -98,6 +98,12 @@ impl Drop for Claim {
     }
 }
 
+/// Whether the claim held has had its signal: for work that runs without awaiting (the
+/// rendering of a long answer) to stop between pieces.
+pub(crate) fn interrupt_pending() -> bool {
+    claims().1.as_ref().is_some_and(|h| h.signal.is_some())
+}
+
 /// Gives `what` to the claim held, if one is held and has had none yet.
 fn claim_interrupt(what: Interrupt) -> bool {
     if what == Interrupt::Quit {

@@ -110,6 +110,44 @@ fn split_key_stream() -> Vec<u8> {
     body.into_bytes()
 }
 
+/// A stream whose answer spells out `key` in two deltas, split in its middle.
+fn key_in_two_deltas(key: &str) -> Vec<u8> {
+    let (a, b) = key.split_at(key.len() / 2);
+    let chunk = |text: &str| {
+        let c = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+        format!("data: {c}\n\n")
+    };
+    format!(
+        "{}{}data: [DONE]\n\n",
+        chunk(&format!("Your key: {a}")),
+        chunk(&format!("{b} is set."))
+    )
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn a_known_key_the_answer_splits_between_deltas_is_hidden_on_a_pipe_and_in_json() {
+    let server = ReplayServer::start(vec![
+        Reply::sse(key_in_two_deltas(KEY)),
+        Reply::sse(key_in_two_deltas(KEY)),
+    ])
+    .await;
+    for json in [false, true] {
+        let r = run(kite()
+            .env("OPENAI_API_KEY", KEY)
+            .args(["ask", "--no-store", "--provider", "openai", "--base-url"])
+            .arg(format!("{}/v1", server.url()))
+            .args(json.then_some("--json"))
+            .arg("what is my key?"))
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(!r.stdout.contains(KEY), "json {json}: {}", r.stdout);
+        assert!(r.stdout.contains("[redacted]"), "json {json}: {}", r.stdout);
+        assert!(r.stdout.contains("is set."), "json {json}: {}", r.stdout);
+    }
+}
+
 #[tokio::test]
 async fn a_key_split_across_stream_events_is_neither_recorded_nor_missed_by_scan() {
     let root = scratch("split");
@@ -1048,4 +1086,45 @@ async fn a_kite_toml_in_the_working_directory_does_nothing_until_trusted() {
     .await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("is a link"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn pip_sees_no_key_and_its_failure_is_shown() {
+    // A python3 that writes down the environment it was given, then fails as pip does.
+    let dir = scratch("pip-env");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let seen = dir.join("seen");
+    let script = format!(
+        "#!/bin/sh\nenv >> {}\necho 'ERROR: Could not find a version that satisfies the requirement' >&2\necho 'ERROR: No matching distribution found' >&2\nexit 1\n",
+        seen.display()
+    );
+    let python = bin.join("python3");
+    std::fs::write(&python, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    for args in [["model", "fetch"], ["prices", "update"]] {
+        let _ = std::fs::remove_file(&seen);
+        let r = run(kite()
+            .env("PATH", &path)
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("OPENAI_API_KEY", KEY)
+            .env("ANTHROPIC_API_KEY", "sk-ant-another-SECRET-key-0123")
+            .env("PIP_INDEX_URL", "https://pypi.example/simple")
+            .args(args))
+        .await;
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("No matching distribution found"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("no message"), "{}", r.stderr);
+        let env = std::fs::read_to_string(&seen).unwrap();
+        assert!(!env.contains("SECRET"), "{args:?} gave pip a key: {env}");
+        assert!(env.contains("PIP_INDEX_URL="), "pip keeps its own settings");
+        assert!(env.contains("PATH="));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,7 +3,7 @@
 //! renderer's own escapes are added.
 
 use super::table::{Cell, Table};
-use super::{BOLD, DIM, H1, H2, INLINE_CODE, ITALIC, QUOTE, RESET, STRIKE, UNDERLINE, highlight};
+use super::{BOLD, CodeLines, DIM, H1, H2, INLINE_CODE, ITALIC, QUOTE, RESET, STRIKE, UNDERLINE};
 use crate::output::printable;
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
@@ -392,21 +392,10 @@ impl Renderer {
     /// Writes a code block, indented, highlighted if syntect knows its language.
     fn code_block(&mut self, code: &Code) {
         let text = code.text.replace("\r\n", "\n");
-        let text = printable(&text);
-        let highlighted = code.language.as_deref().and_then(|l| highlight(&text, l));
-        let lines = highlighted.unwrap_or_else(|| {
-            let plain = |line: &str| match line.is_empty() {
-                true => String::new(),
-                false => format!("{DIM}{line}{RESET}"),
-            };
-            text.lines().map(plain).collect()
-        });
-        for line in lines {
+        let mut lines = CodeLines::new(code.language.as_deref());
+        for line in text.lines() {
             self.prefix();
-            if !line.is_empty() {
-                self.out.push_str("  ");
-                self.out.push_str(&line);
-            }
+            self.out.push_str(lines.line(line).trim_end_matches('\n'));
             self.newline();
         }
     }

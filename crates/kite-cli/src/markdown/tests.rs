@@ -128,24 +128,57 @@ fn a_heading_waits_for_the_blank_line_after_it() {
 }
 
 #[test]
-fn a_code_block_is_not_split_at_its_blank_lines() {
+fn a_code_block_comes_a_line_at_a_time_and_is_not_split_at_its_blank_lines() {
     let mut renderer = Markdown::new();
-    assert_eq!(renderer.push("```\nfirst\n\nsecond\n\n"), "");
+    assert_eq!(plain(&renderer.push("```\nfirst\n\nsec")), "  first\n\n");
+    assert_eq!(plain(&renderer.push("ond\n\n")), "  second\n\n");
     assert_eq!(renderer.push("``"), "");
     assert_eq!(renderer.push("`"), "");
-    let out = renderer.push("\nafter");
-    assert_eq!(plain(&out), "  first\n\n  second\n\n");
+    assert_eq!(renderer.push("\nafter"), "");
     assert_eq!(plain(&renderer.finish()), "\nafter\n");
 }
 
 #[test]
 fn a_longer_fence_needs_a_longer_closing_one() {
     let mut renderer = Markdown::new();
-    assert_eq!(renderer.push("````md\n```\n\ninside\n```\n\n"), "");
     assert_eq!(
-        plain(&renderer.push("````\n")),
+        plain(&renderer.push("````md\n```\n\ninside\n```\n\n")),
         "  ```\n\n  inside\n  ```\n\n"
     );
+    assert_eq!(renderer.push("````\n"), "");
+    assert_eq!(plain(&renderer.push("next\n\n")), "\nnext\n");
+}
+
+#[test]
+fn a_huge_code_block_is_rendered_in_bounded_pieces() {
+    // 430 KB of code at once: each piece is a few dozen lines, so a Ctrl-C between
+    // pieces is heard at once; a line too long to highlight quickly is shown plain.
+    let mut renderer = Markdown::new();
+    let line = "    total = compute(alpha, beta, gamma) + other_value  # a comment\n";
+    let long = format!("x = \"{}\"\n", "y".repeat(5_000));
+    let code = format!("```python\n{long}{}```\n\nafter\n\n", line.repeat(6_500));
+    assert!(code.len() > 430_000);
+    renderer.feed(&code);
+    let first = renderer.next_piece().unwrap();
+    assert!(first.matches('\n').count() <= 64, "{}", first.len());
+    assert!(
+        first.contains(&format!("\x1b[2mx = \"{}", "y".repeat(100))),
+        "shown plain"
+    );
+    let mut pieces = 1;
+    while let Some(piece) = renderer.next_piece() {
+        assert!(piece.matches('\n').count() <= 65);
+        pieces += 1;
+    }
+    assert!(pieces > 100, "{pieces}");
+    assert_eq!(renderer.finish(), "");
+    // Abandoned, nothing more comes of it.
+    let mut renderer = Markdown::new();
+    renderer.feed(&code);
+    let _ = renderer.next_piece();
+    renderer.abandon();
+    assert_eq!(renderer.next_piece(), None);
+    assert_eq!(renderer.finish(), "");
 }
 
 #[test]
@@ -229,8 +262,8 @@ fn links_and_images_show_their_urls() {
 #[test]
 fn finish_renders_an_unterminated_code_block() {
     let mut renderer = Markdown::new();
-    assert_eq!(renderer.push("```python\nprint(1)\n\nprint(2)\n"), "");
-    let out = renderer.finish();
+    let mut out = renderer.push("```python\nprint(1)\n\nprint(2)");
+    out.push_str(&renderer.finish());
     assert!(out.contains("\x1b[38;2;"), "{out:?}");
     assert_eq!(plain(&out), "  print(1)\n\n  print(2)\n");
     assert_eq!(renderer.finish(), "");
