@@ -30,6 +30,15 @@ pub(crate) struct ServeArgs {
     /// Tokens (in and out) per minute each key may use.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     tpm: Option<u64>,
+    /// Seconds the requests under way may take to finish once kite is asked to stop (by
+    /// Ctrl-C or SIGTERM); new ones get 503 meanwhile.
+    #[arg(long, value_name = "SECS", value_parser = crate::config::seconds, default_value = "30")]
+    grace: std::time::Duration,
+    /// With no key, ask callers for nothing (by default they must give a token kite makes
+    /// at start): any user of this machine may then read your conversations and spend
+    /// your provider's key.
+    #[arg(long)]
+    no_auth: bool,
 }
 
 pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), ExitCode> {
@@ -62,6 +71,28 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     for key in &keys {
         crate::logging::secret(key);
     }
+    let on_command_line = std::env::args_os().any(|a| {
+        a.to_str()
+            .is_some_and(|a| a == "--api-key" || a.starts_with("--api-key="))
+    });
+    if on_command_line && others_see_processes() {
+        errln!(
+            "kite: --api-key shows the key to every user of this machine (in `ps`); set \
+             KITE_SERVE_API_KEY or [serve] keys in kite.toml instead"
+        );
+    }
+    if args.no_auth && !keys.is_empty() {
+        return Err(fail(
+            "--no-auth is for a gateway with no client key, and this one has keys".into(),
+        ));
+    }
+    // With no key, a token of this run's own, asked of every caller.
+    let token = match keys.is_empty() && !args.no_auth {
+        true => {
+            Some(kite::serve::new_token().map_err(|e| fail(format!("cannot make a token: {e}")))?)
+        }
+        false => None,
+    };
     // Tools only when asked for here: `[defaults] tools` is for `kite ask` and `kite chat`,
     // not for whoever may reach the gateway.
     refuse_unused(&args.session, !settings.routes.is_empty()).map_err(fail)?;
@@ -73,10 +104,15 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         true => kite::agent::builtin::NAMES.map(String::from).to_vec(),
         false => args.session.tool.clone(),
     };
-    let session = args
+    let mut session = args
         .session
         .with_defaults(&loaded.config)
         .map_err(|e| fail(e.to_string()))?;
+    // A gateway's clients wait for the answer: past a minute with nothing, a fallback is
+    // tried while they still wait (unless the flags or [http] say otherwise).
+    if loaded.config.http.timeout.is_none() {
+        session.at.timeout = session.at.timeout.or(Some(FIRST_BYTE));
+    }
     let mut kept = Kept::default();
     let (routes, catch_all, shown) = match settings.routes.is_empty() {
         // No routes: every name goes to the model the flags choose, with the built-in tools
@@ -123,7 +159,13 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     if keys.is_empty() && limits != kite::serve::Limits::default() {
         errln!("kite: the rate limits hold for each client key; with no key they limit nothing");
     }
-    let mut gateway = Gateway::new(routes, catch_all).pricer(crate::prices::pricer());
+    // Every key kite knows of (providers', MCP servers', clients') is hidden in answers.
+    let mut gateway = Gateway::new(routes, catch_all)
+        .pricer(crate::prices::pricer())
+        .secrets(crate::logging::secrets());
+    if let Some(token) = &token {
+        gateway = gateway.token(token);
+    }
     for key in &keys {
         gateway = gateway.key_with(key.trim(), limits);
     }
@@ -141,12 +183,29 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         .await
         .map_err(|e| fail(format!("cannot listen on {addr}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| fail(e.to_string()))?;
+    match &token {
+        Some(token) => {
+            errln!(
+                "kite: open the web chat at http://{addr}/?token={token} ; clients give the \
+                 same token as their API key (it changes at every start; --no-auth asks for \
+                 none)"
+            );
+            // Shown once, here; never in a log or an error after.
+            crate::logging::secret(token);
+        }
+        None if args.no_auth => errln!(
+            "kite: --no-auth: every user of this machine can reach this gateway, read your \
+             conversations through it and spend your provider's key"
+        ),
+        None => {}
+    }
     errln!(
         "kite: serving {shown} on http://{addr}/v1 (chat/completions, responses, messages, \
          models, usage; /health), and a web chat on http://{addr}/"
     );
-    // Ctrl-C or SIGTERM stops taking requests and lets those under way finish, for at most
-    // GRACE; a second signal ends kite at once.
+    // Ctrl-C or SIGTERM refuses new requests (503) and lets those under way finish, for at most
+    // --grace; a second signal ends kite at once.
+    let grace = args.grace;
     let claim = Arc::new(crate::signals::Claim::new());
     let (stopping, mut stopped) = tokio::sync::watch::channel(false);
     let watcher = claim.clone();
@@ -155,22 +214,28 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         errln!(
             "kite: stopping: requests under way may finish (at most {} s; a second signal \
              stops at once)",
-            GRACE.as_secs()
+            grace.as_secs_f64()
         );
         let _ = stopping.send(true);
     };
     let gateway = Arc::new(gateway);
     let serving = kite::serve::serve(listener, gateway.clone(), shutdown);
-    let result = tokio::select! {
-        r = serving => r.map_err(|e| fail(e.to_string())),
+    tokio::pin!(serving);
+    let (result, cut_off) = tokio::select! {
+        r = &mut serving => (r.map_err(|e| fail(e.to_string())), false),
         _ = async {
             let _ = stopped.wait_for(|s| *s).await;
-            tokio::time::sleep(GRACE).await;
+            tokio::time::sleep(grace).await;
         } => {
-            errln!("kite: requests still under way after {} s are cut off", GRACE.as_secs());
-            // The web chat's answers under way end as if stopped, and keep what they said.
-            let _ = tokio::time::timeout(WIND_DOWN, gateway.wind_down()).await;
-            Ok(())
+            errln!("kite: requests still under way after {} s are cut off", grace.as_secs_f64());
+            // Every answer under way ends in its API's way, with an error; the web chat's
+            // keep what they said.
+            let ended = async {
+                gateway.wind_down().await;
+                let _ = (&mut serving).await;
+            };
+            let _ = tokio::time::timeout(WIND_DOWN, ended).await;
+            (Ok(()), true)
         }
     };
     for hub in kept.hubs {
@@ -179,9 +244,18 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     let signal = Arc::try_unwrap(claim).ok().and_then(|c| c.finish());
     match (result, signal) {
         (Err(code), _) => Err(code),
-        (Ok(()), Some(signal)) => {
+        // Cut off: as a process ended by the signal.
+        (Ok(()), Some(signal)) if cut_off => {
             errln!("kite: {}; stopped serving", signal.what());
             Err(ExitCode::from(signal.status()))
+        }
+        // Drained: a clean stop, as service managers expect of a server.
+        (Ok(()), Some(signal)) => {
+            errln!(
+                "kite: {}; every request was answered, stopped serving",
+                signal.what()
+            );
+            Ok(())
         }
         (Ok(()), None) => Ok(()),
     }
@@ -196,6 +270,13 @@ fn route(
 ) -> Result<Route, String> {
     let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
     let (model, upstream) = match r.provider.as_str() {
+        "local" if r.timeout_secs.is_some() || r.idle_timeout_secs.is_some() => {
+            return Err(format!(
+                "[serve] route {:?}: the local model runs in kite; it takes no timeout_secs \
+                 or idle_timeout_secs",
+                r.name
+            ));
+        }
         "local" => {
             let mut local = session.clone();
             local.local = true;
@@ -208,9 +289,23 @@ fn route(
                 .model
                 .clone()
                 .unwrap_or_else(|| provider.default_model().to_owned());
-            // The route's own address, with the timeouts of `[http]` and the flags.
+            // The route's own address, with its own timeouts over those of the flags and
+            // `[http]`.
             let mut endpoint = session.at.endpoint(http).map_err(context)?;
             endpoint.base_url = r.base_url.clone();
+            if let Some(timeouts) = endpoint.timeouts.as_mut() {
+                let secs = |what: &str, s: Option<f64>| {
+                    s.map(|s| kite::duration_from_secs(what, s))
+                        .transpose()
+                        .map_err(|e| format!("[serve] route {:?}: {e}", r.name))
+                };
+                if let Some(t) = secs("`timeout_secs`", r.timeout_secs)? {
+                    timeouts.response = t;
+                }
+                if let Some(t) = secs("`idle_timeout_secs`", r.idle_timeout_secs)? {
+                    timeouts.idle = t;
+                }
+            }
             (
                 provider.model(&upstream, &endpoint).map_err(context)?,
                 upstream,
@@ -362,8 +457,18 @@ fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Result<(), Str
     Ok(())
 }
 
+/// Whether other users of this machine can read kite's command line: `/proc` is not
+/// mounted with `hidepid`.
+fn others_see_processes() -> bool {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    !mounts
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some("/proc"))
+        .any(|l| l.contains("hidepid=2") || l.contains("hidepid=invisible"))
+}
+
+/// How long the gateway waits for an upstream's answer to start, unless told otherwise.
+const FIRST_BYTE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// How long the web chat's answers cut off at the end may take to be kept.
 const WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// How long requests under way may take to finish once kite is asked to stop.
-const GRACE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -54,6 +54,8 @@ pub(crate) struct Config {
 /// model = "llama-3.3-70b-versatile"  # default: the provider's
 /// base_url = "https://..."           # optional
 /// fallbacks = ["steady"]             # tried in turn when this one fails before answering
+/// timeout_secs = 30                  # until its answer starts (default: [http], else 60)
+/// idle_timeout_secs = 30             # silence once it has started (default: [http])
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -86,6 +88,10 @@ pub(crate) struct RouteConfig {
     /// Folders (or archives) of skills the gateway offers and runs itself.
     #[serde(default)]
     pub skills: Vec<std::path::PathBuf>,
+    /// Seconds until the answer starts: past them, the next fallback is tried.
+    pub timeout_secs: Option<f64>,
+    /// Seconds of silence allowed once the answer has started.
+    pub idle_timeout_secs: Option<f64>,
 }
 
 /// The `[defaults]` table. Flags and `KITE_*` variables win over it.

@@ -178,6 +178,29 @@ async fn a_dead_collector_costs_a_deadline_not_the_answer() {
 }
 
 #[tokio::test]
+async fn a_silent_collector_is_said_once_and_holds_the_exit_up_no_longer_than_its_deadline() {
+    // It takes the connection and never answers.
+    let silent = kite_testkit::SilentServer::start().await;
+    let server = ReplayServer::start(vec![answer("Still here.", 1)]).await;
+    let mut c = kite();
+    c.env("OTEL_EXPORTER_OTLP_ENDPOINT", silent.url()).env(
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "authorization=Bearer otlp-token-SECRET-42",
+    );
+    let r = run(&mut asking(c, &server, &[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Still here."));
+    assert_eq!(
+        r.stderr.matches("OpenTelemetry export").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("within 2 s"), "{}", r.stderr);
+    assert!(!r.stderr.contains("SECRET"), "{}", r.stderr);
+}
+
+#[tokio::test]
 async fn verbose_says_how_each_call_went() {
     let server = ReplayServer::start(vec![answer("Hi there.", 1)]).await;
     let r = run(&mut asking(kite(), &server, &["-v"])).await;
@@ -296,13 +319,15 @@ async fn ctrl_c_mid_answer_still_sends_the_spans() {
 async fn kite_serve_makes_a_server_span_over_each_requests_model_calls() {
     let dir = tempfile::tempdir().unwrap();
     let receiver = Receiver::start(dir.path());
-    // A slow stream: its headers come long before its end.
-    let slow = answer("Served.", 1).chunked(64, Duration::from_millis(50));
+    // A slow stream: its headers come long before its end. It says the provider's key,
+    // and content is captured.
+    let slow = answer(&format!("Served. {KEY}"), 1).chunked(64, Duration::from_millis(50));
     let upstream = ReplayServer::start(vec![slow]).await;
     let mut served = common::serve::start(
         common::serve::kite_serve()
             .env("KITE_LOG", "off")
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+            .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
             .env("OPENAI_API_KEY", KEY)
             .args([
                 "--provider",
@@ -315,6 +340,7 @@ async fn kite_serve_makes_a_server_span_over_each_requests_model_calls() {
     );
     let streamed = reqwest::Client::new()
         .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(served.key())
         .json(&serde_json::json!({"model": "gpt-5-nano", "stream": true,
             "messages": [{"role": "user", "content": "Hi"}]}))
         .send()
@@ -324,11 +350,26 @@ async fn kite_serve_makes_a_server_span_over_each_requests_model_calls() {
         .await
         .unwrap();
     assert!(streamed.contains("Served."), "{streamed}");
+    assert!(!streamed.contains(KEY), "{streamed}");
+    // A key in a path, which the server span records.
+    let _ = reqwest::Client::new()
+        .get(format!("{}/models/{KEY}", served.base))
+        .bearer_auth(served.key())
+        .send()
+        .await
+        .unwrap();
     // Stopped, kite sends what it has.
     served.terminate();
     let _ = served.child.wait();
 
     let received = receiver.received();
+    let all = serde_json::to_string(&received).unwrap();
+    assert!(!all.contains(KEY), "a key left in a span: {all}");
+    assert!(all.contains("/v1/models/[redacted]"), "{all}");
+    assert!(
+        all.contains("Served. [redacted]"),
+        "content is captured: {all}"
+    );
     let spans = spans(&received);
     let server = spans
         .iter()

@@ -100,6 +100,141 @@ async fn without_a_key_it_listens_on_loopback_only() {
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
 
+/// `kite serve` with no key, in front of `upstream`, with `extra` flags.
+fn serve_keyless(upstream: &ReplayServer, extra: &[&str]) -> common::serve::Served {
+    start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .args(extra)
+            .arg("--base-url")
+            .arg(format!("{}/v1", upstream.url())),
+    )
+}
+
+#[tokio::test]
+async fn with_no_key_every_call_needs_the_token_it_printed() {
+    let upstream = ReplayServer::start(vec![answer("Tokened.", 1)]).await;
+    let served = serve_keyless(&upstream, &[]);
+    let token = served.key().to_owned();
+    assert!(token.len() >= 32, "{token}");
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let site = served.site();
+    // Without it, nothing: not the history, not the models, not a question.
+    for path in ["/api/conversations", "/v1/models", "/v1/usage"] {
+        let r = client.get(format!("{site}{path}")).send().await.unwrap();
+        assert_eq!(r.status(), 401, "{path}");
+        let wrong = client
+            .get(format!("{site}{path}"))
+            .bearer_auth("not-the-token")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(wrong.status(), 401, "{path}");
+    }
+    let asked = client
+        .post(format!("{site}/v1/chat/completions"))
+        .json(&json!({"model": "gpt-5-nano", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), 401);
+    let said = asked.text().await.unwrap();
+    assert!(said.contains("token kite serve printed"), "{said}");
+    assert!(upstream.requests().is_empty());
+    // As a key (both headers the SDKs send), it is taken.
+    let r = client
+        .get(format!("{site}/v1/models"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client
+        .get(format!("{site}/v1/models"))
+        .header("x-api-key", &token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // The printed address sets it as a private cookie and sends the browser on.
+    let visit = client.get(served.page()).send().await.unwrap();
+    assert_eq!(visit.status(), 303);
+    assert_eq!(visit.headers()["location"], "/");
+    let cookie = visit.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    assert!(pair.ends_with(&token), "{pair}");
+    let r = client
+        .get(format!("{site}/api/conversations"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // A wrong token in the address sets nothing.
+    let visit = client
+        .get(format!("{site}/?token=not-the-token"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(visit.status(), 200);
+    assert!(visit.headers().get("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn no_auth_asks_for_nothing_and_says_what_that_means() {
+    let upstream = ReplayServer::start(vec![]).await;
+    let served = serve_keyless(&upstream, &["--no-auth"]);
+    assert!(served.token.is_none());
+    assert!(
+        served
+            .said
+            .contains("--no-auth: every user of this machine"),
+        "{}",
+        served.said
+    );
+    let r = reqwest::get(format!("{}/api/conversations", served.site()))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r =
+        common::run(kite().args(["serve", "--no-auth", "--api-key", "sk-some-key-12345"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--no-auth is for a gateway with no client key"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_key_on_the_command_line_is_warned_about() {
+    let upstream = ReplayServer::start(vec![]).await;
+    for (flag, warned) in [(true, true), (false, false)] {
+        let mut cmd = kite_serve();
+        cmd.env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args(["--provider", "openai", "--base-url"])
+            .arg(format!("{}/v1", upstream.url()));
+        match flag {
+            true => cmd.args(["--api-key", GATEWAY_KEY]),
+            false => cmd.env("KITE_SERVE_API_KEY", GATEWAY_KEY),
+        };
+        let said = start(&mut cmd).said.clone();
+        assert_eq!(said.contains("KITE_SERVE_API_KEY"), warned, "{said}");
+        assert!(!said.contains(GATEWAY_KEY), "{said}");
+    }
+}
+
 #[tokio::test]
 async fn sigterm_lets_a_stream_under_way_finish_then_stops() {
     let mut long = Response::empty(FinishReason::Stop);
@@ -122,14 +257,30 @@ async fn sigterm_lets_a_stream_under_way_finish_then_stops() {
     let mut body = String::from_utf8_lossy(&response.chunk().await.unwrap().unwrap()).into_owned();
     // Mid-stream: SIGTERM.
     served.terminate();
+    // A request that comes meanwhile is refused in its client's shape, to be asked again.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let refused = client
+        .post(format!("{}/messages", served.base))
+        .header("x-api-key", GATEWAY_KEY)
+        .json(&json!({"model": "gpt-5-nano", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    let said: Value = refused.json().await.unwrap();
+    assert_eq!(said["type"], "error", "{said}");
+    assert_eq!(said["error"]["type"], "overloaded_error", "{said}");
     while let Some(chunk) = response.chunk().await.unwrap() {
         body.push_str(&String::from_utf8_lossy(&chunk));
     }
     assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
     let text = kite_testkit::render::chat_stream_text(&body);
     assert_eq!(text, "word ".repeat(60), "the whole answer came");
+    // Drained within its grace: a clean stop.
     let status = served.child.wait().unwrap();
-    assert_eq!(status.code(), Some(143));
+    assert_eq!(status.code(), Some(0));
     // It takes no more requests.
     let refused = client
         .get(format!("{}/models", served.base))
@@ -140,6 +291,61 @@ async fn sigterm_lets_a_stream_under_way_finish_then_stops() {
 }
 
 #[tokio::test]
+async fn a_stream_past_the_grace_ends_with_an_error_in_its_apis_way() {
+    let mut long = Response::empty(FinishReason::Stop);
+    long.message = Message::assistant("word ".repeat(200));
+    let slow = || {
+        Reply::sse(sse(Shape::Chat, &long, 1)).chunked(32, std::time::Duration::from_millis(100))
+    };
+    let upstream = ReplayServer::start(vec![slow(), slow()]).await;
+    let mut served = serve_with(&upstream, &["--grace", "1"]);
+    let client = reqwest::Client::new();
+    let ask = |path: &str, body: Value| {
+        client
+            .post(format!("{}/{path}", served.base))
+            .bearer_auth(GATEWAY_KEY)
+            .json(&body)
+            .send()
+    };
+    let mut chat = ask(
+        "chat/completions",
+        json!({"model": "gpt-5-nano", "stream": true,
+            "messages": [{"role": "user", "content": "Talk."}]}),
+    )
+    .await
+    .unwrap();
+    let mut messages = ask(
+        "messages",
+        json!({"model": "gpt-5-nano", "stream": true, "max_tokens": 500,
+            "messages": [{"role": "user", "content": "Talk."}]}),
+    )
+    .await
+    .unwrap();
+    let _ = chat.chunk().await.unwrap();
+    let _ = messages.chunk().await.unwrap();
+    served.terminate();
+    let rest = |mut r: reqwest::Response| async move {
+        let mut body = String::new();
+        // A body cut without its end would be an error here.
+        while let Some(chunk) = r.chunk().await.unwrap() {
+            body.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        body
+    };
+    let (chat, messages) = tokio::join!(rest(chat), rest(messages));
+    assert!(chat.contains(r#"data: {"error""#), "{chat}");
+    assert!(
+        chat.contains("stopped before this answer was complete"),
+        "{chat}"
+    );
+    assert!(chat.trim_end().ends_with("data: [DONE]"), "{chat}");
+    let last = messages.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(last.starts_with("event: error"), "{messages}");
+    // The grace ran out: as a process ended by the signal.
+    assert_eq!(served.child.wait().unwrap().code(), Some(143));
+}
+
+#[tokio::test]
 async fn with_no_key_set_it_serves_the_local_model() {
     let Some(served) = common::serve::serve_local() else {
         return;
@@ -147,6 +353,7 @@ async fn with_no_key_set_it_serves_the_local_model() {
     let client = reqwest::Client::new();
     let whole: Value = client
         .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(served.key())
         .json(&json!({"model": "anything", "max_tokens": 12,
             "messages": [{"role": "user", "content": "Say hi."}]}))
         .send()
@@ -160,6 +367,7 @@ async fn with_no_key_set_it_serves_the_local_model() {
     assert_eq!(whole["model"], "anything");
     let streamed = client
         .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(served.key())
         .json(&json!({"model": "local", "max_tokens": 8, "stream": true,
             "messages": [{"role": "user", "content": "Say hi."}]}))
         .send()

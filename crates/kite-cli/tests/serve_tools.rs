@@ -406,6 +406,7 @@ async fn max_turns_bounds_the_gateways_own_loop() {
     );
     let answer: Value = reqwest::Client::new()
         .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(served.key())
         .json(&json!({"model": "gpt-5-nano",
             "messages": [{"role": "user", "content": "What time is it?"}]}))
         .send()
@@ -430,6 +431,7 @@ async fn a_routes_provider_keeps_the_timeouts_of_the_flags() {
     let started = std::time::Instant::now();
     let refused = reqwest::Client::new()
         .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(served.key())
         .json(&json!({"model": "quiet", "messages": [{"role": "user", "content": "Hi"}]}))
         .timeout(std::time::Duration::from_secs(60))
         .send()
@@ -441,4 +443,64 @@ async fn a_routes_provider_keeps_the_timeouts_of_the_flags() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn a_routes_own_timeout_falls_back_while_the_client_waits() {
+    // The first route's upstream takes the request and never answers; by its own deadline
+    // the gateway goes on to the fallback, long before the ten minutes of a plain call.
+    let silent = kite_testkit::SilentServer::start().await;
+    let steady = ReplayServer::start(vec![common::answer("From the fallback.", 1)]).await;
+    let toml = format!(
+        "[[serve.routes]]\nname = \"quiet\"\nprovider = \"openai\"\nbase_url = \"{}/v1\"\n\
+         timeout_secs = 1\nidle_timeout_secs = 1\nfallbacks = [\"steady\"]\n\n\
+         [[serve.routes]]\nname = \"steady\"\nprovider = \"openai\"\nbase_url = \"{}/v1\"\n",
+        silent.url(),
+        steady.url()
+    );
+    let (served, _dir) = serve_config(&toml, &[]);
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(served.key())
+        .json(&json!({"model": "quiet", "messages": [{"role": "user", "content": "Hi"}]}))
+        .timeout(std::time::Duration::from_secs(45))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "From the fallback.",
+        "{answer}"
+    );
+    // A deadline out of range, or on the local model, is refused at start.
+    for (route, says) in [
+        (
+            "provider = \"openai\"\ntimeout_secs = 0",
+            "`timeout_secs` must be",
+        ),
+        (
+            "provider = \"local\"\nidle_timeout_secs = 5",
+            "takes no timeout_secs",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("kite.toml"),
+            format!("[[serve.routes]]\nname = \"r\"\n{route}\n"),
+        )
+        .unwrap();
+        let data = common::trust(dir.path());
+        let r = common::run(
+            common::kite()
+                .current_dir(dir.path())
+                .env("XDG_DATA_HOME", &data)
+                .env("OPENAI_API_KEY", common::KEY)
+                .args(["serve", "--addr", "127.0.0.1:0"]),
+        )
+        .await;
+        assert_eq!(r.code, 1, "{route}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{route}: {}", r.stderr);
+    }
 }

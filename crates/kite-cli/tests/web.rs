@@ -158,7 +158,7 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
             .arg("--base-url")
             .arg(format!("{}/v1", upstream.url())),
     );
-    let page = served.site();
+    let page = served.page();
     let driver = driver().await;
     let c = browser(&driver).await;
 
@@ -252,7 +252,13 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
     }
     assert_eq!(count(&c, "li.conversation").await, 2);
     shot(&c, "6-deleted").await;
-    let stored: serde_json::Value = reqwest::get(format!("{page}/api/conversations"))
+    let api = |path: String| {
+        reqwest::Client::new()
+            .get(format!("{}{path}", served.site()))
+            .bearer_auth(served.key())
+            .send()
+    };
+    let stored: serde_json::Value = api("/api/conversations".into())
         .await
         .unwrap()
         .json()
@@ -266,8 +272,8 @@ async fn the_web_chat_streams_shows_tools_keeps_conversations_and_stops() {
         .iter()
         .find(|c| c["title"] == "Tell me a long story.")
         .expect("the stopped conversation is kept");
-    let kept: serde_json::Value = reqwest::get(format!(
-        "{page}/api/conversations/{}",
+    let kept: serde_json::Value = api(format!(
+        "/api/conversations/{}",
         story["id"].as_str().unwrap()
     ))
     .await
@@ -289,7 +295,7 @@ async fn the_web_chat_works_with_the_local_model_and_no_key() {
     let Some(served) = common::serve::serve_local() else {
         return;
     };
-    let page = served.site();
+    let page = served.page();
     let driver = driver().await;
     let c = browser(&driver).await;
     c.goto(&page).await.unwrap();
@@ -321,7 +327,7 @@ async fn with_keys_the_page_asks_for_one_and_refuses_a_wrong_one() {
             .args(["--api-key", common::serve::GATEWAY_KEY, "--base-url"])
             .arg(format!("{}/v1", upstream.url())),
     );
-    let page = served.site();
+    let page = served.page();
     let driver = driver().await;
     let c = browser(&driver).await;
     c.goto(&page).await.unwrap();

@@ -24,6 +24,8 @@ pub(crate) enum Kind {
     Invalid,
     RateLimit,
     Upstream,
+    /// The server cannot answer now (it is stopping).
+    Unavailable,
 }
 
 /// An error in the client's API's shape.
@@ -37,6 +39,7 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
                 Kind::Invalid => ("invalid_request_error", None),
                 Kind::RateLimit => ("rate_limit_error", Some("rate_limit_exceeded")),
                 Kind::Upstream => ("api_error", None),
+                Kind::Unavailable => ("server_error", Some("service_unavailable")),
             };
             kite_wire::openai_chat::serve::error_body(message, kind, code)
         }
@@ -48,19 +51,23 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
                 Kind::Invalid => "invalid_request_error",
                 Kind::RateLimit => "rate_limit_error",
                 Kind::Upstream => "api_error",
+                Kind::Unavailable => "overloaded_error",
             },
         ),
     };
     (status, axum::Json(body)).into_response()
 }
 
-pub(crate) fn unauthorized(api: Api) -> Response {
-    error(
-        api,
-        StatusCode::UNAUTHORIZED,
-        "Incorrect API key provided.",
-        Kind::Auth,
-    )
+/// A caller without the right key; `token`: the gateway asks for its token (no key set).
+pub(crate) fn unauthorized(api: Api, token: bool) -> Response {
+    let message = match token {
+        true => {
+            "Incorrect API key provided. This gateway asks for the token kite serve printed \
+             when it started: give it as the API key, or open the web chat's address it printed."
+        }
+        false => "Incorrect API key provided.",
+    };
+    error(api, StatusCode::UNAUTHORIZED, message, Kind::Auth)
 }
 
 pub(crate) fn unknown_model(api: Api, name: &str) -> Response {

@@ -143,6 +143,7 @@ async fn answer<E: Encoder>(
         Ok(opened) => opened,
         Err(refused) => return *refused,
     };
+    let events = until_stopped(events, gw.stop.clone());
     if !stream {
         return match whole(first, events).await {
             Ok(r) => axum::Json(whole_body(&r)).into_response(),
@@ -162,6 +163,29 @@ async fn answer<E: Encoder>(
         })
         .map(Ok::<_, std::convert::Infallible>);
     event_stream(body)
+}
+
+/// `events`, ended by an error (503, "stopping") once `stop` is cancelled: a stream cut off
+/// at the end of a shutdown's grace still ends in its API's way.
+fn until_stopped(events: EventStream, stop: tokio_util::sync::CancellationToken) -> EventStream {
+    Box::pin(futures_util::stream::unfold(
+        (events, Some(stop)),
+        |(mut events, stop)| async move {
+            let stop = stop?;
+            tokio::select! {
+                biased;
+                next = events.next() => next.map(|e| (e, (events, Some(stop)))),
+                () = stop.cancelled() => {
+                    let mut e = kite_core::ApiError::new(
+                        Some(503),
+                        "the server stopped before this answer was complete; ask again",
+                    );
+                    e.retry_after = Some(std::time::Duration::from_secs(5));
+                    Some((Err(kite_core::Error::Api(Box::new(e))), (events, None)))
+                }
+            }
+        },
+    ))
 }
 
 fn invalid(api: Api, e: &kite_core::Error) -> Response {

@@ -1,6 +1,8 @@
 //! Client keys: kept as SHA-256 digests and compared in constant time (every key is
 //! compared, so the time taken says nothing of which one matched), each with its rate
-//! limits over the last minute and its usage so far.
+//! limits over the last minute and its usage so far. With no key, a token of the gateway's
+//! own (made at start, as Jupyter does) is asked of every caller instead, in a header or
+//! in the cookie the web chat's first visit sets.
 
 use axum::http::{HeaderMap, header};
 use kite_store::Store;
@@ -76,7 +78,27 @@ struct Key {
 
 /// The keys clients may use, and what is used when none is set.
 #[derive(Default)]
-pub(crate) struct Keys(Vec<Key>, Mutex<KeyUsage>);
+pub(crate) struct Keys {
+    keys: Vec<Key>,
+    /// What callers used when no key is set.
+    open: Mutex<KeyUsage>,
+    /// With no key, the digest of the token every caller must give (none: anyone on
+    /// loopback is let in).
+    token: Option<[u8; 32]>,
+}
+
+/// The cookie that carries the token for a gateway on `port` (cookies are shared by every
+/// port of a host, so each port has its own).
+pub(crate) fn cookie_name(port: &str) -> String {
+    format!("kite-token-{port}")
+}
+
+/// A new token: 32 random bytes as hex.
+pub fn new_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
 
 impl Spent {
     /// What `usage` reports, at `cost` (none: its price is not known).
@@ -127,7 +149,7 @@ impl Keys {
         if key.trim().is_empty() {
             return;
         }
-        self.0.push(Key {
+        self.keys.push(Key {
             digest: Sha256::digest(key.as_bytes()).into(),
             limits,
             window: Mutex::new(Window::default()),
@@ -138,7 +160,7 @@ impl Keys {
     /// Keeps the web chat's conversations of `key` (one added before) in `store`.
     pub(crate) fn set_store(&mut self, key: &str, store: Arc<dyn Store>) -> bool {
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        match self.0.iter_mut().find(|k| k.digest == digest) {
+        match self.keys.iter_mut().find(|k| k.digest == digest) {
             Some(k) => {
                 k.store = Some(store);
                 true
@@ -149,19 +171,28 @@ impl Keys {
 
     /// Where the web chat keeps the conversations of the key at `i`.
     pub(crate) fn store(&self, i: usize) -> Option<&Arc<dyn Store>> {
-        self.0.get(i)?.store.as_ref()
+        self.keys.get(i)?.store.as_ref()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.keys.is_empty()
     }
 
-    /// The caller `headers` name (`Authorization: Bearer KEY` or `x-api-key`), or `None`
-    /// when a key is needed and none matches.
+    /// Asks every caller for `token` while no key is set.
+    pub(crate) fn set_token(&mut self, token: &str) {
+        self.token = Some(Sha256::digest(token.trim().as_bytes()).into());
+    }
+
+    /// Whether `given` is the token.
+    pub(crate) fn is_token(&self, given: &str) -> bool {
+        let digest: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
+        self.token.is_some_and(|t| bool::from(t.ct_eq(&digest)))
+    }
+
+    /// The caller `headers` name (`Authorization: Bearer KEY` or `x-api-key`; with no key
+    /// set, the token there or in its cookie), or `None` when one is needed and none
+    /// matches.
     pub(crate) fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
-        if self.0.is_empty() {
-            return Some(Caller::Anyone);
-        }
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -169,10 +200,18 @@ impl Keys {
                 let (scheme, token) = v.split_once(' ')?;
                 scheme.eq_ignore_ascii_case("bearer").then_some(token)
             })
-            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))?;
-        let digest: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
+            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
+        if self.keys.is_empty() {
+            if self.token.is_none() {
+                return Some(Caller::Anyone);
+            }
+            let in_cookie = cookie(headers).is_some_and(|c| self.is_token(&c));
+            let in_header = given.is_some_and(|g| self.is_token(g));
+            return (in_cookie || in_header).then_some(Caller::Anyone);
+        }
+        let digest: [u8; 32] = Sha256::digest(given?.trim().as_bytes()).into();
         let mut found = None;
-        for (i, k) in self.0.iter().enumerate() {
+        for (i, k) in self.keys.iter().enumerate() {
             // The first that matches (every key is compared all the same).
             if bool::from(k.digest.ct_eq(&digest)) && found.is_none() {
                 found = Some(i);
@@ -184,10 +223,10 @@ impl Keys {
     /// Admits one request from `caller`, or says how long to wait.
     pub(crate) fn admit(&self, caller: Caller) -> Result<(), Duration> {
         let Caller::Key(i) = caller else {
-            self.1.lock().unwrap_or_else(|e| e.into_inner()).requests += 1;
+            self.open.lock().unwrap_or_else(|e| e.into_inner()).requests += 1;
             return Ok(());
         };
-        let key = &self.0[i];
+        let key = &self.keys[i];
         let now = Instant::now();
         let mut w = key.window.lock().unwrap_or_else(|e| e.into_inner());
         w.forget_before(now);
@@ -225,10 +264,13 @@ impl Keys {
             used.unpriced += u64::from(spent.unpriced);
         };
         let Caller::Key(i) = caller else {
-            count(&mut self.1.lock().unwrap_or_else(|e| e.into_inner()));
+            count(&mut self.open.lock().unwrap_or_else(|e| e.into_inner()));
             return;
         };
-        let mut w = self.0[i].window.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = self.keys[i]
+            .window
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         w.tokens.push_back((Instant::now(), tokens));
         count(&mut w.used);
     }
@@ -236,16 +278,42 @@ impl Keys {
     /// What `caller` has used.
     pub(crate) fn used(&self, caller: Caller) -> KeyUsage {
         match caller {
-            Caller::Anyone => *self.1.lock().unwrap_or_else(|e| e.into_inner()),
+            Caller::Anyone => *self.open.lock().unwrap_or_else(|e| e.into_inner()),
             Caller::Key(i) => self.usage(i).unwrap_or_default(),
         }
     }
 
     /// What the key at `i` has used.
     pub(crate) fn usage(&self, i: usize) -> Option<KeyUsage> {
-        let k = self.0.get(i)?;
+        let k = self.keys.get(i)?;
         Some(k.window.lock().unwrap_or_else(|e| e.into_inner()).used)
     }
+}
+
+/// The port a request's `Host` names (80 when it names none), digits only.
+pub(crate) fn port(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let after_name = host.rsplit_once(']').map_or(host, |(_, rest)| rest);
+    match after_name.rsplit_once(':') {
+        Some((_, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p.to_owned(),
+        _ => "80".to_owned(),
+    }
+}
+
+/// The token in the request's cookie for its port (the port of its `Host`).
+fn cookie(headers: &HeaderMap) -> Option<String> {
+    let name = cookie_name(&port(headers));
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.trim().to_owned())
 }
 
 #[cfg(test)]
@@ -314,5 +382,30 @@ mod tests {
         let open = Keys::default();
         assert_eq!(open.caller(&HeaderMap::new()), Some(Caller::Anyone));
         assert!(open.admit(Caller::Anyone).is_ok());
+    }
+
+    #[test]
+    fn with_no_key_the_token_is_asked_for_in_a_header_or_the_ports_cookie() {
+        let mut keys = Keys::default();
+        keys.set_token("tok");
+        assert_eq!(keys.caller(&HeaderMap::new()), None);
+        assert_eq!(keys.caller(&bearer("nope")), None);
+        assert_eq!(keys.caller(&bearer("tok")), Some(Caller::Anyone));
+        let mut h = HeaderMap::new();
+        h.insert("x-api-key", "tok".parse().unwrap());
+        assert_eq!(keys.caller(&h), Some(Caller::Anyone));
+        let with_cookie = |host: &str, cookie: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::HOST, host.parse().unwrap());
+            h.insert(header::COOKIE, cookie.parse().unwrap());
+            keys.caller(&h)
+        };
+        assert_eq!(
+            with_cookie("127.0.0.1:8080", "a=b; kite-token-8080=tok"),
+            Some(Caller::Anyone)
+        );
+        // Another port's cookie is another gateway's.
+        assert_eq!(with_cookie("127.0.0.1:8081", "kite-token-8080=tok"), None);
+        assert_eq!(with_cookie("127.0.0.1:8080", "kite-token-8080=nope"), None);
     }
 }

@@ -12,7 +12,8 @@
 //!
 //! Client keys are kept as SHA-256 digests and compared in constant time, each with its
 //! limits (`keys.rs`), and checked before a body is read (`middleware.rs`); with none, the
-//! gateway asks for no key and must listen on loopback only ([`Gateway::check_addr`]).
+//! gateway must listen on loopback only ([`Gateway::check_addr`]) and asks every caller
+//! for a token of its own ([`Gateway::token`], [`new_token`]), unless told not to.
 //!
 //! A route may carry its own tools (built-in, MCP servers', skills'): for clients that send
 //! none, the gateway runs the tool loop itself and answers with the text of each step,
@@ -28,10 +29,10 @@ mod web;
 
 pub use agentic::{KitMaker, RequestKit};
 use keys::{Caller, Keys};
-pub use keys::{KeyUsage, Limits};
+pub use keys::{KeyUsage, Limits, new_token};
 pub use kite_agent::{Pricer, ToolSet};
 pub use kite_store::Store;
-pub use listen::MAX_CONNECTIONS;
+pub use listen::{MAX_CONNECTIONS, MAX_PER_ADDRESS};
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -111,16 +112,22 @@ pub struct Gateway {
     store: Option<Arc<dyn Store>>,
     /// How long a client may take to send a request's headers, and its body.
     pub(crate) deadlines: Deadlines,
-    /// The web chat's runs under way, and what ends them early.
+    /// The web chat's runs under way, and what ends them and every stream early.
     pub(crate) runs: tokio_util::task::TaskTracker,
     pub(crate) stop: tokio_util::sync::CancellationToken,
+    /// Set once asked to stop: new requests are refused with 503.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// What no answer may carry to a client (the upstreams' keys): hidden as it streams.
+    pub(crate) secrets: Vec<String>,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
 /// time holds a connection no longer than this.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Deadlines {
-    /// For the headers (default 30 s).
+    /// For a new connection's first byte (default 5 s).
+    pub first_byte: std::time::Duration,
+    /// For the headers, and for a kept-alive connection's next request (default 30 s).
     pub headers: std::time::Duration,
     /// For the body, once the headers are in (default 60 s).
     pub body: std::time::Duration,
@@ -129,6 +136,7 @@ pub struct Deadlines {
 impl Default for Deadlines {
     fn default() -> Self {
         Self {
+            first_byte: std::time::Duration::from_secs(5),
             headers: std::time::Duration::from_secs(30),
             body: std::time::Duration::from_secs(60),
         }
@@ -149,11 +157,22 @@ impl Gateway {
             deadlines: Deadlines::default(),
             runs: tokio_util::task::TaskTracker::new(),
             stop: tokio_util::sync::CancellationToken::new(),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            secrets: Vec::new(),
         }
     }
 
-    /// Ends the web chat's answers under way as if their pages had stopped them (each keeps
-    /// what it said), and waits until they are kept: for a server that cannot wait longer.
+    /// Hides `secrets` (the upstreams' own keys, say) in every answer before it reaches a
+    /// client, even one a model splits between two deltas.
+    pub fn secrets(mut self, secrets: Vec<String>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    /// Ends every answer under way: streams with an error event in their API's shape (and
+    /// the stream's proper end), the web chat's as if their pages had stopped them (each
+    /// keeps what it said); waits until the web chat's are kept. For a server that cannot
+    /// wait longer.
     pub async fn wind_down(&self) {
         self.stop.cancel();
         self.runs.close();
@@ -191,6 +210,14 @@ impl Gateway {
             Caller::Anyone => self.store.as_ref(),
             Caller::Key(i) => self.keys.store(i),
         }
+    }
+
+    /// While no key is set, asks every caller for `token` (as its API key, or in the cookie
+    /// that visiting `/?token=TOKEN` sets), as Jupyter does: without it, any local user
+    /// could read the conversations and spend the provider's key.
+    pub fn token(mut self, token: &str) -> Self {
+        self.keys.set_token(token);
+        self
     }
 
     /// Accepts `key` from clients, with no limits (kept as its SHA-256 digest only).
@@ -236,7 +263,7 @@ impl Gateway {
         counted: bool,
     ) -> Result<Caller, Box<Response>> {
         let Some(caller) = self.keys.caller(headers) else {
-            return Err(Box::new(unauthorized(api)));
+            return Err(Box::new(unauthorized(api, self.keys.is_empty())));
         };
         if !counted {
             return Ok(caller);
@@ -294,7 +321,8 @@ impl Gateway {
                 true => agentic::answer(self, route, request.clone()),
                 false => route.model.stream(&request),
             };
-            let mut events = self.metered(caller, route, &request.model, events);
+            let events = self.metered(caller, route, &request.model, events);
+            let mut events = redacted(events, &self.secrets);
             match events.next().await {
                 Some(Err(e)) if worth_another_route(&e) => {
                     tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
@@ -382,14 +410,56 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .with_state(gateway)
 }
 
-/// Serves `gateway` on `listener` until `shutdown` resolves; streams in flight end cleanly.
+/// Serves `gateway` on `listener` until `shutdown` resolves, then refuses new requests
+/// with 503 (and `Retry-After`) until the requests under way have finished, and returns.
+/// [`Gateway::wind_down`] ends those that take too long.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let headers = gateway.deadlines.headers;
-    listen::serve(listener, router(gateway), headers, shutdown).await
+    let deadlines = gateway.deadlines;
+    let gw = gateway.clone();
+    let shutdown = async move {
+        shutdown.await;
+        gw.draining.store(true, Ordering::Relaxed);
+    };
+    listen::serve(listener, router(gateway), deadlines, shutdown).await
+}
+
+/// `events` with `secrets` hidden in every delta and call (see
+/// [`kite_core::redact::EventRedactor`]).
+fn redacted(events: EventStream, secrets: &[String]) -> EventStream {
+    use std::collections::VecDeque;
+    if secrets.is_empty() {
+        return events;
+    }
+    let redactor = kite_core::redact::EventRedactor::new(secrets);
+    let state = (events, redactor, VecDeque::new(), false);
+    Box::pin(futures_util::stream::unfold(
+        state,
+        |(mut events, mut redactor, mut queue, mut done)| async move {
+            loop {
+                if let Some(next) = queue.pop_front() {
+                    return Some((next, (events, redactor, queue, done)));
+                }
+                if done {
+                    return None;
+                }
+                match events.next().await {
+                    Some(Ok(e)) => queue.extend(redactor.push(e).into_iter().map(Ok)),
+                    Some(Err(e)) => {
+                        queue.extend(redactor.finish().into_iter().map(Ok));
+                        queue.push_back(Err(e));
+                    }
+                    None => {
+                        queue.extend(redactor.finish().into_iter().map(Ok));
+                        done = true;
+                    }
+                }
+            }
+        },
+    ))
 }
 
 /// Whole seconds, rounded up: a client that waits that long is not refused again.

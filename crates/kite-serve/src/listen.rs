@@ -1,65 +1,314 @@
 //! Taking connections: HTTP/1.1 through hyper, with what `axum::serve` leaves out and a
-//! gateway open to many clients needs: a deadline for a request's headers (a client that
-//! sends them a byte at a time holds nothing for long), a cap on open connections (past
-//! it, new ones wait in the kernel's queue instead of taking memory), `TCP_NODELAY` (each
-//! event goes out when it is written), and a graceful end: on shutdown no connection is
-//! taken and those open finish the requests under way.
+//! gateway open to many clients needs:
 //!
-//! A request's body has its own deadline, kept where it is read (`middleware::gate`); both
+//! - a deadline for a new connection's first byte (a client that connects and says
+//!   nothing holds nothing for long), then hyper's for a request's headers, which also
+//!   bounds a kept-alive connection's silence between requests;
+//! - a cap on open connections, and on those from one address; past either, the
+//!   connection idle the longest (no request under way) is closed to make room, so that
+//!   connections that say nothing cannot keep out those that ask (one address with none
+//!   idle gets no more);
+//! - `TCP_NODELAY` (each event goes out when it is written);
+//! - a graceful end: once asked to stop, connections are still taken, but every new
+//!   request is refused with a 503 (the gateway's `gate`) and its connection closed; when
+//!   no request is under way, the listener and the idle connections are closed and this
+//!   returns.
+//!
+//! A request's body has its own deadline, kept where it is read (`middleware::gate`); all
 //! are the gateway's [`Deadlines`](crate::Deadlines).
 
+use crate::Deadlines;
+use axum::body::Body;
+use http_body_util::BodyExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
-/// How many connections are served at once; more wait to be taken.
+/// How many connections are served at once.
 pub const MAX_CONNECTIONS: usize = 4096;
+/// How many of them may come from one address.
+pub const MAX_PER_ADDRESS: usize = 1024;
 
-/// Serves `app` on `listener`, giving clients `headers` to send a request's headers, until
-/// `shutdown` resolves, then lets the requests under way finish.
+/// One open connection, as the accept loop sees it.
+struct Conn {
+    addr: IpAddr,
+    /// Requests under way (until their answer's body has been sent).
+    busy: AtomicUsize,
+    /// When it last became idle, in milliseconds since the table's start.
+    idle_since: AtomicU64,
+    /// Closes it (gracefully: an idle connection at once).
+    close: CancellationToken,
+}
+
+/// The open connections.
+struct Table {
+    started: Instant,
+    inner: Mutex<Inner>,
+    next: AtomicU64,
+}
+
+#[derive(Default)]
+struct Inner {
+    conns: HashMap<u64, Arc<Conn>>,
+    per_addr: HashMap<IpAddr, usize>,
+}
+
+impl Table {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            inner: Mutex::default(),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add(&self, addr: IpAddr) -> (u64, Arc<Conn>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            addr,
+            busy: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(self.now()),
+            close: CancellationToken::new(),
+        });
+        let mut inner = self.lock();
+        inner.conns.insert(id, conn.clone());
+        *inner.per_addr.entry(addr).or_default() += 1;
+        (id, conn)
+    }
+
+    fn remove(&self, id: u64) {
+        let mut inner = self.lock();
+        Self::forget(&mut inner, id);
+    }
+
+    fn forget(inner: &mut Inner, id: u64) {
+        if let Some(conn) = inner.conns.remove(&id)
+            && let Some(n) = inner.per_addr.get_mut(&conn.addr)
+        {
+            *n -= 1;
+            if *n == 0 {
+                inner.per_addr.remove(&conn.addr);
+            }
+        }
+    }
+
+    fn from(&self, addr: IpAddr) -> usize {
+        self.lock().per_addr.get(&addr).copied().unwrap_or(0)
+    }
+
+    /// Closes the connection idle the longest (from `addr`, or from anywhere), and forgets
+    /// it at once; false when every one has a request under way.
+    fn close_idlest(&self, addr: Option<IpAddr>) -> bool {
+        let mut inner = self.lock();
+        let idlest = inner
+            .conns
+            .iter()
+            .filter(|(_, c)| addr.is_none_or(|a| c.addr == a))
+            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0)
+            .min_by_key(|(_, c)| c.idle_since.load(Ordering::Relaxed))
+            .map(|(id, c)| (*id, c.close.clone()));
+        let Some((id, close)) = idlest else {
+            return false;
+        };
+        Self::forget(&mut inner, id);
+        close.cancel();
+        true
+    }
+
+    /// Whether any connection has a request under way.
+    fn any_busy(&self) -> bool {
+        self.lock()
+            .conns
+            .values()
+            .any(|c| c.busy.load(Ordering::Acquire) > 0)
+    }
+
+    /// Closes every connection (gracefully: requests under way finish first).
+    fn close_all(&self) {
+        for conn in self.lock().conns.values() {
+            conn.close.cancel();
+        }
+    }
+}
+
+/// Forgets a connection when its task ends.
+struct Forget(Arc<Table>, u64);
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.0.remove(self.1);
+    }
+}
+
+/// Marks a connection busy from a request's start until its answer's body is dropped.
+struct Busy(Arc<Table>, Arc<Conn>);
+
+impl Busy {
+    fn start(table: &Arc<Table>, conn: &Arc<Conn>) -> Self {
+        conn.busy.fetch_add(1, Ordering::AcqRel);
+        Self(table.clone(), conn.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.1.idle_since.store(self.0.now(), Ordering::Relaxed);
+        self.1.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Serves `app` on `listener` within `deadlines` until `shutdown` resolves, then drains:
+/// see the module doc.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    headers: Duration,
+    deadlines: Deadlines,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let graceful = GracefulShutdown::new();
+    let table = Arc::new(Table::new());
     let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let tasks = tokio_util::task::TaskTracker::new();
+    let draining = Arc::new(AtomicBool::new(false));
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(headers);
-    tokio::pin!(shutdown);
+    http.timer(TokioTimer::new())
+        .header_read_timeout(deadlines.headers);
+    let stopped = CancellationToken::new();
+    let on_stop = stopped.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        on_stop.cancel();
+    });
     loop {
-        let permit = tokio::select! {
-            permit = open.clone().acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
-        };
-        let (tcp, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait, then take connections again.
-                    tracing::warn!(target: "kite::serve", error = %e, "cannot take a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stopped.cancelled(), if !draining.load(Ordering::Relaxed) => {
+                // From now on every request is refused (`gate`) and new connections serve
+                // one; once no request is under way, the end.
+                draining.store(true, Ordering::Relaxed);
+                http.keep_alive(false);
+                continue;
+            }
+            () = tokio::time::sleep(Duration::from_millis(50)),
+                if draining.load(Ordering::Relaxed) => {
+                if table.any_busy() {
                     continue;
                 }
-            },
-            () = &mut shutdown => break,
+                break;
+            }
+        };
+        let (tcp, peer) = match accepted {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of file descriptors and the like: wait, then take connections again.
+                tracing::warn!(target: "kite::serve", error = %e, "cannot take a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let addr = peer.ip();
+        // Room for it: past a cap, the idlest connection goes; one address whose every
+        // connection is busy gets no more.
+        if table.from(addr) >= MAX_PER_ADDRESS && !table.close_idlest(Some(addr)) {
+            continue;
+        }
+        let permit = match open.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                table.close_idlest(None);
+                let Ok(p) = open.clone().acquire_owned().await else {
+                    break;
+                };
+                p
+            }
         };
         let _ = tcp.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
-        tokio::spawn(async move {
-            let _ = conn.await;
-            drop(permit);
+        let (id, conn) = table.add(addr);
+        let service = Counted {
+            app: app.clone(),
+            table: table.clone(),
+            conn: conn.clone(),
+        };
+        let http = http.clone();
+        let table = table.clone();
+        let first_byte = deadlines.first_byte;
+        tasks.spawn(async move {
+            let _forget = Forget(table, id);
+            let _permit = permit;
+            let mut one = [0u8; 1];
+            let spoke = tokio::select! {
+                read = tokio::time::timeout(first_byte, tcp.peek(&mut one)) => {
+                    matches!(read, Ok(Ok(n)) if n > 0)
+                }
+                // Closed to make room before it said anything.
+                () = conn.close.cancelled(), if !conn.close.is_cancelled() => false,
+            };
+            if !spoke {
+                return;
+            }
+            let served = http.serve_connection(TokioIo::new(tcp), service);
+            tokio::pin!(served);
+            tokio::select! {
+                _ = served.as_mut() => return,
+                () = conn.close.cancelled() => {}
+            }
+            served.as_mut().graceful_shutdown();
+            let _ = served.await;
         });
     }
     // No more connections; those open end once their requests are answered.
     drop(listener);
-    graceful.shutdown().await;
+    table.close_all();
+    tasks.close();
+    tasks.wait().await;
     Ok(())
+}
+
+/// `app` as hyper's service for one connection, which is busy from each request's start
+/// until its answer's body is done.
+#[derive(Clone)]
+struct Counted {
+    app: axum::Router,
+    table: Arc<Table>,
+    conn: Arc<Conn>,
+}
+
+type Answer = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<axum::response::Response, std::convert::Infallible>>
+            + Send,
+    >,
+>;
+
+impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = Answer;
+
+    fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Answer {
+        let busy = Busy::start(&self.table, &self.conn);
+        let answer = self.app.clone().oneshot(request.map(Body::new));
+        Box::pin(async move {
+            let response = answer.await.unwrap_or_else(|never| match never {});
+            // The connection stays busy until the body is sent (or dropped).
+            Ok(response.map(|body| {
+                Body::new(body.map_frame(move |frame| {
+                    let _ = &busy;
+                    frame
+                }))
+            }))
+        })
+    }
 }

@@ -29,6 +29,21 @@ pub(crate) async fn gate(
         "/v1/messages" => Api::Messages,
         _ => Api::Chat,
     };
+    if gw.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut refused = error(
+            api,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "This server is stopping; try again in a moment (another replica may answer).",
+            Kind::Unavailable,
+        );
+        let h = refused.headers_mut();
+        h.insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+        h.insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+        return refused;
+    }
     let headers = request.headers();
     let json = headers
         .get(header::CONTENT_TYPE)

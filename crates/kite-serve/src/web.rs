@@ -5,8 +5,10 @@
 //! happens is streamed to the page as server-sent events: `conversation`, `text`,
 //! `tool_call`, `tool_result`, `error`, and `done` last.
 //!
-//! The page's API sits behind the same gate as the gateway (keys, or loopback alone);
-//! the page itself and its two files hold no data, so they are served to anyone.
+//! The page's API sits behind the same gate as the gateway (keys, or the token); the page
+//! itself and its two files hold no data, so they are served to anyone. Visiting
+//! `/?token=TOKEN` sets the token as an HttpOnly, SameSite=Strict cookie for this port and
+//! sends the browser on to `/`, so the token leaves the address bar.
 
 use crate::Gateway;
 use crate::agentic;
@@ -34,10 +36,7 @@ pub(crate) const PUBLIC: [&str; 3] = ["/", "/app.js", "/app.css"];
 
 pub(crate) fn routes() -> Router<Arc<Gateway>> {
     Router::new()
-        .route(
-            "/",
-            get(|| file("text/html", include_str!("../web/index.html"))),
-        )
+        .route("/", get(page))
         .route(
             "/app.js",
             get(|| file("text/javascript", include_str!("../web/app.js"))),
@@ -62,6 +61,39 @@ async fn file(kind: &'static str, body: &'static str) -> Response {
         body,
     )
         .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Visit {
+    token: Option<String>,
+}
+
+/// The page; with the right `?token=`, the cookie that carries it, and on to `/`.
+async fn page(
+    State(gw): State<Arc<Gateway>>,
+    axum::extract::Query(visit): axum::extract::Query<Visit>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    match visit.token.filter(|t| gw.keys.is_token(t)) {
+        Some(token) => {
+            let cookie = format!(
+                "{}={}; Path=/; HttpOnly; SameSite=Strict",
+                crate::keys::cookie_name(&crate::keys::port(&headers)),
+                token.trim()
+            );
+            (
+                StatusCode::SEE_OTHER,
+                [
+                    (header::LOCATION, "/".to_owned()),
+                    (header::SET_COOKIE, cookie),
+                    (header::CACHE_CONTROL, "no-store".to_owned()),
+                    (header::REFERRER_POLICY, "no-referrer".to_owned()),
+                ],
+            )
+                .into_response()
+        }
+        _ => file("text/html", include_str!("../web/index.html")).await,
+    }
 }
 
 fn bad(status: StatusCode, message: &str, kind: Kind) -> Response {
@@ -238,7 +270,7 @@ async fn chat(
     let talk = async move {
         // The request's kit lives as long as its run.
         let _kit = kit;
-        let Some(ended) = relay(events, &tx, &stop).await else {
+        let Some(ended) = relay(events, &tx, &stop, &gw.secrets).await else {
             return;
         };
         let run = &ended.run;
@@ -271,9 +303,13 @@ async fn relay(
     mut events: kite_agent::AgentStream<()>,
     tx: &tokio::sync::mpsc::Sender<String>,
     stop: &tokio_util::sync::CancellationToken,
+    secrets: &[String],
 ) -> Option<Ended> {
     let mut shown = String::new();
     let mut calls = 0;
+    // No upstream key reaches the page, even split between two deltas.
+    let mut hide = kite_core::redact::StreamRedactor::new(secrets);
+    let whole = |text: &str| kite_core::redact::redact_all(text, secrets);
     loop {
         let item = tokio::select! {
             item = events.next() => item,
@@ -281,8 +317,19 @@ async fn relay(
             // The server cannot wait any longer: as if the page had stopped it.
             _ = stop.cancelled() => { events.cancel(); events.next().await }
         };
+        if !matches!(&item, Some(Ok(AgentEvent::Model(Event::TextDelta { .. })))) {
+            let rest = hide.finish();
+            if !rest.is_empty() {
+                shown.push_str(&rest);
+                let _ = tx.send(sse("text", json!({"text": rest}))).await;
+            }
+        }
         let said = match item {
             Some(Ok(AgentEvent::Model(Event::TextDelta { text, .. }))) => {
+                let text = hide.push(&text);
+                if text.is_empty() {
+                    continue;
+                }
                 shown.push_str(&text);
                 sse("text", json!({"text": text}))
             }
@@ -293,12 +340,12 @@ async fn relay(
             }
             Some(Ok(AgentEvent::ToolStarted { call })) => sse(
                 "tool_call",
-                json!({"id": call.id, "name": call.name, "arguments": call.arguments}),
+                json!({"id": call.id, "name": call.name, "arguments": whole(&call.arguments)}),
             ),
             Some(Ok(AgentEvent::ToolFinished { record })) => sse(
                 "tool_result",
                 json!({"id": record.call.id, "name": record.call.name,
-                       "output": record.result.text_content(), "error": record.result.is_error}),
+                       "output": whole(&record.result.text_content()), "error": record.result.is_error}),
             ),
             Some(Ok(AgentEvent::Done(run))) => {
                 return Some(Ended {

@@ -226,3 +226,76 @@ async fn sampling_settings_of_the_wrong_type_or_range_are_refused() {
         .unwrap();
     assert_eq!(ok.status(), 200);
 }
+
+/// Says the upstream's key, split between two deltas, then calls a tool with it.
+struct Leaks;
+
+const UPSTREAM_KEY: &str = "sk-upstream-SECRET-0123456789";
+
+impl Model for Leaks {
+    fn stream(&self, _: &Request) -> EventStream {
+        let (a, b) = UPSTREAM_KEY.split_at(12);
+        Box::pin(futures_util::stream::iter([
+            Ok(Event::text(0, format!("The key is {a}"))),
+            Ok(Event::text(0, format!("{b}, keep it."))),
+            Ok(Event::Finish {
+                reason: FinishReason::Stop,
+            }),
+        ]))
+    }
+}
+
+#[tokio::test]
+async fn the_upstreams_key_never_reaches_a_client_however_the_model_splits_it() {
+    let gateway = kite_serve::Gateway::new(
+        vec![kite_serve::Route::new(
+            "leaks",
+            std::sync::Arc::new(Leaks),
+            "leaks",
+        )],
+        false,
+    )
+    .secrets(vec![UPSTREAM_KEY.to_owned()]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        std::sync::Arc::new(gateway),
+        std::future::pending(),
+    ));
+    let client = reqwest::Client::new();
+    for (path, body) in [
+        (
+            "chat/completions",
+            serde_json::json!({"model": "leaks", "stream": true,
+                "messages": [{"role": "user", "content": "key?"}]}),
+        ),
+        (
+            "chat/completions",
+            serde_json::json!({"model": "leaks",
+                "messages": [{"role": "user", "content": "key?"}]}),
+        ),
+        (
+            "messages",
+            serde_json::json!({"model": "leaks", "stream": true, "max_tokens": 20,
+                "messages": [{"role": "user", "content": "key?"}]}),
+        ),
+        (
+            "responses",
+            serde_json::json!({"model": "leaks", "stream": true, "input": "key?"}),
+        ),
+    ] {
+        let said = client
+            .post(format!("http://{addr}/v1/{path}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!said.contains(UPSTREAM_KEY), "{path}: {said}");
+        assert!(said.contains("[redacted]"), "{path}: {said}");
+        assert!(said.contains("keep it."), "{path}: {said}");
+    }
+}

@@ -1,6 +1,7 @@
 //! Clients that send their request slowly, a byte at a time or not at all, are cut off at
-//! the gateway's deadlines: the connection for headers that never end, a 408 in the
-//! client's shape for a body that never ends.
+//! the gateway's deadlines: the connection for a first byte or headers that never come, a
+//! 408 in the client's shape for a body that never ends; and thousands of connections that
+//! say nothing do not keep out those that ask.
 
 use kite_core::{Event, EventStream, FinishReason, Model, Request};
 use kite_serve::{Deadlines, Gateway, Route};
@@ -22,10 +23,15 @@ impl Model for Hello {
 }
 
 async fn serve() -> std::net::SocketAddr {
-    let deadlines = Deadlines {
+    serve_within(Deadlines {
+        first_byte: Duration::from_millis(500),
         headers: Duration::from_millis(500),
         body: Duration::from_millis(500),
-    };
+    })
+    .await
+}
+
+async fn serve_within(deadlines: Deadlines) -> std::net::SocketAddr {
     let gateway = Gateway::new(vec![Route::new("hello", Arc::new(Hello), "hello")], false)
         .deadlines(deadlines);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -91,4 +97,89 @@ async fn a_body_announced_past_the_limit_is_refused_before_it_is_read() {
     socket.write_all(head.as_bytes()).await.unwrap();
     let said = answer(&mut socket).await;
     assert!(said.starts_with("HTTP/1.1 413"), "{said}");
+}
+
+#[tokio::test]
+async fn a_connection_that_says_nothing_is_closed_at_the_first_byte_deadline() {
+    let addr = serve_within(Deadlines {
+        first_byte: Duration::from_millis(300),
+        ..Deadlines::default()
+    })
+    .await;
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let started = Instant::now();
+    let said = answer(&mut socket).await;
+    assert!(said.is_empty(), "{said}");
+    // Long before the 30 s the headers may take once they start.
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// Raises this process's open-file limit to `want` (or its hard limit).
+fn allow_files(want: u64) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) and setrlimit(2) on a struct of ours.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        limit.rlim_cur = want.min(limit.rlim_max);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+    limit.rlim_cur
+}
+
+/// Keeps `n` connections to `addr` open that never send a byte, reopening each one the
+/// gateway closes, until the returned token is cancelled.
+fn idle_flood(addr: std::net::SocketAddr, n: usize) -> tokio_util::sync::CancellationToken {
+    let stop = tokio_util::sync::CancellationToken::new();
+    for _ in 0..n {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let Ok(mut socket) = tokio::net::TcpStream::connect(addr).await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let mut sink = [0u8; 64];
+                tokio::select! {
+                    _ = socket.read(&mut sink) => {}
+                    () = stop.cancelled() => {}
+                }
+            }
+        });
+    }
+    stop
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_do_not_keep_out_those_that_ask() {
+    // 4,200 connections that say nothing, each reopened as it is closed, once made most
+    // requests wait past their clients' patience: the connections were all taken.
+    let files = allow_files(12_000);
+    let flood = (files as usize).saturating_sub(2_000).min(8_400) / 2;
+    assert!(
+        flood > kite_serve::MAX_PER_ADDRESS,
+        "too few files allowed ({files})"
+    );
+    let addr = serve_within(Deadlines::default()).await;
+    let stop = idle_flood(addr, flood);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    for i in 0..20 {
+        let answer = client
+            .post(format!("http://{addr}/v1/chat/completions"))
+            .json(&serde_json::json!({"model": "hello",
+                "messages": [{"role": "user", "content": "Hi"}]}))
+            .send()
+            .await;
+        let answer = answer.unwrap_or_else(|e| panic!("request {i} under the flood: {e}"));
+        assert_eq!(answer.status(), 200, "request {i}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.cancel();
 }

@@ -1,5 +1,7 @@
-//! A server that cannot wait for the web chat's answers under way winds them down: each
-//! ends as if its page had stopped it, and keeps the question and what was said.
+//! Stopping: a server that cannot wait for the web chat's answers under way winds them
+//! down (each ends as if its page had stopped it, and keeps the question and what was
+//! said); while it drains, a request that comes (even on a connection taken before) gets a
+//! 503 in its client's shape, and once nothing is under way it returns.
 
 use futures_util::StreamExt;
 use kite_core::{Event, EventStream, Model, Request};
@@ -64,4 +66,68 @@ async fn answers_wound_down_keep_what_they_said() {
     let texts: Vec<String> = turns[0].turn.messages.iter().map(|m| m.text()).collect();
     assert_eq!(texts, ["A story?", "Once upon a time"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn while_draining_new_requests_get_503_and_it_ends_once_nothing_is_under_way() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gateway = Arc::new(Gateway::new(
+        vec![Route::new("story", Arc::new(Stalls), "story")],
+        false,
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(kite_serve::serve(listener, gateway.clone(), async move {
+        let _ = stopped.await;
+    }));
+    // A stream under way, and a connection taken that has not said anything yet.
+    let mut stream = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .json(&serde_json::json!({"model": "story", "stream": true,
+            "messages": [{"role": "user", "content": "A story?"}]}))
+        .send()
+        .await
+        .unwrap();
+    let _ = stream.chunk().await.unwrap();
+    let mut waiting = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    waiting
+        .write_all(
+            b"POST /v1/messages HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+              content-length: 2\r\n\r\n{}",
+        )
+        .await
+        .unwrap();
+    let mut said = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), waiting.read_to_end(&mut said))
+        .await
+        .expect("the refused connection is closed")
+        .unwrap();
+    let said = String::from_utf8_lossy(&said);
+    assert!(said.starts_with("HTTP/1.1 503"), "{said}");
+    assert!(
+        said.to_ascii_lowercase().contains("retry-after: 5"),
+        "{said}"
+    );
+    assert!(said.contains("overloaded_error"), "{said}");
+    // The stream under way keeps it serving; ended, it lets it return.
+    assert!(!served.is_finished());
+    gateway.wind_down().await;
+    let mut rest = String::new();
+    while let Some(chunk) = stream.chunk().await.unwrap() {
+        rest.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        rest.contains("stopped before this answer was complete"),
+        "{rest}"
+    );
+    assert!(rest.trim_end().ends_with("data: [DONE]"), "{rest}");
+    tokio::time::timeout(Duration::from_secs(10), served)
+        .await
+        .expect("it returns once nothing is under way")
+        .unwrap()
+        .unwrap();
 }

@@ -11,6 +11,10 @@ pub(crate) const GATEWAY_KEY: &str = "sk-gateway-test-0123456789";
 pub(crate) struct Served {
     pub child: std::process::Child,
     pub base: String,
+    /// With no client key, the token it asks every caller for.
+    pub token: Option<String>,
+    /// What it said before it served.
+    pub said: String,
     /// The rest of what it says on stderr.
     pub stderr: std::io::BufReader<std::process::ChildStderr>,
 }
@@ -28,6 +32,21 @@ impl Served {
     /// Where its web chat is: the gateway's address without `/v1`.
     pub(crate) fn site(&self) -> String {
         self.base.trim_end_matches("/v1").to_owned()
+    }
+
+    /// The address it printed for the web chat: with the token, when it asks for one.
+    pub(crate) fn page(&self) -> String {
+        match &self.token {
+            Some(token) => format!("{}/?token={token}", self.site()),
+            None => self.site(),
+        }
+    }
+
+    /// The token it asks for, which callers give as their key.
+    pub(crate) fn key(&self) -> &str {
+        self.token
+            .as_deref()
+            .expect("a gateway with no key asks for its token")
     }
 }
 
@@ -55,23 +74,34 @@ pub(crate) fn kite_serve() -> std::process::Command {
 pub(crate) fn start(cmd: &mut std::process::Command) -> Served {
     let mut child = cmd.spawn().unwrap();
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut token = None;
+    let mut said = String::new();
     for _ in 0..10 {
         let mut line = String::new();
         if stderr.read_line(&mut line).unwrap() == 0 {
             break;
         }
-        if let Some(base) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-            let base = base.to_owned();
-            return Served {
-                child,
-                base,
-                stderr,
-            };
+        said.push_str(&line);
+        let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) else {
+            continue;
+        };
+        // The web chat's address with the token comes first, then the gateway's.
+        if let Some((_, t)) = url.split_once("?token=") {
+            token = Some(t.to_owned());
+            continue;
         }
+        let base = url.to_owned();
+        return Served {
+            child,
+            base,
+            token,
+            said,
+            stderr,
+        };
     }
     let _ = child.kill();
     let _ = child.wait();
-    panic!("kite serve said no address");
+    panic!("kite serve said no address: {said}");
 }
 
 /// The gateway, with a client key, in front of OpenAI's API served by `upstream`.
