@@ -49,6 +49,22 @@ pub struct Request {
     /// An end-user identifier passed to the provider for abuse monitoring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Penalizes tokens by how often they have appeared (-2 to 2). Providers with no such
+    /// setting refuse a request that sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// Penalizes tokens that have appeared at all (-2 to 2). Providers with no such setting
+    /// refuse a request that sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// Samples only among the `top_k` likeliest tokens. Providers with no such setting
+    /// refuse a request that sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// How long the answer should be (`low`, `medium`, `high`): a hint, sent to the models
+    /// that take it (OpenAI's) and left out for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<String>,
     /// Provider options kite has no field for, merged into the top level of the wire body
     /// last (so they can also override what kite wrote).
     #[serde(default, skip_serializing_if = "Map::is_empty")]

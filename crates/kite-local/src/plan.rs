@@ -3,7 +3,7 @@
 
 use crate::engine::engine;
 use crate::grammar;
-use kite_core::{Error, Request, ToolChoice};
+use kite_core::{Error, Request, ResponseFormat, ToolChoice};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 
@@ -13,6 +13,9 @@ pub(crate) struct Plan {
     grammar: Option<(String, bool)>,
     temperature: Option<f64>,
     top_p: Option<f64>,
+    top_k: Option<u32>,
+    frequency_penalty: f32,
+    presence_penalty: f32,
     seed: Option<i64>,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) stop: Vec<String>,
@@ -20,6 +23,16 @@ pub(crate) struct Plan {
 
 impl Plan {
     pub(crate) fn of(req: &Request) -> Result<Self, Error> {
+        if matches!(
+            req.response_format,
+            Some(ResponseFormat::JsonObject | ResponseFormat::JsonSchema { .. })
+        ) {
+            return Err(Error::InvalidRequest(
+                "the local model cannot hold its answer to a JSON format; use a forced tool \
+                 instead"
+                    .into(),
+            ));
+        }
         let has_tools = !req.tools.is_empty();
         let grammar = match &req.tool_choice {
             Some(ToolChoice::Required) => Some((grammar::tool_call(&req.tools, None)?, true)),
@@ -34,6 +47,9 @@ impl Plan {
             grammar,
             temperature: req.temperature,
             top_p: req.top_p,
+            top_k: req.top_k,
+            frequency_penalty: req.frequency_penalty.unwrap_or(0.0) as f32,
+            presence_penalty: req.presence_penalty.unwrap_or(0.0) as f32,
             seed: req.seed,
             max_tokens: req.max_tokens,
             stop: req.stop.clone(),
@@ -90,17 +106,20 @@ impl Plan {
                     .map_err(engine("the tool grammar does not compile"))?,
             );
         }
-        if repeat_penalty != 1.0 {
+        if repeat_penalty != 1.0 || self.frequency_penalty != 0.0 || self.presence_penalty != 0.0 {
             chain.push(LlamaSampler::penalties(
                 model.n_vocab(),
                 64,
                 repeat_penalty,
-                0.0,
-                0.0,
+                self.frequency_penalty,
+                self.presence_penalty,
             ));
         }
         match self.temperature {
             Some(t) if t > 0.0 => {
+                if let Some(k) = self.top_k {
+                    chain.push(LlamaSampler::top_k(i32::try_from(k).unwrap_or(i32::MAX)));
+                }
                 if let Some(p) = self.top_p {
                     chain.push(LlamaSampler::top_p(p as f32, 1));
                 }

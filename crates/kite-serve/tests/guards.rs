@@ -227,7 +227,7 @@ async fn sampling_settings_of_the_wrong_type_or_range_are_refused() {
     assert_eq!(ok.status(), 200);
 }
 
-/// Says the upstream's key, split between two deltas, then calls a tool with it.
+/// Says the upstream's key, split between two deltas.
 struct Leaks;
 
 const UPSTREAM_KEY: &str = "sk-upstream-SECRET-0123456789";

@@ -167,61 +167,47 @@ impl<T: StreamDecoder + ?Sized> StreamDecoder for Box<T> {
     }
 }
 
-/// The boolean `field` called `name` of a client's request (`None` when absent or null), refused
-/// when it is anything else: `"stream": "yes"` is a mistake to say, not a `false` to guess.
-pub(crate) fn flag(
-    name: &str,
-    field: Option<&serde_json::Value>,
-) -> Result<Option<bool>, kite_core::Error> {
-    match field {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(kite_core::Error::InvalidRequest(format!(
-            "`{name}` must be true or false, not {other}"
-        ))),
+/// A sampling setting of a [`Request`](kite_core::Request) that not every provider takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Setting {
+    Seed,
+    FrequencyPenalty,
+    PresencePenalty,
+    TopK,
+}
+
+impl Setting {
+    fn name(self) -> &'static str {
+        match self {
+            Setting::Seed => "seed",
+            Setting::FrequencyPenalty => "frequency_penalty",
+            Setting::PresencePenalty => "presence_penalty",
+            Setting::TopK => "top_k",
+        }
+    }
+
+    fn is_set(self, req: &kite_core::Request) -> bool {
+        match self {
+            Setting::Seed => req.seed.is_some(),
+            Setting::FrequencyPenalty => req.frequency_penalty.is_some(),
+            Setting::PresencePenalty => req.presence_penalty.is_some(),
+            Setting::TopK => req.top_k.is_some(),
+        }
     }
 }
 
-/// The number `field` called `name` of a client's request, within `range` (`None` when
-/// absent or null), refused when it is not a number or out of range: a sampling setting
-/// the gateway would drop unseen changes what the client pays for.
-pub(crate) fn number(
-    name: &str,
-    field: Option<&serde_json::Value>,
-    range: std::ops::RangeInclusive<f64>,
-) -> Result<Option<f64>, kite_core::Error> {
-    match field {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::Number(n)) => match n.as_f64() {
-            Some(x) if range.contains(&x) => Ok(Some(x)),
-            _ => Err(kite_core::Error::InvalidRequest(format!(
-                "`{name}` must be between {} and {}, not {n}",
-                range.start(),
-                range.end()
-            ))),
-        },
-        Some(other) => Err(kite_core::Error::InvalidRequest(format!(
-            "`{name}` must be a number, not {other}"
+/// Refuses `req` when it sets one of `lacking`, which `api` has no place for: dropped, it
+/// would change the answer unseen.
+pub(crate) fn refuse_lacking(
+    req: &kite_core::Request,
+    api: &str,
+    lacking: &[Setting],
+) -> Result<(), kite_core::Error> {
+    match lacking.iter().find(|s| s.is_set(req)) {
+        Some(s) => Err(kite_core::Error::InvalidRequest(format!(
+            "`{}` is not taken by {api}; leave it out for this model",
+            s.name()
         ))),
-    }
-}
-
-/// The token count `field` called `name` of a client's request: a whole number from 1
-/// (`None` when absent or null); larger than kite counts, it is kite's largest.
-pub(crate) fn tokens(
-    name: &str,
-    field: Option<&serde_json::Value>,
-) -> Result<Option<u32>, kite_core::Error> {
-    match field {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::Number(n)) => match n.as_u64() {
-            Some(t) if t >= 1 => Ok(Some(u32::try_from(t).unwrap_or(u32::MAX))),
-            _ => Err(kite_core::Error::InvalidRequest(format!(
-                "`{name}` must be a whole number of tokens from 1, not {n}"
-            ))),
-        },
-        Some(other) => Err(kite_core::Error::InvalidRequest(format!(
-            "`{name}` must be a whole number of tokens, not {other}"
-        ))),
+        None => Ok(()),
     }
 }

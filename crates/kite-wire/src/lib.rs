@@ -19,6 +19,7 @@
 
 pub mod anthropic;
 pub mod audio;
+mod client;
 mod codec;
 pub mod errors;
 pub mod openai_chat;

@@ -241,3 +241,36 @@ fn reasoning_settings_become_a_thinking_budget() {
     req.reasoning = Some(kite_core::ReasoningConfig::effort("none"));
     assert_eq!(encode(&req).get("thinking"), None);
 }
+
+#[test]
+fn settings_anthropic_lacks_are_refused_and_top_k_and_one_call_at_a_time_are_written() {
+    let hi = || Request::new("claude").message(Message::user("Hi"));
+    for (set, named) in [
+        (
+            (|r: &mut Request| r.seed = Some(1)) as fn(&mut Request),
+            "`seed`",
+        ),
+        (|r| r.frequency_penalty = Some(0.1), "`frequency_penalty`"),
+        (|r| r.presence_penalty = Some(0.1), "`presence_penalty`"),
+        (
+            |r| r.response_format = Some(kite_core::ResponseFormat::JsonObject),
+            "JSON response format",
+        ),
+    ] {
+        let mut req = hi();
+        set(&mut req);
+        assert!(
+            matches!(encode_request(&req, false), Err(kite_core::Error::InvalidRequest(m)) if m.contains(named)),
+            "{named}"
+        );
+    }
+    let mut req = hi().tool(ToolSpec::new("add", "", json!({"type": "object"})));
+    req.top_k = Some(40);
+    req.parallel_tool_calls = Some(false);
+    let body = encode(&req);
+    assert_eq!(body["top_k"], 40);
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "auto", "disable_parallel_tool_use": true})
+    );
+}

@@ -293,3 +293,38 @@ fn reasoning_settings_follow_each_dialect() {
         None
     );
 }
+
+#[test]
+fn penalties_top_k_and_verbosity_go_where_a_dialect_takes_them_and_are_refused_elsewhere() {
+    let mut req = Request::new("m").message(Message::user("Hi"));
+    req.frequency_penalty = Some(0.5);
+    req.presence_penalty = Some(-0.5);
+    req.verbosity = Some("low".into());
+    for dialect in [
+        Dialect::OpenAi,
+        Dialect::Mistral,
+        Dialect::OpenRouter,
+        Dialect::Groq,
+        Dialect::Compatible,
+    ] {
+        let body = encode(&req, dialect, false);
+        assert_eq!(body["frequency_penalty"], 0.5, "{dialect:?}");
+        assert_eq!(body["presence_penalty"], -0.5, "{dialect:?}");
+        // A hint: OpenAI's models only.
+        assert_eq!(
+            body.get("verbosity").is_some(),
+            dialect == Dialect::OpenAi,
+            "{dialect:?}"
+        );
+    }
+    req.top_k = Some(40);
+    for dialect in [Dialect::OpenRouter, Dialect::Compatible] {
+        assert_eq!(encode(&req, dialect, false)["top_k"], 40, "{dialect:?}");
+    }
+    for dialect in [Dialect::OpenAi, Dialect::Mistral, Dialect::Groq] {
+        assert!(
+            matches!(encode_request(&req, dialect, false), Err(Error::InvalidRequest(m)) if m.contains("`top_k`")),
+            "{dialect:?}"
+        );
+    }
+}

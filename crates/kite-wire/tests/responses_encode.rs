@@ -378,3 +378,29 @@ fn images_and_rich_tool_results_become_input_parts() {
         ])
     );
 }
+
+#[test]
+fn settings_responses_lacks_are_refused_and_verbosity_is_written() {
+    for (set, named) in [
+        (
+            (|r: &mut Request| r.seed = Some(1)) as fn(&mut Request),
+            "`seed`",
+        ),
+        (|r| r.frequency_penalty = Some(0.1), "`frequency_penalty`"),
+        (|r| r.presence_penalty = Some(0.1), "`presence_penalty`"),
+        (|r| r.top_k = Some(5), "`top_k`"),
+    ] {
+        let mut req = Request::new("gpt").message(Message::user("Hi"));
+        set(&mut req);
+        assert!(
+            matches!(encode_request(&req, &Options::default(), false), Err(Error::InvalidRequest(m)) if m.contains(named)),
+            "{named}"
+        );
+    }
+    let mut req = Request::new("gpt").message(Message::user("Hi"));
+    req.verbosity = Some("high".into());
+    assert_eq!(
+        encode(&req, stateless(false))["text"],
+        json!({"verbosity": "high"})
+    );
+}

@@ -1,6 +1,7 @@
 //! Request encoding.
 
 use super::NAMESPACE;
+use crate::codec::{Setting, refuse_lacking};
 use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
 use serde_json::{Map, Value, json};
 
@@ -16,10 +17,21 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     if req.model.is_empty() {
         return Err(Error::InvalidRequest("no model named".into()));
     }
-    if matches!(req.response_format, Some(ResponseFormat::JsonSchema { .. })) {
+    refuse_lacking(
+        req,
+        "Anthropic Messages",
+        &[
+            Setting::Seed,
+            Setting::FrequencyPenalty,
+            Setting::PresencePenalty,
+        ],
+    )?;
+    if matches!(
+        req.response_format,
+        Some(ResponseFormat::JsonSchema { .. } | ResponseFormat::JsonObject)
+    ) {
         return Err(Error::InvalidRequest(
-            "Anthropic Messages has no JSON-schema response format; use a forced tool instead"
-                .into(),
+            "Anthropic Messages has no JSON response format; use a forced tool instead".into(),
         ));
     }
     let mut system: Vec<String> = req.system.iter().cloned().collect();
@@ -76,7 +88,12 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(choice) = &req.tool_choice {
+    // One call at a time is said through the tool choice, so an unset one becomes `auto`.
+    let choice = match (&req.tool_choice, req.parallel_tool_calls) {
+        (None, Some(false)) if !req.tools.is_empty() => Some(&ToolChoice::Auto),
+        (choice, _) => choice.as_ref(),
+    };
+    if let Some(choice) = choice {
         let mut c = match choice {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::None => json!({"type": "none"}),
@@ -93,6 +110,9 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     }
     if let Some(p) = req.top_p {
         body.insert("top_p".into(), json!(p));
+    }
+    if let Some(k) = req.top_k {
+        body.insert("top_k".into(), json!(k));
     }
     if !req.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(req.stop));

@@ -2,11 +2,11 @@
 //! client's `POST /v1/messages` decoded into a kite [`Request`], and kite's answer encoded
 //! as a whole message or as Messages stream events.
 
-use crate::codec::{number, tokens};
-use kite_core::{
-    Error, Event, FinishReason, ImageSource, Message, Part, Request, Response, Role, ToolCall,
-    ToolChoice, ToolResult, ToolSpec, Usage,
-};
+mod decode;
+mod fields;
+
+pub use decode::decode_request;
+use kite_core::{Event, FinishReason, Part, Request, Response, Usage};
 use serde_json::{Value, json};
 
 /// A client's request, and whether it wants a stream.
@@ -16,178 +16,6 @@ pub struct ClientRequest {
     pub request: Request,
     /// `stream: true`.
     pub stream: bool,
-}
-
-fn bad(what: impl Into<String>) -> Error {
-    Error::InvalidRequest(what.into())
-}
-
-/// Decodes a client's `POST /v1/messages` body.
-pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
-    let model = v
-        .get("model")
-        .and_then(Value::as_str)
-        .filter(|m| !m.is_empty())
-        .ok_or_else(|| bad("model: Field required"))?;
-    let mut request = Request::new(model);
-    request.max_tokens = Some(
-        tokens("max_tokens", v.get("max_tokens"))?
-            .ok_or_else(|| bad("max_tokens: Field required"))?,
-    );
-    request.system = match v.get("system") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Array(blocks)) => Some(
-            blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n\n"),
-        ),
-        Some(_) => return Err(bad("system: must be text or text blocks")),
-    };
-    let messages = v
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("messages: Field required"))?;
-    for (i, m) in messages.iter().enumerate() {
-        decode_message(m, &mut request.messages).map_err(|e| bad(format!("messages.{i}: {e}")))?;
-    }
-    for (i, t) in v
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let name = t
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad(format!("tools.{i}.name: Field required")))?;
-        request.tools.push(ToolSpec::new(
-            name,
-            t.get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-            t.get("input_schema")
-                .cloned()
-                .unwrap_or(json!({"type": "object"})),
-        ));
-    }
-    request.tool_choice = match v.pointer("/tool_choice/type").and_then(Value::as_str) {
-        None => None,
-        Some("auto") => Some(ToolChoice::Auto),
-        Some("any") => Some(ToolChoice::Required),
-        Some("none") => Some(ToolChoice::None),
-        Some("tool") => v
-            .pointer("/tool_choice/name")
-            .and_then(Value::as_str)
-            .map(|n| ToolChoice::Tool(n.to_owned())),
-        Some(other) => return Err(bad(format!("tool_choice.type: {other:?} is not known"))),
-    };
-    request.temperature = number("temperature", v.get("temperature"), 0.0..=1.0)?;
-    request.top_p = number("top_p", v.get("top_p"), 0.0..=1.0)?;
-    request.stop = v
-        .get("stop_sequences")
-        .and_then(Value::as_array)
-        .map(|s| {
-            s.iter()
-                .filter_map(|x| x.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(ClientRequest {
-        request,
-        stream: crate::codec::flag("stream", v.get("stream"))?.unwrap_or(false),
-    })
-}
-
-/// The text of a `tool_result`'s content (text, or text blocks).
-fn result_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
-fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
-    let role = match m.get("role").and_then(Value::as_str) {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        other => return Err(format!("role: {other:?} is not user or assistant")),
-    };
-    let blocks = match m.get("content") {
-        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-        Some(Value::Array(b)) => b.clone(),
-        _ => return Err("content: must be text or blocks".into()),
-    };
-    let mut parts = Vec::new();
-    let mut results = Vec::new();
-    for b in &blocks {
-        match b.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(Part::text(
-                b.get("text").and_then(Value::as_str).unwrap_or_default(),
-            )),
-            Some("image") => parts.push(match b.pointer("/source/type").and_then(Value::as_str) {
-                Some("url") => Part::image_url(
-                    b.pointer("/source/url")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                ),
-                _ => Part::Image {
-                    source: ImageSource::Base64 {
-                        media_type: b
-                            .pointer("/source/media_type")
-                            .and_then(Value::as_str)
-                            .unwrap_or("image/png")
-                            .to_owned(),
-                        data: b
-                            .pointer("/source/data")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    },
-                    detail: None,
-                },
-            }),
-            Some("tool_use") => {
-                let id = b
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or("tool_use.id: Field required")?;
-                let name = b
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or("tool_use.name: Field required")?;
-                let input = b.get("input").cloned().unwrap_or(json!({}));
-                parts.push(Part::ToolCall(ToolCall::new(id, name, input.to_string())));
-            }
-            Some("tool_result") => {
-                let id = b
-                    .get("tool_use_id")
-                    .and_then(Value::as_str)
-                    .ok_or("tool_result.tool_use_id: Field required")?;
-                let mut r = ToolResult::text(id, result_text(b.get("content")));
-                r.is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                results.push(r);
-            }
-            // Thinking blocks and the like are the provider's, not the conversation's.
-            _ => {}
-        }
-    }
-    // Tool results go first, as their own messages; the rest of a user turn follows.
-    out.extend(results.into_iter().map(Message::tool_result));
-    if !parts.is_empty() {
-        out.push(Message::new(role, parts));
-    }
-    Ok(())
 }
 
 /// The stop reason a client reads for `reason`: one of the API's own.
@@ -365,6 +193,7 @@ pub fn error_body(message: &str, kind: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kite_core::ToolCall;
 
     #[test]
     fn interleaved_tool_calls_become_one_whole_block_each() {

@@ -1,6 +1,7 @@
 //! Request encoding.
 
 use super::{Dialect, NAMESPACE};
+use crate::codec::{Setting, refuse_lacking};
 use crate::schema;
 use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
 use serde_json::{Map, Value, json};
@@ -15,6 +16,9 @@ pub fn encode_request(req: &Request, dialect: Dialect, stream: bool) -> Result<V
 fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, Error> {
     if req.model.is_empty() {
         return Err(Error::InvalidRequest("no model named".into()));
+    }
+    if !dialect.takes_top_k() {
+        refuse_lacking(req, dialect.name(), &[Setting::TopK])?;
     }
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if let Some(system) = &req.system {
@@ -58,6 +62,17 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
     put(dialect.max_tokens_field(), req.max_tokens.map(Value::from));
     put("stop", (!req.stop.is_empty()).then(|| json!(req.stop)));
     put(dialect.seed_field(), req.seed.map(Value::from));
+    put("frequency_penalty", req.frequency_penalty.map(Value::from));
+    put("presence_penalty", req.presence_penalty.map(Value::from));
+    put("top_k", req.top_k.map(Value::from));
+    // A hint: only OpenAI's models take it.
+    put(
+        "verbosity",
+        req.verbosity
+            .clone()
+            .filter(|_| dialect == Dialect::OpenAi)
+            .map(Value::from),
+    );
     if let Some((field, v)) = req.reasoning.as_ref().and_then(|r| dialect.reasoning(r)) {
         put(field, Some(v));
     }

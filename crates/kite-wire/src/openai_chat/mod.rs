@@ -87,6 +87,22 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// Its name in errors.
+    fn name(self) -> &'static str {
+        match self {
+            Dialect::OpenAi => "OpenAI Chat Completions",
+            Dialect::Mistral => "Mistral",
+            Dialect::OpenRouter => "OpenRouter",
+            Dialect::Groq => "Groq",
+            Dialect::Compatible => "this server",
+        }
+    }
+
+    /// Whether it takes `top_k` (OpenRouter does, and so do most compatible servers).
+    fn takes_top_k(self) -> bool {
+        matches!(self, Dialect::OpenRouter | Dialect::Compatible)
+    }
+
     fn max_tokens_field(self) -> &'static str {
         match self {
             Dialect::OpenAi | Dialect::Groq => "max_completion_tokens",

@@ -2,7 +2,10 @@
 //! client's request decoded into a kite [`Request`], and kite's answer encoded as a whole
 //! completion or as `chat.completion.chunk` events.
 
-use crate::codec::{number, tokens};
+mod fields;
+
+use crate::client::{Fields, check, flag, number, tokens};
+use fields::{TAKEN, UNSERVED};
 use kite_core::{
     Error, Event, FinishReason, Message, Part, Request, Response, ResponseFormat, Role, ToolCall,
     ToolChoice, ToolResult, ToolSpec, Usage,
@@ -24,20 +27,19 @@ fn bad(what: impl Into<String>) -> Error {
     Error::InvalidRequest(what.into())
 }
 
-/// Decodes a client's `POST /chat/completions` body.
+/// Decodes a client's `POST /chat/completions` body: every field read, refused, or (a
+/// cache hint) taken and left; see `client.rs`.
 pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     let v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
-    let Some(o) = v.as_object() else {
-        return Err(bad("the body is not a JSON object"));
-    };
-    let model = o
-        .get("model")
-        .and_then(Value::as_str)
+    let f = Fields::of(&v)?;
+    f.only("Chat Completions", TAKEN, UNSERVED)?;
+    let model = f
+        .string("model")?
         .filter(|m| !m.is_empty())
         .ok_or_else(|| bad("`model` is missing"))?;
     let mut request = Request::new(model);
-    let messages = o
+    let messages = f
         .get("messages")
         .and_then(Value::as_array)
         .ok_or_else(|| bad("`messages` must be an array"))?;
@@ -49,15 +51,13 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     if !system.is_empty() {
         request.system = Some(system.join("\n\n"));
     }
-    if let Some(tools) = o.get("tools").and_then(Value::as_array) {
-        for (i, t) in tools.iter().enumerate() {
-            request
-                .tools
-                .push(decode_tool(t).map_err(|e| bad(format!("tools[{i}]: {e}")))?);
-        }
+    for (i, t) in f.array("tools")?.iter().enumerate() {
+        request
+            .tools
+            .push(decode_tool(t).map_err(|e| bad(format!("tools[{i}]: {e}")))?);
     }
-    request.tool_choice = match o.get("tool_choice") {
-        None | Some(Value::Null) => None,
+    request.tool_choice = match f.get("tool_choice") {
+        None => None,
         Some(Value::String(s)) if s == "auto" => Some(ToolChoice::Auto),
         Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
         Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
@@ -66,39 +66,40 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
             None => return Err(bad("`tool_choice` is not one kite knows")),
         },
     };
-    request.parallel_tool_calls = o.get("parallel_tool_calls").and_then(Value::as_bool);
-    request.temperature = number("temperature", o.get("temperature"), 0.0..=2.0)?;
-    request.top_p = number("top_p", o.get("top_p"), 0.0..=1.0)?;
-    request.seed = o.get("seed").and_then(Value::as_i64);
-    request.max_tokens = match o.get("max_completion_tokens") {
-        Some(n) if !n.is_null() => tokens("max_completion_tokens", Some(n))?,
-        _ => tokens("max_tokens", o.get("max_tokens"))?,
+    request.parallel_tool_calls = flag("parallel_tool_calls", f.get("parallel_tool_calls"))?;
+    request.temperature = number("temperature", f.get("temperature"), 0.0..=2.0)?;
+    request.top_p = number("top_p", f.get("top_p"), 0.0..=1.0)?;
+    request.frequency_penalty =
+        number("frequency_penalty", f.get("frequency_penalty"), -2.0..=2.0)?;
+    request.presence_penalty = number("presence_penalty", f.get("presence_penalty"), -2.0..=2.0)?;
+    request.seed = f.integer("seed")?;
+    request.max_tokens = match f.get("max_completion_tokens") {
+        Some(n) => tokens("max_completion_tokens", Some(n))?,
+        None => tokens("max_tokens", f.get("max_tokens"))?,
     };
-    request.stop = match o.get("stop") {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(all)) => all
-            .iter()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
+    request.stop = f.texts("stop")?;
+    request.user = f
+        .string("user")?
+        .or(f.string("safety_identifier")?)
+        .map(str::to_owned);
+    request.response_format = match f.get("response_format") {
+        None => None,
+        Some(format) => Some(decode_format(format)?),
     };
-    request.user = o.get("user").and_then(Value::as_str).map(str::to_owned);
-    request.response_format = match o.get("response_format") {
-        None | Some(Value::Null) => None,
-        Some(f) => Some(decode_format(f)?),
-    };
-    if let Some(effort) = o.get("reasoning_effort").and_then(Value::as_str) {
+    if let Some(effort) = f.string("reasoning_effort")? {
         request.reasoning = Some(kite_core::ReasoningConfig::effort(effort));
     }
+    request.verbosity = f
+        .one_of("verbosity", &["low", "medium", "high"])?
+        .map(str::to_owned);
+    // Cache hints: the answer is the same with or without them.
+    f.string("prompt_cache_key")?;
+    f.string("prompt_cache_retention")?;
+    check(&request, "messages")?;
     Ok(ClientRequest {
         request,
-        stream: crate::codec::flag("stream", o.get("stream"))?.unwrap_or(false),
-        include_usage: match v.get("stream_options") {
-            Some(options) => {
-                crate::codec::flag("include_usage", options.get("include_usage"))?.unwrap_or(false)
-            }
-            None => false,
-        },
+        stream: flag("stream", f.get("stream"))?.unwrap_or(false),
+        include_usage: f.include_usage()?,
     })
 }
 

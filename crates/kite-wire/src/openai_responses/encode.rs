@@ -1,6 +1,7 @@
 //! Request encoding.
 
 use super::NAMESPACE;
+use crate::codec::{Setting, refuse_lacking};
 use crate::schema;
 use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
 use serde_json::{Map, Value, json};
@@ -31,6 +32,16 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
             "OpenAI Responses has no stop sequences; use Chat Completions for them".into(),
         ));
     }
+    refuse_lacking(
+        req,
+        "OpenAI Responses",
+        &[
+            Setting::Seed,
+            Setting::FrequencyPenalty,
+            Setting::PresencePenalty,
+            Setting::TopK,
+        ],
+    )?;
     let store = opts.store || opts.background;
     // With a stored answer in the history, the provider holds everything up to it.
     let (previous, rest) = match store.then(|| last_stored(&req.messages)).flatten() {
@@ -110,22 +121,24 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
             Value::Object(v)
         }),
     );
-    put(
-        "text",
-        req.response_format.as_ref().map(|f| {
-            let format = match f {
-                ResponseFormat::Text => json!({"type": "text"}),
-                ResponseFormat::JsonObject => json!({"type": "json_object"}),
-                ResponseFormat::JsonSchema { .. } => {
-                    let mut s = Map::new();
-                    s.insert("type".into(), json!("json_schema"));
-                    s.extend(schema::openai_json_schema(f).unwrap_or_default());
-                    Value::Object(s)
-                }
-            };
-            json!({ "format": format })
-        }),
-    );
+    let mut text = Map::new();
+    if let Some(f) = &req.response_format {
+        let format = match f {
+            ResponseFormat::Text => json!({"type": "text"}),
+            ResponseFormat::JsonObject => json!({"type": "json_object"}),
+            ResponseFormat::JsonSchema { .. } => {
+                let mut s = Map::new();
+                s.insert("type".into(), json!("json_schema"));
+                s.extend(schema::openai_json_schema(f).unwrap_or_default());
+                Value::Object(s)
+            }
+        };
+        text.insert("format".into(), format);
+    }
+    if let Some(v) = &req.verbosity {
+        text.insert("verbosity".into(), json!(v));
+    }
+    put("text", (!text.is_empty()).then_some(Value::Object(text)));
     body.insert("stream".into(), json!(stream));
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());

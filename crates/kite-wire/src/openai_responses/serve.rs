@@ -5,7 +5,8 @@
 //! Only stateless requests are served: the client sends the whole conversation in `input`
 //! (messages, `function_call` and `function_call_output` items, and back the `reasoning`
 //! items it was given). `previous_response_id` and `conversation`, which name what the
-//! server would have stored, are refused; `store` is ignored. Only function tools are served.
+//! server would have stored, are refused; `store` is taken and left (nothing is stored).
+//! Only function tools are served.
 //!
 //! An answer's parts become output items in order: a text (or refusal) part a `message`
 //! item, reasoning a `reasoning` item, a tool call a `function_call` item. Item ids are made from the response id and the item's place, so
@@ -19,7 +20,10 @@ pub use crate::openai_chat::serve::error_body;
 pub use events::EventEncoder;
 
 use super::NAMESPACE;
-use crate::codec::{number, tokens};
+mod fields;
+
+use crate::client::{Fields, check, flag, number, tokens};
+use fields::{TAKEN, UNSERVED};
 use kite_core::{
     Error, FinishReason, ImageSource, Message, Metadata, Part, Reasoning, ReasoningConfig, Request,
     Response, ResponseFormat, Role, ToolCall, ToolChoice, ToolResult, ToolSpec, Usage,
@@ -43,30 +47,32 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// Decodes a client's `POST /v1/responses` body.
+/// Decodes a client's `POST /v1/responses` body: every field read, refused, or (`store`,
+/// cache hints) taken and left; see `client.rs`.
 pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     let v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
-    if !v.is_object() {
-        return Err(bad("the body is not a JSON object"));
-    }
+    let f = Fields::of(&v)?;
     for stored in ["previous_response_id", "conversation"] {
-        if v.get(stored).is_some_and(|x| !x.is_null() && x != "") {
+        if f.get(stored).is_some_and(|x| x != "") {
             return Err(bad(format!(
                 "`{stored}` is not supported: this gateway keeps no stored responses; \
                  send the whole conversation in `input`"
             )));
         }
     }
-    let model = str_of(&v, "model")
+    f.only("Responses", TAKEN, UNSERVED)?;
+    let model = f
+        .string("model")?
         .filter(|m| !m.is_empty())
         .ok_or_else(|| bad("`model` is missing"))?;
     let mut request = Request::new(model);
-    let mut system: Vec<String> = str_of(&v, "instructions")
+    let mut system: Vec<String> = f
+        .string("instructions")?
         .map(str::to_owned)
         .into_iter()
         .collect();
-    match v.get("input") {
+    match f.get("input") {
         Some(Value::String(s)) => request.messages.push(Message::user(s.clone())),
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
@@ -80,19 +86,13 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     if !system.is_empty() {
         request.system = Some(system.join("\n\n"));
     }
-    for (i, t) in v
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, t) in f.array("tools")?.iter().enumerate() {
         request
             .tools
             .push(decode_tool(t).map_err(|e| bad(format!("tools[{i}]: {e}")))?);
     }
-    request.tool_choice = match v.get("tool_choice") {
-        None | Some(Value::Null) => None,
+    request.tool_choice = match f.get("tool_choice") {
+        None => None,
         Some(Value::String(s)) if s == "auto" => Some(ToolChoice::Auto),
         Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
         Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
@@ -101,28 +101,53 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
             _ => return Err(bad(format!("`tool_choice` {c} is not served"))),
         },
     };
-    request.parallel_tool_calls = v.get("parallel_tool_calls").and_then(Value::as_bool);
-    request.temperature = number("temperature", v.get("temperature"), 0.0..=2.0)?;
-    request.top_p = number("top_p", v.get("top_p"), 0.0..=1.0)?;
-    request.max_tokens = tokens("max_output_tokens", v.get("max_output_tokens"))?;
-    request.user = str_of(&v, "safety_identifier")
-        .or_else(|| str_of(&v, "user"))
+    request.parallel_tool_calls = flag("parallel_tool_calls", f.get("parallel_tool_calls"))?;
+    request.temperature = number("temperature", f.get("temperature"), 0.0..=2.0)?;
+    request.top_p = number("top_p", f.get("top_p"), 0.0..=1.0)?;
+    request.max_tokens = tokens("max_output_tokens", f.get("max_output_tokens"))?;
+    request.user = f
+        .string("safety_identifier")?
+        .or(f.string("user")?)
         .map(str::to_owned);
-    if let Some(r) = v.get("reasoning") {
+    if let Some(r) = f.get("reasoning") {
+        let r = Fields::of(r).map_err(|_| bad("`reasoning` must be an object"))?;
+        r.only(
+            "Responses `reasoning`",
+            &["effort", "summary", "generate_summary"],
+            &[],
+        )?;
         let config = ReasoningConfig {
-            effort: str_of(r, "effort").map(str::to_owned),
-            summary: str_of(r, "summary").map(str::to_owned),
+            effort: r.string("effort")?.map(str::to_owned),
+            summary: r
+                .string("summary")?
+                .or(r.string("generate_summary")?)
+                .map(str::to_owned),
             ..ReasoningConfig::default()
         };
         request.reasoning = (config != ReasoningConfig::default()).then_some(config);
     }
-    request.response_format = match v.pointer("/text/format") {
-        None | Some(Value::Null) => None,
-        Some(f) => Some(decode_format(f)?),
-    };
+    if let Some(text) = f.get("text") {
+        let text = Fields::of(text).map_err(|_| bad("`text` must be an object"))?;
+        text.only("Responses `text`", &["format", "verbosity"], &[])?;
+        request.response_format = match text.get("format") {
+            None => None,
+            Some(format) => Some(decode_format(format)?),
+        };
+        request.verbosity = text
+            .one_of("verbosity", &["low", "medium", "high"])?
+            .map(str::to_owned);
+    }
+    // Taken and left: the gateway keeps nothing whatever `store` says (what would use it,
+    // `previous_response_id`, is refused), and cache hints do not change the answer.
+    flag("store", f.get("store"))?;
+    // The usage always comes, in `response.completed`.
+    f.include_usage()?;
+    f.string("prompt_cache_key")?;
+    f.string("prompt_cache_retention")?;
+    check(&request, "input")?;
     Ok(ClientRequest {
         request,
-        stream: crate::codec::flag("stream", v.get("stream"))?.unwrap_or(false),
+        stream: flag("stream", f.get("stream"))?.unwrap_or(false),
     })
 }
 

@@ -21,7 +21,8 @@ fn string_input_is_one_user_message() {
         json!({"model": "m", "input": "Hi", "instructions": "Be brief",
         "stream": true, "store": true, "max_output_tokens": 100, "temperature": 0.2,
         "top_p": 0.9, "parallel_tool_calls": false, "reasoning": {"effort": "low"},
-        "include": ["reasoning.encrypted_content"], "unknown": 1}),
+        "include": ["reasoning.encrypted_content"], "prompt_cache_key": "k",
+        "text": {"verbosity": "low"}}),
     )
     .unwrap();
     let r = &c.request;
@@ -37,6 +38,50 @@ fn string_input_is_one_user_message() {
     );
     assert_eq!(r.parallel_tool_calls, Some(false));
     assert_eq!(r.reasoning.as_ref().unwrap().effort.as_deref(), Some("low"));
+    assert_eq!(r.verbosity.as_deref(), Some("low"));
+}
+
+#[test]
+fn a_field_not_served_is_refused_by_name_not_dropped() {
+    for (body, says) in [
+        (json!({"unknown": 1}), "`unknown` is not a field"),
+        (json!({"background": true}), "`background` is not served"),
+        (
+            json!({"include": ["message.output_text.logprobs"]}),
+            "`include`",
+        ),
+        (json!({"top_logprobs": 5}), "`top_logprobs`"),
+        (json!({"truncation": "auto"}), "`truncation`"),
+        (json!({"service_tier": "priority"}), "`service_tier`"),
+        (json!({"metadata": {"a": "b"}}), "`metadata`"),
+        (json!({"prompt": {"id": "p"}}), "`prompt`"),
+        (
+            json!({"text": {"verbosity": "loud"}}),
+            "`verbosity` must be one of",
+        ),
+        (json!({"text": {"other": 1}}), "`other` is not a field"),
+        (json!({"user": 7}), "`user` must be text"),
+        (
+            json!({"parallel_tool_calls": "no"}),
+            "`parallel_tool_calls` must be true",
+        ),
+        (json!({"stream_options": {"x": 1}}), "`stream_options.x`"),
+        (json!({"input": []}), "`input` is empty"),
+    ] {
+        let mut v = json!({"model": "m", "input": "x"});
+        for (k, x) in body.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let e = decode(v).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidRequest(m) if m.contains(says)),
+            "{body}: {e}"
+        );
+    }
+    // What asks for nothing is taken.
+    let ok = json!({"model": "m", "input": "x", "background": false, "truncation": "disabled",
+        "service_tier": "auto", "metadata": {}, "top_logprobs": 0, "store": false});
+    assert!(decode(ok).is_ok());
 }
 
 #[test]
@@ -105,12 +150,26 @@ fn function_tools_and_choices_are_decoded_and_others_refused() {
     );
     assert_eq!(t.parameters["properties"]["a"]["type"], "number");
     assert_eq!(c.request.tool_choice, Some(ToolChoice::Tool("add".into())));
-    let required = decode(json!({"model": "m", "input": "x", "tool_choice": "required"})).unwrap();
-    assert_eq!(required.request.tool_choice, Some(ToolChoice::Required));
+    // A choice the tools cannot meet is refused.
+    for choice in [
+        json!("required"),
+        json!({"type": "function", "name": "sub"}),
+    ] {
+        let e = decode(json!({"model": "m", "input": "x", "tool_choice": choice,
+            "tools": if choice == "required" { json!([]) } else { c_tools() }}));
+        assert!(
+            matches!(&e, Err(Error::InvalidRequest(m)) if m.contains("`tool_choice`")),
+            "{choice}: {e:?}"
+        );
+    }
     let e = decode(json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}));
     assert!(
         matches!(e, Err(Error::InvalidRequest(m)) if m.contains("tools[0]") && m.contains("web_search"))
     );
+}
+
+fn c_tools() -> serde_json::Value {
+    json!([{"type": "function", "name": "add", "parameters": {"type": "object"}}])
 }
 
 #[test]

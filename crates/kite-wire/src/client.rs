@@ -1,0 +1,225 @@
+//! What the decoders of clients' requests (`*/serve.rs`) share: each field read as its type
+//! or refused, the fields each API's decoder takes, and the checks on a whole request.
+//!
+//! Nothing a client sends is dropped unseen. A field is read and honoured (or refused by
+//! the provider's encoder when that provider cannot honour it); or it is a hint that
+//! cannot change the answer (a cache key), taken and left; or it asks for what the
+//! gateway does not serve, and its request is refused with 400 naming it, unless its value
+//! asks for nothing (`n: 1`, `logprobs: false`). A field no list names is refused too.
+
+use kite_core::{Error, Request, ToolChoice};
+use serde_json::{Map, Value};
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::InvalidRequest(what.into())
+}
+
+/// A client request's top-level fields.
+pub(crate) struct Fields<'a> {
+    o: &'a Map<String, Value>,
+}
+
+/// A field the gateway does not serve, the values that ask for nothing it lacks, and why.
+pub(crate) struct Unserved {
+    pub name: &'static str,
+    pub accepts: fn(&Value) -> bool,
+    pub why: &'static str,
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of `v`, which must be an object.
+    pub(crate) fn of(v: &'a Value) -> Result<Self, Error> {
+        v.as_object()
+            .map(|o| Self { o })
+            .ok_or_else(|| bad("the body is not a JSON object"))
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Value> {
+        self.o.get(name).filter(|v| !v.is_null())
+    }
+
+    /// Refuses a field that is neither `taken` nor `unserved` (`api` names the API).
+    pub(crate) fn only(
+        &self,
+        api: &str,
+        taken: &[&str],
+        unserved: &[Unserved],
+    ) -> Result<(), Error> {
+        for name in self.o.keys() {
+            let known = taken.contains(&name.as_str()) || unserved.iter().any(|u| u.name == name);
+            if !known {
+                return Err(bad(format!(
+                    "`{name}` is not a field of {api} requests that this gateway serves"
+                )));
+            }
+        }
+        for u in unserved {
+            if let Some(v) = self.get(u.name)
+                && !(u.accepts)(v)
+            {
+                return Err(bad(format!("`{}` is not served: {}", u.name, u.why)));
+            }
+        }
+        Ok(())
+    }
+
+    /// A text field, refused when it is anything else.
+    pub(crate) fn string(&self, name: &str) -> Result<Option<&'a str>, Error> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(bad(format!("`{name}` must be text, not {other}"))),
+        }
+    }
+
+    /// A text field that must be one of `allowed`.
+    pub(crate) fn one_of(&self, name: &str, allowed: &[&str]) -> Result<Option<&'a str>, Error> {
+        match self.string(name)? {
+            Some(s) if !allowed.contains(&s) => Err(bad(format!(
+                "`{name}` must be one of {}, not {s:?}",
+                allowed.join(", ")
+            ))),
+            other => Ok(other),
+        }
+    }
+
+    /// A whole-number field.
+    pub(crate) fn integer(&self, name: &str) -> Result<Option<i64>, Error> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| bad(format!("`{name}` is too large"))),
+            Some(other) => Err(bad(format!("`{name}` must be a whole number, not {other}"))),
+        }
+    }
+
+    /// An array field.
+    pub(crate) fn array(&self, name: &str) -> Result<&'a [Value], Error> {
+        match self.get(name) {
+            None => Ok(&[]),
+            Some(Value::Array(items)) => Ok(items),
+            Some(other) => Err(bad(format!("`{name}` must be an array, not {other}"))),
+        }
+    }
+
+    /// Stop sequences: one text or an array of texts.
+    pub(crate) fn texts(&self, name: &str) -> Result<Vec<String>, Error> {
+        match self.get(name) {
+            None => Ok(Vec::new()),
+            Some(Value::String(s)) => Ok(vec![s.clone()]),
+            Some(Value::Array(all)) => all
+                .iter()
+                .map(|s| match s {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(bad(format!("`{name}` holds {other}, which is not text"))),
+                })
+                .collect(),
+            Some(other) => Err(bad(format!("`{name}` must be text or texts, not {other}"))),
+        }
+    }
+
+    /// `stream_options`: an object of which only `include_usage` is read and
+    /// `include_obfuscation` (padding the gateway never adds) is taken.
+    pub(crate) fn include_usage(&self) -> Result<bool, Error> {
+        let Some(options) = self.get("stream_options") else {
+            return Ok(false);
+        };
+        let o = options
+            .as_object()
+            .ok_or_else(|| bad("`stream_options` must be an object"))?;
+        if let Some(k) = o
+            .keys()
+            .find(|k| !["include_usage", "include_obfuscation"].contains(&k.as_str()))
+        {
+            return Err(bad(format!("`stream_options.{k}` is not served")));
+        }
+        Ok(flag("stream_options.include_usage", o.get("include_usage"))?.unwrap_or(false))
+    }
+}
+
+/// The checks every client API's request gets once decoded: something to answer, and a
+/// tool choice the tools can meet. `messages` names the field the conversation came in.
+pub(crate) fn check(request: &Request, messages: &str) -> Result<(), Error> {
+    if request.messages.is_empty() {
+        return Err(bad(format!(
+            "`{messages}` is empty: there is nothing to answer"
+        )));
+    }
+    match &request.tool_choice {
+        Some(ToolChoice::Required) if request.tools.is_empty() => Err(bad(
+            "`tool_choice` asks for a tool call, but `tools` offers none",
+        )),
+        Some(ToolChoice::Tool(name)) if !request.tools.iter().any(|t| &t.name == name) => Err(bad(
+            format!("`tool_choice` names the tool `{name}`, which `tools` does not offer"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `null`, `false` or the like: a value that asks for nothing.
+pub(crate) fn nothing(v: &Value) -> bool {
+    match v {
+        Value::Null | Value::Bool(false) => true,
+        Value::Object(o) => o.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Bool(true) => false,
+    }
+}
+
+/// The service tiers that ask for no particular one.
+pub(crate) fn default_tier(v: &Value) -> bool {
+    matches!(v.as_str(), Some("auto" | "default" | "standard_only"))
+}
+
+/// The boolean `field` called `name` of a client's request (`None` when absent or null), refused
+/// when it is anything else: `"stream": "yes"` is a mistake to say, not a `false` to guess.
+pub(crate) fn flag(name: &str, field: Option<&Value>) -> Result<Option<bool>, Error> {
+    match field {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(bad(format!("`{name}` must be true or false, not {other}"))),
+    }
+}
+
+/// The number `field` called `name` of a client's request, within `range` (`None` when
+/// absent or null), refused when it is not a number or out of range: a sampling setting
+/// the gateway would drop unseen changes what the client pays for.
+pub(crate) fn number(
+    name: &str,
+    field: Option<&Value>,
+    range: std::ops::RangeInclusive<f64>,
+) -> Result<Option<f64>, Error> {
+    match field {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if range.contains(&x) => Ok(Some(x)),
+            _ => Err(bad(format!(
+                "`{name}` must be between {} and {}, not {n}",
+                range.start(),
+                range.end()
+            ))),
+        },
+        Some(other) => Err(bad(format!("`{name}` must be a number, not {other}"))),
+    }
+}
+
+/// The token count `field` called `name` of a client's request: a whole number from 1
+/// (`None` when absent or null); larger than kite counts, it is kite's largest.
+pub(crate) fn tokens(name: &str, field: Option<&Value>) -> Result<Option<u32>, Error> {
+    match field {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(t) if t >= 1 => Ok(Some(u32::try_from(t).unwrap_or(u32::MAX))),
+            _ => Err(bad(format!(
+                "`{name}` must be a whole number of tokens from 1, not {n}"
+            ))),
+        },
+        Some(other) => Err(bad(format!(
+            "`{name}` must be a whole number of tokens, not {other}"
+        ))),
+    }
+}
