@@ -69,7 +69,16 @@ const OTLP_HEADER_VARS: &[&str] = &[
 ///
 /// `--verbose` (or a `KITE_LOG` naming `kite::gen_ai`) shows each model call, tool call and
 /// run as it ends, with its duration, time to first chunk and usage (`verbose.rs`).
+/// Whether `--verbose` was given.
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `--verbose` was given: what kite found and offered is said too.
+pub(crate) fn verbose() -> bool {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry> {
+    VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;

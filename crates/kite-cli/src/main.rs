@@ -86,8 +86,9 @@ enum Command {
     Prices(prices::PricesCommand),
     /// Follow, cancel or delete responses OpenAI stores (background runs).
     Responses(responses::ResponsesArgs),
-    /// Trust a kite.toml in the working directory (after reading it): until then kite does
-    /// not read it, since it can start programs and send keys elsewhere.
+    /// Trust a kite.toml in the working directory, or a project folder's skills (after
+    /// reading them): until then kite does not use them, since they can start programs and
+    /// send keys elsewhere.
     Trust(trust::TrustArgs),
     /// Serve an OpenAI-compatible endpoint in front of the chosen model.
     Serve(Box<serve::ServeArgs>),

@@ -4,7 +4,11 @@
 //! Skills are looked for, nearest first, in the folders `--skills` names, those
 //! `[skills] paths` in kite.toml names, `.agents/skills/` in the working directory and its
 //! parents, and `kite/skills` in the XDG config folder. A name found twice is said on
-//! stderr; the first one found is kept.
+//! stderr; the first one found is kept. A project folder's `.agents/skills` (any but the
+//! home folder's) is offered only once the folder is trusted (`kite trust FOLDER`), as a
+//! kite.toml found there is: a cloned repository's skills reach the model's instructions.
+//! The small local model is offered only the skills named for it (`--skills`, `[skills]
+//! paths`): a few hundred tokens of skills drown its question.
 
 use crate::config::{self, Loaded};
 use crate::output::{errln, outln, printable};
@@ -86,15 +90,69 @@ fn cache() -> Result<PathBuf, Error> {
     Ok(dir)
 }
 
+/// Where skills are looked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Looking {
+    /// Everywhere, trusted or not: to show what there is.
+    Everywhere,
+    /// Where skills may be offered: trusted folders only.
+    Trusted,
+    /// Only where the user named: the local model's.
+    Named,
+}
+
+/// What a search for skills found, and the project folders left out until trusted.
+struct Found {
+    skills: Discovery,
+    untrusted: Vec<PathBuf>,
+}
+
 /// The skills found for `loaded` and the folders `dirs` names, nearest first.
-fn find(loaded: &Loaded, dirs: &[PathBuf]) -> Result<Discovery, Error> {
+fn find(loaded: &Loaded, dirs: &[PathBuf], looking: Looking) -> Result<Found, Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
     check_dirs(dirs, "--skills")?;
     let mut roots: Vec<Root> = dirs.iter().map(Root::explicit).collect();
     roots.extend(loaded.config.skills.paths.iter().map(Root::explicit));
-    roots.extend(conventional_roots(&cwd, config::config_dir().as_deref()));
-    Ok(kite::skills::discover(&roots, &cache()?))
+    let home = std::env::var_os("HOME").and_then(|h| PathBuf::from(h).canonicalize().ok());
+    let mut untrusted = Vec::new();
+    if looking != Looking::Named {
+        for root in conventional_roots(&cwd, config::config_dir().as_deref()) {
+            // `.agents/skills` of a project folder, which a repository brings along.
+            let project = root
+                .path
+                .parent()
+                .filter(|p| p.file_name().is_some_and(|n| n == ".agents"))
+                .and_then(Path::parent)
+                .map(Path::to_path_buf);
+            if let Some(project) = project
+                && root.path.is_dir()
+                && project.canonicalize().ok() != home
+                && !crate::trust::folder_trusted(&project)
+            {
+                untrusted.push(project);
+                if looking == Looking::Trusted {
+                    continue;
+                }
+            }
+            roots.push(root);
+        }
+    }
+    Ok(Found {
+        skills: kite::skills::discover(&roots, &cache()?),
+        untrusted,
+    })
+}
+
+/// Says which project folders' skills wait for `kite trust`.
+fn report_untrusted(untrusted: &[PathBuf]) {
+    for dir in untrusted {
+        let dir = printable(&dir.display().to_string()).into_owned();
+        errln!(
+            "kite: the skills in {dir}/.agents/skills are not offered until you trust the \
+             folder: read them, then run `kite trust {dir}`"
+        );
+    }
 }
 
 /// Refuses a folder that is not there, naming it as `what` did.
@@ -136,14 +194,22 @@ fn report(found: &Discovery) {
 
 /// The skills for a session, as a run over a fresh workspace; `None` when there are none
 /// or `--no-skills` says so. Says on stderr when their scripts cannot run here.
+/// `local`: the small local model, which is offered only the skills named for it.
 pub(crate) async fn for_session(
     args: &SkillArgs,
     loaded: &Loaded,
+    local: bool,
 ) -> Result<Option<SkillRun>, Error> {
     if args.no_skills {
         return Ok(None);
     }
-    offer(args, loaded, find(loaded, &args.dirs)?, true).await
+    let looking = match local {
+        true => Looking::Named,
+        false => Looking::Trusted,
+    };
+    let found = find(loaded, &args.dirs, looking)?;
+    report_untrusted(&found.untrusted);
+    offer(args, loaded, found.skills, true).await
 }
 
 /// The skills of the folders `dirs` alone, as a run over a fresh workspace (for a route
@@ -197,12 +263,15 @@ async fn offer(
         ),
         Ok(()) => {}
     }
-    match session {
-        true => errln!(
-            "kite: {} skills offered (--no-skills leaves them out)",
-            found.skills.len()
-        ),
-        false => errln!("kite: {} skills offered", found.skills.len()),
+    if crate::logging::verbose() {
+        let names: Vec<&str> = found.skills.iter().map(Skill::name).collect();
+        match session {
+            true => errln!(
+                "kite: skills offered: {} (--no-skills leaves them out)",
+                names.join(", ")
+            ),
+            false => errln!("kite: skills offered: {}", names.join(", ")),
+        }
     }
     Ok(Some(run))
 }
@@ -215,8 +284,12 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
     match command {
         SkillsCommand::List { json, dirs } => {
             let loaded = config::load(config).map_err(fail)?;
-            let found = find(&loaded, &dirs).map_err(fail)?;
+            let Found {
+                skills: found,
+                untrusted,
+            } = find(&loaded, &dirs, Looking::Everywhere).map_err(fail)?;
             report(&found);
+            report_untrusted(&untrusted);
             if found.skills.is_empty() && !json {
                 errln!(
                     "kite: no skills found (looked in --skills, [skills] paths, .agents/skills \
@@ -239,7 +312,9 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
         }
         SkillsCommand::Show { name, dirs } => {
             let loaded = config::load(config).map_err(fail)?;
-            let found = find(&loaded, &dirs).map_err(fail)?;
+            let found = find(&loaded, &dirs, Looking::Everywhere)
+                .map_err(fail)?
+                .skills;
             let Some(skill) = found.skills.iter().find(|s| s.name() == name) else {
                 report(&found);
                 let names: Vec<&str> = found.skills.iter().map(Skill::name).collect();

@@ -7,6 +7,11 @@
 //! file named with `--config` or `KITE_CONFIG`, and the one in kite's XDG config folder,
 //! are the user's own and need no trust. Trust covers the kite.toml's text only, not the
 //! prompts file or the programs it names.
+//!
+//! A project folder's Agent Skills (`.agents/skills` in the working directory or a folder
+//! above it, but the home folder) reach the model's instructions and run scripts, so they
+//! too are offered only once `kite trust FOLDER` has recorded the folder: by its path, as
+//! editors trust a workspace, since skills change as the project does.
 
 use crate::output::{errln, outln};
 use clap::Args;
@@ -17,7 +22,8 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub(crate) struct TrustArgs {
-    /// The file (default: kite.toml in the working directory).
+    /// The file (default: kite.toml in the working directory), or a project folder whose
+    /// `.agents/skills` may then be offered.
     #[arg(default_value = "kite.toml")]
     path: PathBuf,
     /// Stop trusting it.
@@ -90,6 +96,18 @@ pub(crate) fn check(path: &Path, text: &str) -> Result<(), Error> {
     )))
 }
 
+/// What a trusted folder's line holds in place of a digest.
+const FOLDER: &str = "folder";
+
+/// Whether the project folder `dir` is trusted: its `.agents/skills` may be offered.
+pub(crate) fn folder_trusted(dir: &Path) -> bool {
+    let Ok(full) = dir.canonicalize() else {
+        return false;
+    };
+    let full = full.to_string_lossy();
+    entries().iter().any(|(d, p)| d == FOLDER && *p == full)
+}
+
 pub(crate) fn run(args: TrustArgs) -> Result<(), ExitCode> {
     trust(args).map_err(|e| {
         errln!("kite: {e}");
@@ -100,13 +118,19 @@ pub(crate) fn run(args: TrustArgs) -> Result<(), ExitCode> {
 fn trust(args: TrustArgs) -> Result<(), Error> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let name = canonical(&args.path)?;
+    let folder = args.path.is_dir();
+    let name = match folder {
+        true => folder_name(&args.path)?,
+        false => canonical(&args.path)?,
+    };
     let full = PathBuf::from(&name);
     let list =
         list_path().ok_or_else(|| Error::Config("no home folder to keep trust in".into()))?;
     let mut kept: Vec<(String, String)> =
         entries().into_iter().filter(|(_, p)| *p != name).collect();
-    if !args.forget {
+    if !args.forget && folder {
+        kept.push((FOLDER.to_owned(), name.clone()));
+    } else if !args.forget {
         let text = crate::config::read_small(&full, "the configuration")?;
         // Only a file kite can read is worth trusting.
         crate::settings::parse(&text).map_err(|e| Error::Config(format!("{name}: {e}")))?;
@@ -126,9 +150,27 @@ fn trust(args: TrustArgs) -> Result<(), Error> {
         .and_then(|mut f| f.write_all(body.as_bytes()))
         .and_then(|()| std::fs::rename(&aside, &list));
     write.map_err(|e| Error::Config(format!("cannot keep trust in {}: {e}", list.display())))?;
-    match args.forget {
-        true => outln!("kite: {name} is no longer trusted"),
-        false => outln!("kite: {name} is trusted as it is now"),
+    match (args.forget, folder) {
+        (true, _) => outln!("kite: {name} is no longer trusted"),
+        (false, true) => outln!(
+            "kite: the skills in {name}/.agents/skills may be offered now, as they change \
+             too (`kite trust --forget {name}` stops it)"
+        ),
+        (false, false) => outln!("kite: {name} is trusted as it is now"),
     }
     Ok(())
+}
+
+/// A folder's canonical path, which must fit on one line of the list.
+fn folder_name(dir: &Path) -> Result<String, Error> {
+    let full = dir
+        .canonicalize()
+        .map_err(|e| Error::Config(format!("cannot find {}: {e}", dir.display())))?;
+    let full = full.to_string_lossy().into_owned();
+    if full.contains(['\n', '\r']) {
+        return Err(Error::Config(format!(
+            "{full:?} holds a line break; kite does not trust folders there"
+        )));
+    }
+    Ok(full)
 }

@@ -318,6 +318,7 @@ async fn ask_discloses_skills_step_by_step_and_runs_their_scripts_beside_mcp_too
         ),
     )
     .unwrap();
+    common::trust_folder(dir.path());
     let server = ReplayServer::start(vec![
         calls(&[
             (
@@ -335,12 +336,13 @@ async fn ask_discloses_skills_step_by_step_and_runs_their_scripts_beside_mcp_too
         answer("The poem has 29 words, and 19 + 23 = 42.", 3),
     ])
     .await;
-    let r = run(&mut ask(dir.path(), &server, &[])).await;
+    let r = run(&mut ask(dir.path(), &server, &["-v"])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("29 words"), "{}", r.stdout);
+    // What was offered is said with -v (and only then).
     assert!(
         r.stderr
-            .contains("2 skills offered (--no-skills leaves them out)"),
+            .contains("skills offered: release-notes, word-count (--no-skills leaves them out)"),
         "{}",
         r.stderr
     );
@@ -434,4 +436,39 @@ async fn a_bad_skills_table_or_folder_is_a_clear_error() {
         "{}",
         r.stderr
     );
+}
+
+#[tokio::test]
+async fn a_projects_skills_wait_for_the_folder_to_be_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    copy(
+        &fixtures().join("valid/word-count"),
+        &dir.path().join(".agents/skills/word-count"),
+    );
+    std::fs::write(dir.path().join("kite.toml"), "").unwrap();
+    let server = ReplayServer::start(vec![answer("No skills.", 1), answer("Skills.", 2)]).await;
+    let r = run(&mut ask(dir.path(), &server, &[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let shown = dir.path().canonicalize().unwrap().display().to_string();
+    assert!(
+        r.stderr.contains(&format!("run `kite trust {shown}`")),
+        "{}",
+        r.stderr
+    );
+    let first = &bodies(&server)[0];
+    assert!(!first.to_string().contains("word-count"), "{first}");
+    // Trusted, they are offered (and no longer said to wait).
+    common::trust_folder(dir.path());
+    let r = run(&mut ask(dir.path(), &server, &[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("kite trust"), "{}", r.stderr);
+    let second = &bodies(&server)[1];
+    assert!(second.to_string().contains("word-count"), "{second}");
+    // A skill folder others may write in, inside the trusted one, is left out.
+    use std::os::unix::fs::PermissionsExt;
+    let open = dir.path().join(".agents/skills/word-count");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let r = run(common::in_trusted(dir.path()).args(["skills", "list"])).await;
+    assert!(r.stderr.contains("others may write in"), "{}", r.stderr);
+    assert!(!r.stdout.contains("word-count"), "{}", r.stdout);
 }

@@ -2,7 +2,8 @@
 //! each of its parents (the convention agents share), and kite's own folder under
 //! `$XDG_CONFIG_HOME`. Each folder is searched recursively, hidden folders included; a name
 //! found twice is reported and the first one, the nearer, wins. A conventional folder that
-//! another user owns or may write in is left out (and said to be).
+//! another user owns or may write in is left out (and said to be), and so is any folder
+//! below it that another user owns or may write in.
 
 use crate::archive::is_archive;
 use crate::skill::{Invalid, Skill, find_skill_md};
@@ -103,7 +104,14 @@ pub fn discover(roots: &[Root], cache: &Path) -> Discovery {
                     candidates.push(root.path.clone());
                 } else {
                     let mut budget = MAX_ENTRIES;
-                    walk(&root.path, 0, &mut budget, &mut visited, &mut candidates);
+                    let mut walking = Walk {
+                        budget: &mut budget,
+                        visited: &mut visited,
+                        out: &mut candidates,
+                        guarded: !root.explicit,
+                        left_out: &mut found.errors,
+                    };
+                    walking.walk(&root.path, 0);
                     if budget == 0 {
                         found.errors.push(format!(
                             "stopped looking for skills in {} after {MAX_ENTRIES} entries",
@@ -134,63 +142,96 @@ pub fn discover(roots: &[Root], cache: &Path) -> Discovery {
 /// belong to the user running kite (or to root) and are writable by no one else: one in
 /// a shared folder above the working directory (`/tmp/.agents`) may be anyone's.
 fn owned_by_user(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
     for dir in [Some(path), path.parent()].into_iter().flatten() {
-        let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        if meta.uid() != me && meta.uid() != 0 {
-            return Err(format!(
-                "{} belongs to another user (uid {})",
-                dir.display(),
-                meta.uid()
-            ));
-        }
-        if meta.mode() & 0o022 != 0 {
-            return Err(format!("others may write in {}", dir.display()));
-        }
+        private(dir)?;
     }
     Ok(())
 }
 
-/// Collects skill folders and archives under `dir`, in name order. A skill's own folder is
-/// not searched further; links to folders are followed once.
-fn walk(
-    dir: &Path,
-    depth: usize,
-    budget: &mut usize,
-    visited: &mut HashSet<PathBuf>,
-    out: &mut Vec<PathBuf>,
-) {
-    let Ok(real) = dir.canonicalize() else { return };
-    if !visited.insert(real) {
-        return;
+/// Whether `dir` (or a file) belongs to the user running kite (or to root) and no one else
+/// may write in it.
+fn private(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(format!(
+            "{} belongs to another user (uid {})",
+            dir.display(),
+            meta.uid()
+        ));
     }
-    if find_skill_md(dir).is_some() {
-        out.push(dir.to_owned());
-        return;
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!("others may write in {}", dir.display()));
     }
-    if depth >= MAX_DEPTH {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
-    entries.sort();
-    for path in entries {
-        if *budget == 0 {
+    Ok(())
+}
+
+/// A search below one folder.
+struct Walk<'a> {
+    /// How many more entries may be looked at.
+    budget: &'a mut usize,
+    visited: &'a mut HashSet<PathBuf>,
+    out: &'a mut Vec<PathBuf>,
+    /// Below a conventional folder: folders another user owns or may write in are left
+    /// out, and said to be in `left_out`.
+    guarded: bool,
+    left_out: &'a mut Vec<String>,
+}
+
+impl Walk<'_> {
+    /// Collects skill folders and archives under `dir`, in name order. A skill's own
+    /// folder is not searched further; links to folders are followed once.
+    fn walk(&mut self, dir: &Path, depth: usize) {
+        let Ok(real) = dir.canonicalize() else { return };
+        if !self.visited.insert(real) {
             return;
         }
-        *budget -= 1;
-        let name = path.file_name().unwrap_or_default();
-        if name == ".git" || name == "node_modules" {
-            continue;
+        if self.guarded
+            && depth > 0
+            && let Err(why) = private(dir)
+        {
+            self.left_out
+                .push(format!("left out the skills in {}: {why}", dir.display()));
+            return;
         }
-        if path.is_dir() {
-            walk(&path, depth + 1, budget, visited, out);
-        } else if is_archive(&path) && path.is_file() {
-            out.push(path);
+        if let Some(skill_md) = find_skill_md(dir) {
+            match (self.guarded, private(&skill_md)) {
+                (true, Err(why)) => self
+                    .left_out
+                    .push(format!("left out the skill in {}: {why}", dir.display())),
+                _ => self.out.push(dir.to_owned()),
+            }
+            return;
+        }
+        if depth >= MAX_DEPTH {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
+        entries.sort();
+        for path in entries {
+            if *self.budget == 0 {
+                return;
+            }
+            *self.budget -= 1;
+            let name = path.file_name().unwrap_or_default();
+            if name == ".git" || name == "node_modules" {
+                continue;
+            }
+            if path.is_dir() {
+                self.walk(&path, depth + 1);
+            } else if is_archive(&path) && path.is_file() {
+                match (self.guarded, private(&path)) {
+                    (true, Err(why)) => self
+                        .left_out
+                        .push(format!("left out the skill {}: {why}", path.display())),
+                    _ => self.out.push(path),
+                }
+            }
         }
     }
 }

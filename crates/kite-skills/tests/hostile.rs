@@ -172,4 +172,22 @@ fn a_conventional_folder_others_may_write_in_is_left_out() {
     // Named by the user, the same folder is searched.
     let found = discover(&[Root::explicit(&skills)], cache.path());
     assert_eq!(found.skills.len(), 1, "{:?}", found.errors);
+
+    // A skill's own folder that others may write in, inside a private one, is left out.
+    std::fs::set_permissions(
+        dir.path().join(".agents"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let found = discover(&roots, cache.path());
+    assert!(found.skills.is_empty(), "{:?}", found.skills);
+    assert!(
+        found
+            .errors
+            .iter()
+            .any(|e| e.contains("word-count") && e.contains("others may write in")),
+        "{:?}",
+        found.errors
+    );
 }

@@ -54,6 +54,22 @@ pub(crate) fn trust(dir: &std::path::Path) -> std::path::PathBuf {
     data
 }
 
+/// Trusts the project folder `dir` (its `.agents/skills`), in the data folder of `dir`'s
+/// own that [`trust`] uses.
+pub(crate) fn trust_folder(dir: &std::path::Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .arg("trust")
+        .arg(dir)
+        .env("XDG_DATA_HOME", dir.join(".kite-data"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `kite()` in `dir`, whose kite.toml is trusted as it is now; the local model is still
 /// found.
 pub(crate) fn in_trusted(dir: &std::path::Path) -> Command {
