@@ -28,7 +28,10 @@ const HELP: &[(&str, &str)] = &[
         "show the system prompt, or set it (`/system -` removes it)",
     ),
     ("/tools", "the tools the model may call"),
-    ("/conversations", "the stored conversations"),
+    (
+        "/conversations [all]",
+        "the latest stored conversations, or all of them",
+    ),
     ("/load ID", "continue the stored conversation ID"),
     ("/compact", "summarize the older turns now"),
     ("/usage", "tokens used in this chat, and what they cost"),
@@ -62,7 +65,7 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
             errln!("kite: the system prompt is set for the next turns");
         }
         "tools" => tools(session),
-        "conversations" => conversations(session).await?,
+        "conversations" => conversations(session, rest == "all").await?,
         "load" if rest.is_empty() => {
             return Err(Error::Config(
                 "/load needs a conversation's id (see /conversations)".into(),
@@ -70,8 +73,10 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
         }
         "load" => {
             session.thread.load(rest).await?;
+            let id = session.thread.conversation().map(|c| c.id.clone());
             errln!(
-                "kite: continuing {rest} ({} messages)",
+                "kite: continuing {} ({} messages)",
+                id.as_deref().unwrap_or(rest),
                 session.thread.history.len()
             );
         }
@@ -120,18 +125,33 @@ fn tools(session: &Session) {
     }
 }
 
-async fn conversations(session: &Session) -> Result<(), Error> {
+/// How many conversations `/conversations` shows, the latest first.
+const LATEST: usize = 10;
+
+async fn conversations(session: &Session, all: bool) -> Result<(), Error> {
     let Some(store) = session.thread.store() else {
         return Err(Error::Config("this chat is not stored (--no-store)".into()));
     };
     let current = session.thread.conversation().map(|c| c.id.clone());
-    for c in store.list().await.map_err(Error::other)? {
+    let stored = store.list().await.map_err(Error::other)?;
+    if stored.is_empty() {
+        errln!("kite: no conversations are stored yet");
+    }
+    let shown = if all { stored.len() } else { LATEST };
+    for c in stored.iter().take(shown) {
         let mark = if Some(&c.id) == current.as_ref() {
             "*"
         } else {
             " "
         };
-        outln!("{mark} {}", crate::conversations::line(&c));
+        outln!("{mark} {}", crate::conversations::line(c));
+    }
+    if stored.len() > shown {
+        errln!(
+            "kite: {} older conversations not shown (/conversations all shows them; /load \
+             takes the start of an id)",
+            stored.len() - shown
+        );
     }
     Ok(())
 }

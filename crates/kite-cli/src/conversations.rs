@@ -63,7 +63,13 @@ async fn command(cmd: ConversationsCommand, config: Option<&Path>) -> Result<(),
     let err = Error::other;
     match cmd {
         ConversationsCommand::List { json } => {
-            for c in store.list().await.map_err(err)? {
+            let all = store.list().await.map_err(err)?;
+            if all.is_empty() && !json {
+                errln!(
+                    "kite: no conversations are stored yet (`kite ask` and `kite chat` keep theirs)"
+                );
+            }
+            for c in all {
                 if json {
                     outln!("{}", serde_json::to_string(&c).unwrap_or_default());
                 } else {
@@ -72,6 +78,7 @@ async fn command(cmd: ConversationsCommand, config: Option<&Path>) -> Result<(),
             }
         }
         ConversationsCommand::Show { id, json } => {
+            let id = crate::history::resolve(store, &id).await?;
             let turns = store.turns(&id).await.map_err(err)?;
             if json {
                 outln!("{}", serde_json::to_string(&turns).unwrap_or_default());
@@ -85,12 +92,14 @@ async fn command(cmd: ConversationsCommand, config: Option<&Path>) -> Result<(),
             }
         }
         ConversationsCommand::Delete { id } => {
+            let id = crate::history::resolve(store, &id).await?;
             if !store.delete(&id).await.map_err(err)? {
                 return Err(Error::Config(format!("no conversation {id}")));
             }
             outln!("deleted {id}");
         }
         ConversationsCommand::Export { id, format } => {
+            let id = crate::history::resolve(store, &id).await?;
             let c = store.get(&id).await.map_err(err)?;
             let turns = store.turns(&id).await.map_err(err)?;
             match format {
@@ -119,6 +128,9 @@ fn show(t: &StoredTurn) {
         for line in lines(m, true) {
             outln!("{line}");
         }
+    }
+    if t.turn.cut_short {
+        outln!("(the answer was cut short here)");
     }
 }
 

@@ -128,6 +128,7 @@ impl Thread {
     /// Switches to the stored conversation `id`, read again from the store.
     pub(crate) async fn load(&mut self, id: &str) -> Result<(), Error> {
         let store = self.stored()?;
+        let id = &resolve(store, id).await?;
         let conversation = store.get(id).await.map_err(error)?;
         let history = kite::store::history(&store.turns(id).await.map_err(error)?);
         self.history = history;
@@ -204,4 +205,33 @@ fn libpq_keywords(url: &str) -> bool {
         && url
             .split_whitespace()
             .any(|w| w.split_once('=').is_some_and(|(k, _)| KEYS.contains(&k)))
+}
+
+/// The whole id of the stored conversation that `given` names: the id itself, or, as git
+/// takes a commit, the start of exactly one id.
+pub(crate) async fn resolve(store: &dyn Store, given: &str) -> Result<String, Error> {
+    let given = given.trim();
+    if given.is_empty() {
+        return Err(Error::Config("give a conversation's id".into()));
+    }
+    if store.get(given).await.is_ok() {
+        return Ok(given.to_owned());
+    }
+    let all = store.list().await.map_err(error)?;
+    let matching: Vec<&str> = all
+        .iter()
+        .map(|c| c.id.as_str())
+        .filter(|id| id.starts_with(given))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] => Err(Error::Config(format!(
+            "no stored conversation {given} (`kite conversations list` shows them)"
+        ))),
+        many => Err(Error::Config(format!(
+            "{given} is the start of {} conversations' ids ({}); give more of it",
+            many.len(),
+            many.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+        ))),
+    }
 }

@@ -78,7 +78,7 @@ async fn a_named_conversation_is_continued_and_an_unknown_one_is_an_error() {
     .await;
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("no conversation 0123456789abcdef"),
+        r.stderr.contains("no stored conversation 0123456789abcdef"),
         "{}",
         r.stderr
     );
@@ -131,7 +131,8 @@ async fn stored_conversations_are_listed_shown_exported_and_deleted() {
     assert_eq!(c["model"], "m");
     let id = c["id"].as_str().unwrap().to_owned();
 
-    let shown = run(&mut conversations(&["show", &id])).await;
+    // The start of an id names it, as in git.
+    let shown = run(&mut conversations(&["show", &id[..id.len() - 4]])).await;
     assert!(
         shown.stdout.contains("user: Count to three, please."),
         "{}",
@@ -157,9 +158,66 @@ async fn stored_conversations_are_listed_shown_exported_and_deleted() {
     );
     let again = run(&mut conversations(&["delete", &id])).await;
     assert_eq!(again.code, 1);
-    assert!(again.stderr.contains("no conversation"), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("no stored conversation"),
+        "{}",
+        again.stderr
+    );
     let listed = run(&mut conversations(&["list"])).await;
     assert_eq!(listed.stdout, "");
+    assert!(
+        listed.stderr.contains("no conversations are stored yet"),
+        "{}",
+        listed.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_start_shared_by_two_ids_is_refused_with_both() {
+    let store = fresh_store();
+    let server =
+        ReplayServer::start(vec![Reply::sse(fixture(TEXT)), Reply::sse(fixture(TEXT))]).await;
+    for q in ["first", "second"] {
+        assert_eq!(ask(&server, &store, &[], q).await.code, 0);
+    }
+    let listed =
+        run(kite()
+            .env("KITE_STORE_URL", &store)
+            .args(["conversations", "list", "--json"]))
+        .await;
+    let ids: Vec<String> = listed
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let common: String = ids[0]
+        .chars()
+        .zip(ids[1].chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let given = if common.is_empty() {
+        "x".to_owned()
+    } else {
+        common
+    };
+    let r = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "show", &given]))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    if given != "x" {
+        assert!(
+            r.stderr.contains("the start of 2 conversations"),
+            "{}",
+            r.stderr
+        );
+    }
 }
 
 #[tokio::test]
@@ -396,6 +454,27 @@ async fn ctrl_c_or_sigterm_mid_answer_keeps_the_question() {
         titles.iter().all(|t| t.starts_with("question ")),
         "{titles:?}"
     );
+    // What was shown of each answer is kept, marked as cut short, as the web chat keeps it.
+    for line in list.stdout.lines() {
+        let id = serde_json::from_str::<serde_json::Value>(line).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let shown = run(kite().env("KITE_STORE_URL", &store).args([
+            "conversations",
+            "show",
+            &id,
+            "--json",
+        ]))
+        .await;
+        let turns: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+        let turn = &turns[0]["turn"];
+        assert_eq!(turn["cut_short"], true, "{turns}");
+        let said = turn["messages"][1]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(!said.is_empty(), "the shown part of the answer: {turns}");
+    }
 }
 
 #[tokio::test]

@@ -407,13 +407,15 @@ impl Kept {
             .iter()
             .filter(|m| m.role == kite_core::Role::Assistant)
             .count();
-        if ended.calls > answers && !ended.shown.is_empty() {
+        let cut_short = ended.calls > answers && !ended.shown.is_empty();
+        if cut_short {
             messages.push(Message::assistant(ended.shown.clone()));
         }
         let turn = Turn {
             usage: run.usage(),
             provider: Some(self.provider),
             model: Some(self.model),
+            cut_short,
             ..Turn::new(messages)
         }
         .settled();

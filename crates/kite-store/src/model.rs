@@ -44,6 +44,10 @@ pub struct Turn {
     /// A summary compaction wrote in place of the turns it archived.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub summary: bool,
+    /// The answer was cut short (stopped, Ctrl-C, an error): its last message is what had
+    /// been shown of it when it stopped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
 }
 
 impl Turn {
