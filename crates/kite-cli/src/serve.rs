@@ -125,6 +125,9 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             route.kit = skills_kit(&skill_dirs, &loaded)
                 .await
                 .map_err(|e| fail(e.to_string()))?;
+            if chosen.local {
+                ask_for_a_call(&mut route);
+            }
             (vec![route], true, chosen.name)
         }
         false => {
@@ -134,6 +137,9 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
                 tools(&mut made, r, &loaded, &mut kept)
                     .await
                     .map_err(fail)?;
+                if r.provider == "local" {
+                    ask_for_a_call(&mut made);
+                }
                 routes.push(made);
             }
             let names: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
@@ -455,6 +461,14 @@ fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Result<(), Str
         }
     }
     Ok(())
+}
+
+/// The small local model, given tools, is asked to call one first unless the client says
+/// otherwise: left to choose, it answers from guesswork.
+fn ask_for_a_call(route: &mut Route) {
+    if route.kit.is_some() || !route.tools.names().is_empty() {
+        route.tool_choice = Some(kite::ToolChoice::Required);
+    }
 }
 
 /// Whether other users of this machine can read kite's command line: `/proc` is not

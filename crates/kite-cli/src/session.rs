@@ -76,7 +76,7 @@ impl Session {
                 Some(crate::mcp::connect(&loaded, None, sampling).await?)
             }
         };
-        let skills = crate::skills::for_session(&args.skills, &loaded).await?;
+        let skills = crate::skills::for_session(&args.skills, &loaded, chosen.local).await?;
         let agent = agent(&args, &chosen, None, skills.as_ref())?;
         if args.tools || !args.tool.is_empty() {
             let cwd = std::env::current_dir()
@@ -253,13 +253,28 @@ impl Session {
         let mut give_up = std::pin::pin!(tokio::time::sleep(Duration::MAX));
         let mut ticks = tokio::time::interval(Duration::from_millis(250));
         let mut interrupted = false;
+        // The text shown of the model call under way, and how many calls began: an answer
+        // cut short is kept as far as it was shown.
+        let (mut shown, mut calls) = (String::new(), 0);
         let outcome = loop {
             tokio::select! {
                 event = stream.next() => {
                     waiting.event(event.as_ref().and_then(|e| e.as_ref().ok()));
                     match event {
                         Some(Ok(AgentEvent::Done(run))) => break Ok(*run),
-                        Some(Ok(e)) => out.event(&e),
+                        Some(Ok(e)) => {
+                            match &e {
+                                AgentEvent::Model(kite::Event::Start { .. }) => {
+                                    shown.clear();
+                                    calls += 1;
+                                }
+                                AgentEvent::Model(kite::Event::TextDelta { text, .. }) => {
+                                    shown.push_str(text)
+                                }
+                                _ => {}
+                            }
+                            out.event(&e)
+                        }
                         Some(Err(e)) => break Err(e),
                         None => break Err(Error::Cancelled.into()),
                     }
@@ -300,9 +315,21 @@ impl Session {
             }
             None => &[],
         };
+        let mut answers = answers.to_vec();
+        let cut = interrupted
+            || failed.is_some()
+            || run.is_some_and(|r| matches!(r.stop_reason(), Some(StopReason::Cancelled)));
+        let said = answers
+            .iter()
+            .filter(|m| m.role == kite::Role::Assistant)
+            .count();
+        if cut && calls > said && !shown.is_empty() {
+            answers.push(kite::Message::assistant(shown));
+            turn.cut_short = true;
+        }
         self.usage += turn.usage;
         self.last_usage = turn.usage;
-        if let Err(e) = self.thread.save(question, answers, turn).await {
+        if let Err(e) = self.thread.save(question, &answers, turn).await {
             errln!("kite: this turn could not be stored; the conversation keeps its earlier turns");
             return Err(e.into());
         }
@@ -317,11 +344,33 @@ impl Session {
             other => other?,
         };
         let answered = out.done(&run);
+        if answered && self.chosen.local {
+            self.say_if_ungrounded(&run);
+        }
         Ok(match run.stop_reason() {
             Some(StopReason::Cancelled) => Ended::Cancelled,
             _ if answered => Ended::Answered,
             _ => Ended::Stopped,
         })
+    }
+
+    /// Says when the local model answered without calling any of the tools it was offered:
+    /// what it said then is its own guess.
+    fn say_if_ungrounded(&self, run: &kite::Run) {
+        let offered = self.agent.tools().specs();
+        let called = run
+            .new_messages()
+            .iter()
+            .flat_map(|m| &m.parts)
+            .any(|p| matches!(p, kite::Part::ToolCall(_)));
+        if !offered.is_empty() && !called {
+            let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+            errln!(
+                "kite: the local model answered without calling a tool ({}), so the answer is \
+                 its own guess; --tool-choice required makes it call one first",
+                names.join(", ")
+            );
+        }
     }
 
     /// Ends the session: its MCP servers are closed.
@@ -362,7 +411,11 @@ fn agent(
     before: Option<&Agent>,
     skills: Option<&SkillRun>,
 ) -> Result<Agent, Error> {
-    let tool_choice = tool_choice(args);
+    // The small local model, given tools, is asked to call one first unless told
+    // otherwise: left to choose, it answers from guesswork.
+    let tool_choice = tool_choice(args).or_else(|| {
+        (chosen.local && (args.tools || !args.tool.is_empty())).then_some(ToolChoice::Required)
+    });
     let mut agent = Agent::shared(chosen.model.clone(), chosen.name.clone())
         .max_turns(args.max_turns.unwrap_or(10))
         .configure(|r| {

@@ -345,6 +345,36 @@ async fn without_a_key_the_local_model_makes_a_forced_tool_call_and_answers() {
 }
 
 #[tokio::test]
+async fn the_local_model_given_a_tool_calls_it_unless_told_otherwise_and_says_when_it_did_not() {
+    if !local_model_installed() {
+        return;
+    }
+    // No --tool-choice: it is asked to call one first.
+    let r = run(kite().args(["ask", "--tool", "now", "What time is it?"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("[tool] now({})"), "{}", r.stderr);
+    assert!(!r.stderr.contains("its own guess"), "{}", r.stderr);
+    // Left to choose, when it calls none, that is said.
+    let r = run(kite().args([
+        "ask",
+        "--tool",
+        "now",
+        "--tool-choice",
+        "auto",
+        "Say hello.",
+    ]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let called = r.stderr.contains("[tool] now(");
+    assert_eq!(
+        r.stderr.contains("answered without calling a tool (now)"),
+        !called,
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
 async fn anthropic_is_a_provider_too() {
     let server = ReplayServer::start(vec![Reply::sse(fixture(
         "anthropic/messages/stream-text/response.sse",

@@ -346,6 +346,31 @@ async fn a_stream_past_the_grace_ends_with_an_error_in_its_apis_way() {
 }
 
 #[tokio::test]
+async fn the_local_model_in_the_gateway_calls_the_tool_it_is_given() {
+    let Some(model) = common::local_model() else {
+        return;
+    };
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("KITE_LOCAL_MODEL", &model)
+            .args(["--tool", "now"]),
+    );
+    let said = reqwest::Client::new()
+        .post(format!("{}/api/chat", served.site()))
+        .bearer_auth(served.key())
+        .json(&json!({"conversation": null, "model": "local", "text": "What time is it?"}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(said.contains("event: tool_call"), "{said}");
+    assert!(said.contains(r#""name":"now""#), "{said}");
+}
+
+#[tokio::test]
 async fn with_no_key_set_it_serves_the_local_model() {
     let Some(served) = common::serve::serve_local() else {
         return;

@@ -35,6 +35,9 @@ pub(crate) fn agent(
     mut request: Request,
 ) -> Result<(Agent, Option<Box<dyn RequestKit>>), Error> {
     let mut first = route.instructions.clone();
+    if request.tool_choice.is_none() {
+        request.tool_choice = route.tool_choice.clone();
+    }
     let (tools, kit) = match &route.kit {
         Some(make) => {
             let kit = make().map_err(|e| Error::other(std::io::Error::other(e)))?;

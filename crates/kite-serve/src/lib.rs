@@ -71,6 +71,9 @@ pub struct Route {
     pub kit: Option<KitMaker>,
     /// How many model calls one request may make when the gateway runs the route's tools.
     pub max_turns: u32,
+    /// The tool choice when the gateway runs the route's tools and the client sets none
+    /// (the small local model is asked to call one first, or it answers from guesswork).
+    pub tool_choice: Option<kite_core::ToolChoice>,
 }
 
 impl Route {
@@ -89,6 +92,7 @@ impl Route {
             instructions: None,
             kit: None,
             max_turns: agentic::MAX_TURNS,
+            tool_choice: None,
         }
     }
 
