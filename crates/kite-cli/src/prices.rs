@@ -13,10 +13,22 @@ pub(crate) enum PricesCommand {
     /// Say where the prices in use come from and what a call of MODEL costs per million
     /// tokens in and out.
     Show {
-        /// The provider (openai, anthropic, mistral, openrouter, groq, ...).
+        /// The provider (openai, anthropic, mistral, openrouter, groq, local, ...).
         provider: String,
         /// The model's name.
         model: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the models the table prices (of PROVIDER alone, when given), per million
+    /// tokens in and out.
+    List {
+        /// The provider.
+        provider: Option<String>,
+        /// One JSON object per model.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -59,8 +71,14 @@ pub(crate) fn run(cmd: PricesCommand) -> Result<(), ExitCode> {
             );
             Ok(())
         }
-        PricesCommand::Show { provider, model } => {
+        PricesCommand::Show {
+            provider,
+            model,
+            json,
+        } => {
             let table: &PriceTable = kite::prices::load(&dir).map_err(fail)?;
+            // The local model runs here: it costs nothing.
+            let local = matches!(provider.as_str(), "local" | "kite_local");
             // Priced on a thousand tokens (below any tier), then scaled; the input and
             // output parts alone, without any per-request fee.
             let usage = kite::Usage {
@@ -68,25 +86,80 @@ pub(crate) fn run(cmd: PricesCommand) -> Result<(), ExitCode> {
                 output_tokens: 1000,
                 ..kite::Usage::default()
             };
-            let cost = table.cost(
-                kite::prices::provider_id(&provider),
-                &model,
-                &usage,
-                std::time::SystemTime::now(),
-            );
-            match cost.map(|c| (c.input * 1000.0, c.output * 1000.0)) {
-                Some((i, o)) => {
-                    outln!(
-                        "{provider} {model}: ${i:.4} per million tokens in, ${o:.4} out ({})",
-                        table.source
-                    );
-                    Ok(())
-                }
-                _ => Err(fail(format!(
-                    "{} has no price for {provider} {model}",
+            let cost = match local {
+                true => Some((0.0, 0.0)),
+                false => table
+                    .cost(
+                        kite::prices::provider_id(&provider),
+                        &model,
+                        &usage,
+                        std::time::SystemTime::now(),
+                    )
+                    .map(|c| (c.input * 1000.0, c.output * 1000.0)),
+            };
+            let source = match local {
+                true => "the local model runs on this machine",
+                false => table.source.as_str(),
+            };
+            let Some((i, o)) = cost else {
+                return Err(fail(format!(
+                    "{} has no price for {provider} {model} (`kite prices list {provider}` \
+                     shows the models it prices)",
                     table.source
-                ))),
+                )));
+            };
+            match json {
+                false if local => outln!("{provider} {model} costs nothing: {source}"),
+                true => outln!(
+                    "{}",
+                    serde_json::json!({"provider": provider, "model": model,
+                        "input_per_million": i, "output_per_million": o, "source": source})
+                ),
+                false => outln!(
+                    "{provider} {model}: ${i:.4} per million tokens in, ${o:.4} out ({source})"
+                ),
             }
+            Ok(())
+        }
+        PricesCommand::List { provider, json } => {
+            let table: &PriceTable = kite::prices::load(&dir).map_err(fail)?;
+            let id = provider.as_deref().map(kite::prices::provider_id);
+            let listed = table.list(id, std::time::SystemTime::now());
+            if listed.is_empty() {
+                return Err(fail(format!(
+                    "{} prices no model of {}",
+                    table.source,
+                    provider.as_deref().unwrap_or("any provider")
+                )));
+            }
+            for l in &listed {
+                match (json, l.per_million) {
+                    (true, p) => outln!(
+                        "{}",
+                        serde_json::json!({"provider": l.provider, "model": l.model,
+                            "input_per_million": p.map(|p| p.0),
+                            "output_per_million": p.map(|p| p.1)})
+                    ),
+                    (false, Some((i, o))) => {
+                        outln!(
+                            "{:<12} {:<48} ${i:>9.4} in  ${o:>9.4} out",
+                            l.provider,
+                            l.model
+                        )
+                    }
+                    (false, None) => {
+                        outln!("{:<12} {:<48} (no price holds now)", l.provider, l.model)
+                    }
+                }
+            }
+            if !json {
+                errln!(
+                    "kite: {} models, per million tokens ({})",
+                    listed.len(),
+                    table.source
+                );
+            }
+            Ok(())
         }
     }
 }

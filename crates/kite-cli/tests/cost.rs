@@ -125,6 +125,40 @@ async fn prices_show_gives_a_models_rates_and_fails_on_an_unknown_one() {
         "{}",
         r.stderr
     );
+    // The local model costs nothing, as the README says.
+    let r = run(kite().args(["prices", "show", "local", "smollm2"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("costs nothing"), "{}", r.stdout);
+    // For scripts: JSON.
+    let r = run(kite().args(["prices", "show", "openai", "gpt-4o", "--json"])).await;
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        (
+            v["input_per_million"].as_f64(),
+            v["output_per_million"].as_f64()
+        ),
+        (Some(2.5), Some(10.0))
+    );
+}
+
+#[tokio::test]
+async fn prices_list_gives_every_model_of_a_provider() {
+    let r = run(kite().args(["prices", "list", "openai", "--json"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let models: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(models.len() > 20, "{}", models.len());
+    assert!(models.iter().all(|m| m["provider"] == "openai"));
+    let gpt = models.iter().find(|m| m["model"] == "gpt-4o").unwrap();
+    assert_eq!(gpt["input_per_million"], 2.5);
+    let r = run(kite().args(["prices", "list"])).await;
+    assert!(r.stdout.lines().count() > 100, "{}", r.stderr);
+    assert!(r.stdout.contains("anthropic"), "{}", r.stdout);
+    let r = run(kite().args(["prices", "list", "no-such-provider"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
 }
 
 /// A wheel named like genai-prices' holding `data` as its `data.py`.

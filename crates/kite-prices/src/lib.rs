@@ -25,7 +25,7 @@
 mod table;
 mod update;
 
-pub use table::{Cost, Error, PriceTable};
+pub use table::{Cost, Error, Listed, PriceTable};
 pub use update::{load, update};
 
 use kite_core::Usage;

@@ -170,6 +170,17 @@ impl Price {
     }
 }
 
+/// One model of a [`PriceTable`], as [`PriceTable::list`] gives it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Listed {
+    /// The provider's `genai-prices` id.
+    pub provider: String,
+    /// The model's id.
+    pub model: String,
+    /// Dollars per million tokens in and out, when a price holds now.
+    pub per_million: Option<(f64, f64)>,
+}
+
 /// What a call cost, in US dollars.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Cost {
@@ -254,6 +265,30 @@ impl PriceTable {
     /// How many models it prices.
     pub fn models(&self) -> usize {
         self.providers.iter().map(|p| p.models.len()).sum()
+    }
+
+    /// Every model it prices (of `provider` alone, when given), as (provider id, model id,
+    /// dollars per million tokens in and out at `at`, below any tier).
+    pub fn list(&self, provider: Option<&str>, at: SystemTime) -> Vec<Listed> {
+        let usage = Usage {
+            input_tokens: 1000,
+            output_tokens: 1000,
+            ..Usage::default()
+        };
+        self.providers
+            .iter()
+            .filter(|p| provider.is_none_or(|id| p.id == id))
+            .flat_map(|p| {
+                p.models.iter().map(|m| {
+                    let cost = self.cost(&p.id, &m.id, &usage, at);
+                    Listed {
+                        provider: p.id.clone(),
+                        model: m.id.clone(),
+                        per_million: cost.map(|c| (c.input * 1000.0, c.output * 1000.0)),
+                    }
+                })
+            })
+            .collect()
     }
 
     /// The provider: by id, else whose API is at `api_url`, else whose models' names look
