@@ -90,7 +90,8 @@ enum Command {
     /// reading them): until then kite does not use them, since they can start programs and
     /// send keys elsewhere.
     Trust(trust::TrustArgs),
-    /// Serve an OpenAI-compatible endpoint in front of the chosen model.
+    /// Serve a web chat, and a gateway that speaks OpenAI's Chat Completions and Responses
+    /// and Anthropic's Messages, in front of the chosen model or the routes of [serve].
     Serve(Box<serve::ServeArgs>),
     /// List, show and validate Agent Skills.
     #[command(subcommand)]

@@ -169,6 +169,17 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     let mut gateway = Gateway::new(routes, catch_all)
         .pricer(crate::prices::pricer())
         .secrets(crate::logging::secrets());
+    // A server named by --base-url alone: every name goes to it, and its own list is what
+    // clients see of them.
+    if let (true, Some(url), None, None) = (
+        catch_all,
+        &session.at.base_url,
+        &session.model,
+        &session.provider,
+    ) && !session.local
+    {
+        gateway = gateway.listed(upstream_models(url, &session, &loaded.config.http).await);
+    }
     if let Some(token) = &token {
         gateway = gateway.token(token);
     }
@@ -461,6 +472,43 @@ fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Result<(), Str
         }
     }
     Ok(())
+}
+
+/// The models the server at `url` lists, for `GET /v1/models`; none (said on stderr) when
+/// it lists none, so the route's name is listed instead.
+async fn upstream_models(
+    url: &str,
+    session: &SessionArgs,
+    http: &crate::config::HttpConfig,
+) -> Vec<String> {
+    let listing = async {
+        let endpoint = session.at.endpoint(http)?;
+        let m = kite::OpenAiCompatible::new(url, kite::wire::openai_chat::Dialect::Compatible);
+        crate::endpoint::compatible(m, &endpoint)?
+            .list_models()
+            .await
+    };
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(10), listing)
+        .await
+        .unwrap_or_else(|_| Err(kite::Error::Config("no answer within 10 s".into())));
+    match listed {
+        Ok(names) if !names.is_empty() => {
+            errln!(
+                "kite: every model name goes to {url}; /v1/models lists its {}",
+                names.len()
+            );
+            names
+        }
+        Ok(_) | Err(_) => {
+            let why = listed.err().map(|e| e.to_string());
+            errln!(
+                "kite: every model name goes to {url} as the client gives it; /v1/models lists \
+                 only `default` ({})",
+                why.as_deref().unwrap_or("the server lists no models")
+            );
+            Vec::new()
+        }
+    }
 }
 
 /// The small local model, given tools, is asked to call one first unless the client says

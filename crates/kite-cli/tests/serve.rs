@@ -370,6 +370,61 @@ async fn the_local_model_in_the_gateway_calls_the_tool_it_is_given() {
     assert!(said.contains(r#""name":"now""#), "{said}");
 }
 
+// Two workers: the upstream answers kite's listing while `start` waits for kite to say
+// where it serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_named_alone_has_its_own_models_listed() {
+    let upstream = ReplayServer::start(vec![
+        Reply::json(
+            200,
+            r#"{"object": "list", "data": [{"id": "llama-3.2-1b"}, {"id": "qwen3-4b"}]}"#,
+        ),
+        answer("From qwen.", 1),
+    ])
+    .await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .arg("--base-url")
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    assert!(
+        served.said.contains("/v1/models lists its 2"),
+        "{}",
+        served.said
+    );
+    let client = reqwest::Client::new();
+    let models: Value = client
+        .get(format!("{}/models", served.base))
+        .bearer_auth(served.key())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["llama-3.2-1b", "qwen3-4b"]);
+    let answer: Value = client
+        .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(served.key())
+        .json(&json!({"model": "qwen3-4b", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["choices"][0]["message"]["content"], "From qwen.");
+    let sent: Value = serde_json::from_slice(&upstream.requests()[1].body).unwrap();
+    assert_eq!(sent["model"], "qwen3-4b");
+}
+
 #[tokio::test]
 async fn with_no_key_set_it_serves_the_local_model() {
     let Some(served) = common::serve::serve_local() else {

@@ -37,10 +37,13 @@ pub(crate) fn now() -> u64 {
 }
 
 pub(crate) async fn models(State(gw): State<Arc<Gateway>>) -> Response {
-    let data: Vec<Value> = gw
-        .routes
+    let names: Vec<&str> = match gw.listed.is_empty() {
+        true => gw.names().collect(),
+        false => gw.listed.iter().map(String::as_str).collect(),
+    };
+    let data: Vec<Value> = names
         .iter()
-        .map(|r| json!({"id": r.name, "object": "model", "created": 0, "owned_by": "kite"}))
+        .map(|name| json!({"id": name, "object": "model", "created": 0, "owned_by": "kite"}))
         .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }

@@ -123,6 +123,8 @@ pub struct Gateway {
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// What no answer may carry to a client (the upstreams' keys): hidden as it streams.
     pub(crate) secrets: Vec<String>,
+    /// With `catch_all`, the names `GET /v1/models` lists (the upstream's own), when known.
+    pub(crate) listed: Vec<String>,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -163,7 +165,15 @@ impl Gateway {
             stop: tokio_util::sync::CancellationToken::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
             secrets: Vec::new(),
+            listed: Vec::new(),
         }
+    }
+
+    /// The model names `GET /v1/models` lists when every name goes to the first route (the
+    /// upstream's own list, say), in place of the route's name.
+    pub fn listed(mut self, names: Vec<String>) -> Self {
+        self.listed = names;
+        self
     }
 
     /// Hides `secrets` (the upstreams' own keys, say) in every answer before it reaches a

@@ -90,6 +90,9 @@ pub(crate) fn start(cmd: &mut std::process::Command) -> Served {
             token = Some(t.to_owned());
             continue;
         }
+        if !line.starts_with("kite: serving ") {
+            continue;
+        }
         let base = url.to_owned();
         return Served {
             child,
