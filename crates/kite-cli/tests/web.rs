@@ -353,3 +353,51 @@ async fn with_keys_the_page_asks_for_one_and_refuses_a_wrong_one() {
     c.close().await.unwrap();
     assert_eq!(upstream.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn the_web_chat_renders_tables_as_the_terminal_does() {
+    let text = "Results:\n\n| Name | Score |\n|:-----|------:|\n| **ada** | 12 |\n| <b>bob</b> | 7 |\n\nDone.";
+    let upstream = ReplayServer::start(vec![answer(text, 1)]).await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args([
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-5-nano",
+                "--base-url",
+            ])
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let driver = driver().await;
+    let c = browser(&driver).await;
+    c.goto(&served.page()).await.unwrap();
+    wait_for(&c, "body[data-state='idle']").await;
+    ask(&c, "Scores?").await;
+    wait_for(&c, ".message.assistant .content table").await;
+    wait_for(&c, "body[data-state='idle']").await;
+    let cell = |css: &'static str| {
+        let c = c.clone();
+        async move {
+            c.find(Locator::Css(css))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(cell(".content table th:nth-child(2)").await, "Score");
+    assert_eq!(cell(".content table tbody tr:first-child td").await, "ada");
+    // Escaped first: markup in a cell is text.
+    assert_eq!(
+        cell(".content table tbody tr:nth-child(2) td").await,
+        "<b>bob</b>"
+    );
+    assert_eq!(count(&c, ".content table td.align-right").await, 2);
+    assert_eq!(count(&c, ".content table strong").await, 1);
+    shot(&c, "9-table").await;
+    c.close().await.unwrap();
+}

@@ -27,7 +27,34 @@ function el(tag, cls, text) {
 const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const FENCE = /^\s*```+\s*([^\s`]*)/, FENCE_END = /^\s*```+\s*$/, HEADING = /^\s*(#{1,6})\s+(.*)$/;
 const HR = /^\s*([-*_])(\s*\1){2,}\s*$/, QUOTE = /^\s*&gt; ?(.*)$/, LIST = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/;
+const DELIMITER = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
 const starts = (line) => [FENCE, HEADING, HR, QUOTE, LIST].some((re) => re.test(line));
+// A table: a row of cells, then the row of dashes under it.
+const tableAt = (lines, i) => lines[i].includes('|') && i + 1 < lines.length && DELIMITER.test(lines[i + 1]);
+// At most this many columns; more are joined into the last.
+const MAX_COLUMNS = 64;
+
+function cells(line) {
+  let row = line.trim();
+  if (row.startsWith('|')) row = row.slice(1);
+  if (row.endsWith('|')) row = row.slice(0, -1);
+  const all = row.split('|').map((c) => c.trim());
+  return all.length > MAX_COLUMNS ? [...all.slice(0, MAX_COLUMNS - 1), all.slice(MAX_COLUMNS - 1).join(' | ')] : all;
+}
+
+function table(lines, i) {
+  const head = cells(lines[i]);
+  const align = cells(lines[i + 1]).map((d) => (d.endsWith(':') ? (d.startsWith(':') ? 'center' : 'right') : ''));
+  const cell = (tag, text, n) => `<${tag}${align[n] ? ` class="align-${align[n]}"` : ''}>${inline(text || '')}</${tag}>`;
+  const rows = [];
+  for (i += 2; i < lines.length && lines[i].trim() && lines[i].includes('|'); i++) {
+    const row = cells(lines[i]);
+    rows.push(`<tr>${head.map((_, n) => cell('td', row[n], n)).join('')}</tr>`);
+  }
+  const html = `<table><thead><tr>${head.map((h, n) => cell('th', h, n)).join('')}</tr></thead>`
+    + `<tbody>${rows.join('')}</tbody></table>`;
+  return [html, i];
+}
 
 function md(src) {
   const safe = String(src).replace(/[\u0000-\u0002]/g, '').replace(/[&<>"']/g, (c) => ESC[c]);
@@ -49,6 +76,10 @@ function blocks(lines, depth) {
       out.push(`<pre><code${lang ? ` class="language-${lang}"` : ''}>${code.join('\n')}</code></pre>`);
     } else if (!line.trim()) {
       i++;
+    } else if (tableAt(lines, i)) {
+      const [html, next] = table(lines, i);
+      out.push(html);
+      i = next;
     } else if ((m = HEADING.exec(line))) {
       const n = m[1].length;
       out.push(`<h${n}>${inline(m[2])}</h${n}>`);
@@ -73,7 +104,8 @@ function blocks(lines, depth) {
       out.push(`<${tag}${start}>${items.map((t) => `<li>${inline(t)}</li>`).join('')}</${tag}>`);
     } else {
       const para = [];
-      do para.push(lines[i++].trim()); while (i < lines.length && lines[i].trim() && !starts(lines[i]));
+      do para.push(lines[i++].trim());
+      while (i < lines.length && lines[i].trim() && !starts(lines[i]) && !tableAt(lines, i));
       out.push(`<p>${para.map(inline).join('<br>')}</p>`);
     }
   }
