@@ -66,6 +66,9 @@ pub(crate) struct State<C> {
     /// Set once a command took the workspace past its quota: the run refuses further
     /// commands and writes.
     full: std::sync::atomic::AtomicBool,
+    /// Held while a command runs: one at a time, so that none changes the workspace under
+    /// another's start (its mount points) or its measure.
+    pub(crate) one_command: tokio::sync::Mutex<()>,
 }
 
 impl<C: Send + Sync + 'static> SkillRun<C> {
@@ -83,7 +86,9 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
         let (workspace, temp) = match options.workspace {
             Some(dir) => {
                 std::fs::create_dir_all(&dir)?;
-                (dir.canonicalize()?, None)
+                let dir = dir.canonicalize()?;
+                refuse_roots(&dir)?;
+                (dir, None)
             }
             None => {
                 use std::os::unix::fs::PermissionsExt;
@@ -116,6 +121,7 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
                 probe,
                 owner,
                 full: std::sync::atomic::AtomicBool::new(false),
+                one_command: tokio::sync::Mutex::new(()),
             }),
         })
     }
@@ -208,10 +214,13 @@ impl<C> State<C> {
         }
     }
 
-    /// Marks the workspace as past its quota and frees what it held.
+    /// Marks the workspace as past its quota and, when it is kite's own, frees what it
+    /// held (a workspace the program gave is left as it is).
     fn overflowed(&self) {
         self.full.store(true, std::sync::atomic::Ordering::Relaxed);
-        sandbox::empty(&self.workspace);
+        if self._temp.is_some() {
+            sandbox::empty(&self.workspace);
+        }
     }
 
     /// Marks a skill file as given in full; false when it was already.
@@ -219,6 +228,20 @@ impl<C> State<C> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         loaded.insert(key.to_owned())
     }
+}
+
+/// As root, a workspace a program gives must belong to an unprivileged user, whose id the
+/// commands then run as: kite gives away only the folders it makes.
+fn refuse_roots(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if sandbox::is_root() && dir.metadata()?.uid() == 0 {
+        return Err(std::io::Error::other(format!(
+            "{}: as root, kite runs commands as the workspace's owner, and this one is root's; \
+             give a folder an unprivileged user owns, or none (kite makes one)",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

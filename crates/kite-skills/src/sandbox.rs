@@ -25,7 +25,7 @@ mod quota;
 use bwrap::Prepared;
 
 pub use identity::Id;
-pub(crate) use identity::for_workspace;
+pub(crate) use identity::{for_workspace, is_root};
 pub(crate) use quota::empty;
 pub use quota::{MAX_ENTRIES, Over};
 
@@ -55,7 +55,8 @@ pub struct SandboxOptions {
     /// kite can make one), or each of them (an address-space rlimit, elsewhere). Its
     /// `/tmp` is memory too.
     pub max_memory: Option<u64>,
-    /// The size of the sandbox's `/tmp`, which lives in the host's memory.
+    /// The size of the sandbox's `/tmp`, and of its `/dev/shm`: each lives in the host's
+    /// memory.
     pub max_tmp: Option<u64>,
     /// The most the workspace may hold on disk (also the largest file a command may
     /// write). It is measured while a command runs and after: past it the command is
@@ -116,7 +117,8 @@ pub enum SandboxError {
     /// No sandbox could be started, and running without one was not allowed.
     #[error(
         "scripts are not run without a sandbox, and bubblewrap could not start one here \
-         ({0}). Install bubblewrap (Debian and Ubuntu: apt install bubblewrap), or, only for \
+         ({0}). Install bubblewrap 0.8 or later (Debian and Ubuntu: apt install bubblewrap), \
+         or, only for \
          skills you trust completely, allow running them unconfined \
          (--dangerously-run-scripts-unsandboxed, or SandboxOptions::dangerously_unsandboxed)"
     )]
@@ -165,12 +167,12 @@ pub async fn run(
         options.max_memory,
         options.max_workspace,
     );
-    let bounds = limits.for_child();
     // The folders stay open until bubblewrap has started with them.
     let mut prepared = None;
     let (mut cmd, home) = match sandbox {
         Ok(()) => {
             let p = prepared.insert(Prepared::new(workspace, skills).map_err(SandboxError::Spawn)?);
+            let bounds = limits.for_child(p.own_id());
             let mut cmd = p
                 .command(options, Some(bounds))
                 .map_err(SandboxError::Spawn)?;
@@ -182,6 +184,7 @@ pub async fn run(
             link_skills(workspace, skills);
             let mut cmd = Command::new("/bin/sh");
             cmd.args(["-c", command]).current_dir(workspace);
+            let bounds = limits.for_child(false);
             // SAFETY: the closure only calls write(2) and setrlimit(2) (`ChildLimits`).
             unsafe {
                 cmd.pre_exec(move || bounds.apply());
@@ -231,7 +234,8 @@ pub async fn run(
     {
         stopped = measure(workspace, max).await.map(Stopped::WorkspaceFull);
     }
-    drop(limits);
+    // Removing the cgroup may wait for the kernel to reap the command's processes.
+    let _ = tokio::task::spawn_blocking(move || drop(limits)).await;
     stdout.truncate(cap);
     stderr.truncate(cap.saturating_sub(stdout.len()));
     Ok(Outcome {

@@ -417,23 +417,34 @@ async fn tmp_has_a_size() {
         max_tmp: Some(8 << 20),
         ..SandboxOptions::default()
     };
+    for tmp in ["/tmp", "/dev/shm"] {
+        let (out, _ws) = sandboxed(
+            &format!("dd if=/dev/zero of={tmp}/big bs=1M count=64 2>&1; du -m {tmp}/big"),
+            options.clone(),
+        )
+        .await;
+        let shown = text(&out);
+        assert!(shown.contains("No space left on device"), "{tmp}: {shown}");
+        let mib: u64 = shown
+            .lines()
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(mib <= 8, "{tmp}: {shown}");
+    }
+    // Nothing else in /dev takes a file; its devices still work.
     let (out, _ws) = sandboxed(
-        "dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1; du -m /tmp/big",
+        "echo x > /dev/null && echo null-ok; echo x > /dev/filler 2>&1",
         options,
     )
     .await;
     let shown = text(&out);
-    assert!(shown.contains("No space left on device"), "{shown}");
-    let mib: u64 = shown
-        .lines()
-        .last()
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(mib <= 8, "{shown}");
+    assert!(shown.contains("null-ok"), "{shown}");
+    assert!(shown.contains("Read-only file system"), "{shown}");
 }
 
 #[tokio::test]
@@ -597,10 +608,12 @@ fn the_sandbox_holds_for_an_ordinary_user_too() {
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
+        // One at a time: an ordinary user's sandboxes share one process count (no cgroup),
+        // and the fork bomb would take the others' share.
         .args([
             "--skip",
             "the_sandbox_holds_for_an_ordinary_user_too",
-            "--test-threads=2",
+            "--test-threads=1",
         ])
         .env("KITE_TEST_SKILLS", &skills)
         .env("HOME", dir.path())
@@ -631,4 +644,41 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
     }
+}
+
+#[tokio::test]
+async fn a_link_a_command_leaves_in_place_of_the_mount_points_leads_nowhere() {
+    let outside = tempfile::tempdir().unwrap();
+    let mut set = SkillSet::new();
+    set.add(Skill::load_dir(&valid("word-count")).unwrap())
+        .unwrap();
+    let run = SkillRun::new(Arc::new(set), RunOptions::default()).unwrap();
+    let swap = format!(
+        "rm -rf skills; ln -s {o} skills; echo swapped",
+        o = outside.path().display()
+    );
+    // Several at once: one at a time they run, and none leads kite out.
+    let calls = (0..4).map(|i| {
+        let command = match i % 2 {
+            0 => swap.clone(),
+            _ => "cat skills/word-count/SKILL.md | head -2".to_owned(),
+        };
+        let run = run.clone();
+        async move { call(&run, "bash", json!({ "command": command })).await }
+    });
+    for (said, _) in futures_util::future::join_all(calls).await {
+        assert!(!said.contains("No such file"), "{said}");
+    }
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "something was made through the link"
+    );
+    let (said, err) = call(
+        &run,
+        "bash",
+        json!({"command": "head -2 skills/word-count/SKILL.md"}),
+    )
+    .await;
+    assert!(!err && said.contains("name: word-count"), "{said}");
 }

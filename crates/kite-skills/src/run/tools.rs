@@ -309,6 +309,8 @@ async fn bash<C>(
     if command.trim().is_empty() {
         return Err(ToolError::model("the command is empty"));
     }
+    // One command at a time in a run.
+    let _one = state.one_command.lock().await;
     state.check_room().map_err(ToolError::model)?;
     let mounts: Vec<(String, PathBuf)> = state
         .set

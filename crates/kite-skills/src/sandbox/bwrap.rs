@@ -1,7 +1,7 @@
 //! bubblewrap's command line for one command, and what must be ready before it starts:
 //! the id it runs as, the mount points in the workspace, and the folders it mounts, open.
 
-use super::identity::{self, Id, hand_over};
+use super::identity::{self, Id};
 use super::{SandboxOptions, limits};
 use std::path::{Path, PathBuf};
 use tokio::process::Command;
@@ -33,6 +33,12 @@ impl Prepared {
                 .map(|(name, dir)| Ok((name.clone(), open(dir)?)))
                 .collect::<std::io::Result<_>>()?,
         })
+    }
+
+    /// Whether the command runs as an id of kite's own (as root), whose every process is
+    /// the command's.
+    pub(super) fn own_id(&self) -> bool {
+        self.id.is_some_and(|id| id.is_kites())
     }
 
     /// bubblewrap, set up as the module doc says, with `bounds` applied to it before it
@@ -83,10 +89,15 @@ impl Prepared {
             cmd.args(["--ro-bind-try", file, file]);
         }
         cmd.args(["--proc", "/proc", "--dev", "/dev"]);
-        if let Some(size) = options.max_tmp {
-            cmd.arg("--size").arg(size.to_string());
+        // /tmp and /dev/shm live in memory: each has the size of the sandbox's /tmp, and
+        // nothing else in /dev can be written (its devices still can).
+        for tmp in ["/dev/shm", "/tmp"] {
+            if let Some(size) = options.max_tmp {
+                cmd.arg("--size").arg(size.to_string());
+            }
+            cmd.args(["--tmpfs", tmp]);
         }
-        cmd.args(["--tmpfs", "/tmp"]);
+        cmd.args(["--remount-ro", "/dev"]);
         let mut fds = [-1; 64];
         let ws = self.workspace.as_raw_fd();
         fds[0] = ws;
@@ -152,23 +163,36 @@ fn resolve(program: &Path) -> PathBuf {
 
 /// Makes `skills/` and `skills/NAME` in the workspace real folders, for bubblewrap to mount
 /// the skills on: a link or file an earlier command left there in their place is removed
-/// first, so that bubblewrap never follows it out of the workspace.
+/// first, so that bubblewrap never follows it out of the workspace. Every step is taken
+/// relative to the workspace's own handle and never through a link (cap-std), so a
+/// command that swaps in a link meanwhile cannot lead kite, as root, anywhere else.
 fn mount_points(
     workspace: &Path,
     skills: &[(String, PathBuf)],
     id: Option<Id>,
 ) -> std::io::Result<()> {
-    let real_dir = |path: &Path| -> std::io::Result<()> {
-        match std::fs::symlink_metadata(path) {
+    use cap_std::fs::{Dir, DirBuilder, DirBuilderExt as _, OpenOptions, OpenOptionsExt as _};
+    let ws = Dir::open_ambient_dir(workspace, cap_std::ambient_authority())?;
+    let real_dir = |rel: &Path| -> std::io::Result<()> {
+        match ws.symlink_metadata(rel) {
             Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => std::fs::remove_file(path)?,
+            Ok(_) => ws.remove_file(rel)?,
             Err(_) => {}
         }
-        std::fs::create_dir(path)?;
-        hand_over(path, id)
+        ws.create_dir_with(rel, DirBuilder::new().mode(0o700))?;
+        if let Some(id) = id {
+            let made = ws.open_with(
+                rel,
+                OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW),
+            )?;
+            std::os::unix::fs::fchown(&made, Some(id.uid), Some(id.gid))?;
+        }
+        Ok(())
     };
-    let dir = workspace.join("skills");
-    real_dir(&dir)?;
+    let dir = Path::new("skills");
+    real_dir(dir)?;
     for (name, _) in skills {
         real_dir(&dir.join(name))?;
     }

@@ -1,16 +1,17 @@
 //! Who a command runs as. As an ordinary user, as that user: bubblewrap's user namespace
 //! leaves it no capability outside. As root, never as root: each workspace belongs to an
-//! unprivileged uid and gid of its own (picked at random from a range no account uses, or
-//! the workspace's owner when it is not root), and commands run as that id, so that a
-//! script keeps no privilege on the host whatever it does inside.
+//! unprivileged uid and gid of its own (picked at random from a range no account, container
+//! or systemd allocation uses, or the workspace's owner when it is not root), and commands
+//! run as that id, so that a script keeps no privilege on the host whatever it does inside.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// The ids a workspace is given: from 2^30 up, above the ranges accounts and subordinate
-/// ids use.
-const FIRST: u32 = 1 << 30;
-const COUNT: u32 = 1 << 29;
+/// The ids a workspace is given: 0x70000000 and the 2^26 after it, above the ranges of
+/// accounts, subordinate ids and systemd's containers (which end below 0x70000000), and
+/// below 2^31, which some tools take for negative.
+const FIRST: u32 = 0x7000_0000;
+const COUNT: u32 = 1 << 26;
 
 /// A uid and gid commands run as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +22,13 @@ pub struct Id {
     pub gid: u32,
 }
 
+impl Id {
+    /// Whether it is one of the ids kite gives workspaces (no account's).
+    pub fn is_kites(&self) -> bool {
+        self.uid.wrapping_sub(FIRST) < COUNT && self.gid == self.uid
+    }
+}
+
 /// Whether kite runs as root.
 pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid(2) has no preconditions and cannot fail.
@@ -28,17 +36,22 @@ pub(crate) fn is_root() -> bool {
 }
 
 /// The id commands in `workspace` run as: `None` when kite is not root (they run as
-/// kite's user). As root, the workspace's owner; a workspace that root owns is first
-/// given to a fresh id (the folder only: files root put in it stay root's).
+/// kite's user). As root, the workspace's owner (with its own id as its group when the
+/// folder's group is root's); a workspace that root owns is first given to a fresh id (the
+/// folder only: files root put in it stay root's).
 pub(crate) fn for_workspace(workspace: &Path) -> std::io::Result<Option<Id>> {
     if !is_root() {
         return Ok(None);
     }
     let meta = std::fs::symlink_metadata(workspace)?;
-    if meta.uid() != 0 && meta.gid() != 0 {
+    if meta.uid() != 0 {
+        let gid = match meta.gid() {
+            0 => meta.uid(),
+            gid => gid,
+        };
         return Ok(Some(Id {
             uid: meta.uid(),
-            gid: meta.gid(),
+            gid,
         }));
     }
     let id = fresh()?;
@@ -71,13 +84,5 @@ pub(super) fn become_id(id: Id) -> std::io::Result<()> {
     match ok {
         true => Ok(()),
         false => Err(std::io::Error::last_os_error()),
-    }
-}
-
-/// Gives `path`, which kite made in a workspace of `id`'s, to `id`.
-pub(super) fn hand_over(path: &Path, id: Option<Id>) -> std::io::Result<()> {
-    match id {
-        Some(id) => std::os::unix::fs::lchown(path, Some(id.uid), Some(id.gid)),
-        None => Ok(()),
     }
 }

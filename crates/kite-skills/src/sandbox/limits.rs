@@ -1,8 +1,8 @@
 //! What bounds a command's resources beyond its time: a cgroup of its own where kite may
 //! make one (as root, or where the hierarchy is delegated), capping its processes and their
-//! memory together; where no memory cgroup can be had, an address-space rlimit on each
-//! process instead. Every command also gets a file-size rlimit (no file past the
-//! workspace's quota) and no core dumps.
+//! memory together; where no such cgroup can be had, rlimits instead: an address-space one
+//! on each process, and a process-count one (per user: see `for_child`). Every command
+//! also gets a file-size rlimit (no file past the workspace's quota) and no core dumps.
 //!
 //! The cgroup is made below kite's own (so the command stays inside whatever bounds kite),
 //! in cgroup v1's `pids` and `memory` hierarchies or in the v2 one.
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// on itself between fork and exec.
 pub(super) struct Limits {
     groups: Vec<Group>,
-    /// The address-space rlimit, when no memory cgroup could be made.
-    address_space: Option<u64>,
+    memory: Option<u64>,
+    processes: Option<u32>,
     /// The file-size rlimit.
     file_size: Option<u64>,
 }
@@ -28,6 +28,8 @@ struct Group {
     procs: File,
     /// Whether its memory is capped here (its OOM kills are then counted).
     memory: bool,
+    /// Whether its processes are capped here.
+    pids: bool,
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -37,11 +39,11 @@ impl Limits {
     /// them, and no file larger than `file_size` bytes.
     pub(super) fn new(processes: Option<u32>, memory: Option<u64>, file_size: Option<u64>) -> Self {
         let mut groups = Vec::new();
-        let mut memory_capped = memory.is_none();
         match hierarchy() {
             Hierarchy::V1 => {
                 if let Some(max) = processes {
-                    groups.extend(Group::make("pids", &[("pids.max", max.to_string())], false));
+                    let settings = [("pids.max", max.to_string())];
+                    groups.extend(Group::make("pids", &settings, false, true));
                 }
                 if let Some(max) = memory {
                     let settings = [
@@ -49,44 +51,61 @@ impl Limits {
                         // No swap beyond the memory: optional, as swap accounting may be off.
                         ("?memory.memsw.limit_in_bytes", max.to_string()),
                     ];
-                    let made = Group::make("memory", &settings, true);
-                    memory_capped = made.is_some();
-                    groups.extend(made);
+                    groups.extend(Group::make("memory", &settings, true, false));
                 }
             }
             Hierarchy::V2 => {
+                // Only the controllers enabled where the cgroup is made: one refused does
+                // not take the other's cap with it.
+                let enabled = v2_controllers();
                 let mut settings = Vec::new();
-                if let Some(max) = processes {
+                let pids = processes.filter(|_| enabled.iter().any(|c| c == "pids"));
+                let mem = memory.filter(|_| enabled.iter().any(|c| c == "memory"));
+                if let Some(max) = pids {
                     settings.push(("pids.max", max.to_string()));
                 }
-                if let Some(max) = memory {
+                if let Some(max) = mem {
                     settings.push(("memory.max", max.to_string()));
                     settings.push(("?memory.swap.max", "0".to_owned()));
                 }
                 if !settings.is_empty() {
-                    let made = Group::make("", &settings, memory.is_some());
-                    memory_capped |= made.is_some();
-                    groups.extend(made);
+                    groups.extend(Group::make("", &settings, mem.is_some(), pids.is_some()));
                 }
             }
             Hierarchy::None => {}
         }
         Self {
             groups,
-            address_space: if memory_capped { None } else { memory },
+            memory,
+            processes,
             file_size,
         }
     }
 
     /// What the child needs to apply the bounds to itself, with no allocation.
-    pub(super) fn for_child(&self) -> ChildLimits {
-        let mut procs = [-1; 2];
-        for (slot, g) in procs.iter_mut().zip(&self.groups) {
-            *slot = g.procs.as_raw_fd();
-        }
+    /// `own_id`: the command runs as an id of its own, whose every process is its.
+    pub(super) fn for_child(&self, own_id: bool) -> ChildLimits {
+        // Where no pids cgroup caps the command, the process-count rlimit does. It counts
+        // every thread of the user's: an id of kite's own gets the cap alone; kite's own
+        // user gets it on top of what the user runs now, so a fork bomb cannot take the
+        // machine's every process, only the headroom the user's other sandboxes share.
+        let capped = self.groups.iter().any(|g| g.pids);
+        let processes = match (self.processes, capped, own_id) {
+            (Some(max), false, true) => Some(u64::from(max)),
+            (Some(max), false, false) => Some(u64::from(max) + threads_of_this_user()),
+            _ => None,
+        };
+        let fd = |pick: fn(&Group) -> bool| {
+            self.groups
+                .iter()
+                .find(|g| pick(g))
+                .map_or(-1, |g| g.procs.as_raw_fd())
+        };
         ChildLimits {
-            procs,
-            address_space: self.address_space,
+            pids_fd: fd(|g| g.pids),
+            memory_fd: fd(|g| g.memory),
+            memory: self.memory,
+            processes,
             file_size: self.file_size,
         }
     }
@@ -109,34 +128,71 @@ impl Limits {
 /// The bounds as the child applies them: plain values, copied into the `pre_exec` closure.
 #[derive(Clone, Copy)]
 pub(super) struct ChildLimits {
-    procs: [RawFd; 2],
-    address_space: Option<u64>,
+    pids_fd: RawFd,
+    memory_fd: RawFd,
+    memory: Option<u64>,
+    /// The process-count rlimit, where the pids cgroup is not joined.
+    processes: Option<u64>,
     file_size: Option<u64>,
+}
+
+/// Writes `0` to a cgroup's `cgroup.procs` (the caller joins it); false when it cannot.
+fn join(fd: RawFd) -> bool {
+    // SAFETY: writes one byte from a static buffer to a descriptor the parent keeps open.
+    fd >= 0 && unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } == 1
 }
 
 impl ChildLimits {
     /// Moves the calling process into the cgroups and sets its rlimits. Called in the child
     /// between fork and exec, so that nothing it starts is outside; it only calls `write(2)`
-    /// and `setrlimit(2)`, which are async-signal-safe. A cgroup that cannot be joined
-    /// leaves the command without that cap (the time limit still holds); an rlimit that
-    /// cannot be set fails the start.
+    /// and `setrlimit(2)`, which are async-signal-safe. Where the memory cgroup cannot be
+    /// joined, an address-space rlimit caps each process instead; where the pids one
+    /// cannot, a process-count rlimit does. An rlimit that cannot be set fails the start.
     pub(super) fn apply(&self) -> std::io::Result<()> {
-        for fd in self.procs.into_iter().filter(|fd| *fd >= 0) {
-            // SAFETY: writes one byte from a static buffer to a descriptor the parent keeps
-            // open.
-            unsafe {
-                libc::write(fd, b"0".as_ptr().cast(), 1);
-            }
-        }
+        let pids = join(self.pids_fd);
+        let memory = self.memory_fd == self.pids_fd && pids || join(self.memory_fd);
         set_rlimit(libc::RLIMIT_CORE, 0)?;
-        if let Some(max) = self.address_space {
+        if let (Some(max), false) = (self.memory, memory) {
             set_rlimit(libc::RLIMIT_AS, max)?;
+        }
+        if let (Some(max), false) = (self.processes, pids) {
+            set_rlimit(libc::RLIMIT_NPROC, max)?;
         }
         if let Some(max) = self.file_size {
             set_rlimit(libc::RLIMIT_FSIZE, max)?;
         }
         Ok(())
     }
+}
+
+/// How many threads the user running kite has now (what `RLIMIT_NPROC` counts).
+fn threads_of_this_user() -> u64 {
+    // SAFETY: getuid(2) has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() }.to_string();
+    let Ok(all) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    all.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+        .filter(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().next())
+                == Some(me.as_str())
+        })
+        .filter_map(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        })
+        .sum()
 }
 
 fn set_rlimit(resource: libc::__rlimit_resource_t, max: u64) -> std::io::Result<()> {
@@ -155,7 +211,12 @@ impl Group {
     /// A new cgroup in `controller`'s hierarchy (`""`: the v2 one), below kite's own, with
     /// `settings` written (a name starting with `?` may fail); `None` where none can be
     /// made or a required setting is refused.
-    fn make(controller: &str, settings: &[(&str, String)], memory: bool) -> Option<Self> {
+    fn make(
+        controller: &str,
+        settings: &[(&str, String)],
+        memory: bool,
+        pids: bool,
+    ) -> Option<Self> {
         let parent = parent_for(controller)?;
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = parent.join(format!("kite-sandbox-{}-{n}", std::process::id()));
@@ -175,7 +236,12 @@ impl Group {
         }
         let made = made.and_then(|()| File::options().write(true).open(dir.join("cgroup.procs")));
         match made {
-            Ok(procs) => Some(Self { dir, procs, memory }),
+            Ok(procs) => Some(Self {
+                dir,
+                procs,
+                memory,
+                pids,
+            }),
             Err(_) => {
                 let _ = std::fs::remove_dir(&dir);
                 None
@@ -216,11 +282,23 @@ fn hierarchy() -> Hierarchy {
     }
 }
 
-/// Where kite may make a cgroup in `controller`'s hierarchy: below its own cgroup, else at
-/// the hierarchy's root; in v2, only where the controllers are enabled for children.
+/// Where kite may make a cgroup in `controller`'s hierarchy: below its own cgroup (the
+/// hierarchy's root only when kite is in it), never elsewhere, so the command stays inside
+/// whatever bounds kite; in v2, only where controllers are enabled for children.
 fn parent_for(controller: &str) -> Option<PathBuf> {
+    let dir = own_cgroup(controller)?;
+    let ok = dir.join("cgroup.procs").exists()
+        && (!controller.is_empty()
+            || std::fs::read_to_string(dir.join("cgroup.subtree_control"))
+                .is_ok_and(|c| !c.trim().is_empty()));
+    (ok && writable(&dir)).then_some(dir)
+}
+
+/// kite's own cgroup in `controller`'s hierarchy (`""`: the v2 one), from
+/// `/proc/self/cgroup`.
+fn own_cgroup(controller: &str) -> Option<PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let own = own.lines().find_map(|line| {
+    let path = own.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
         let matches = match controller {
@@ -228,21 +306,19 @@ fn parent_for(controller: &str) -> Option<PathBuf> {
             c => names.split(',').any(|n| n == c),
         };
         matches.then(|| path.trim_start_matches('/').to_owned())
-    });
-    let base = Path::new(ROOT).join(controller);
-    let candidates = own
-        .filter(|p| !p.is_empty() && !p.contains(".."))
-        .map(|p| base.join(p))
-        .into_iter()
-        .chain(std::iter::once(base.clone()));
-    candidates
-        .filter(|dir| dir.join("cgroup.procs").exists())
-        .filter(|dir| {
-            !controller.is_empty()
-                || std::fs::read_to_string(dir.join("cgroup.subtree_control"))
-                    .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids" || c == "memory"))
-        })
-        .find(|dir| writable(dir))
+    })?;
+    if path.split('/').any(|p| p == "..") {
+        return None;
+    }
+    Some(Path::new(ROOT).join(controller).join(path))
+}
+
+/// The controllers v2 enables for the children of kite's cgroup.
+fn v2_controllers() -> Vec<String> {
+    own_cgroup("")
+        .and_then(|dir| std::fs::read_to_string(dir.join("cgroup.subtree_control")).ok())
+        .map(|c| c.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 fn writable(dir: &Path) -> bool {
