@@ -1,7 +1,8 @@
 //! Legitimate requests under an idle-connection flood: thousands of connections to
-//! `kite serve` that never send a byte, each reopened as soon as the gateway closes it,
-//! while a client asks one question at a time on a new connection each. Prints p50, p99
-//! and the slowest of those requests, with and without the flood, and how many failed.
+//! `kite serve` that send nothing (or one byte, then nothing), each reopened as soon as the
+//! gateway closes it, while a client asks one question at a time on a new connection each.
+//! Prints p50, p99 and the slowest of those requests, alone and beside each flood, and how
+//! many failed.
 //!
 //! `cargo bench -p kite-bench --bench idle_flood` (`KITE_BENCH_FLOOD` connections, default
 //! 4,200, past the gateway's 4,096; `KITE_BENCH_REQUESTS`, default 200). The open-file limit
@@ -74,8 +75,15 @@ fn gateway() -> SocketAddr {
     rx.recv().unwrap()
 }
 
-/// `n` connections that never send a byte, reopened as they are closed, until `stop`.
-fn flood(addr: SocketAddr, n: usize, stop: &tokio_util::sync::CancellationToken) {
+/// `n` connections that send `first` (maybe nothing) and then nothing, reopened as they
+/// are closed, until `stop`.
+fn flood(
+    addr: SocketAddr,
+    n: usize,
+    first: &'static [u8],
+    stop: &tokio_util::sync::CancellationToken,
+) {
+    use tokio::io::AsyncWriteExt;
     for _ in 0..n {
         let stop = stop.clone();
         tokio::spawn(async move {
@@ -84,6 +92,9 @@ fn flood(addr: SocketAddr, n: usize, stop: &tokio_util::sync::CancellationToken)
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
+                if !first.is_empty() && socket.write_all(first).await.is_err() {
+                    continue;
+                }
                 let mut sink = [0u8; 64];
                 tokio::select! {
                     _ = socket.read(&mut sink) => {}
@@ -107,8 +118,8 @@ async fn ask(addr: SocketAddr, n: usize) -> (Vec<Duration>, usize) {
         let started = Instant::now();
         let answer = client
             .post(format!("http://{addr}/v1/chat/completions"))
-            .json(&serde_json::json!({"model": "hello",
-                "messages": [{"role": "user", "content": "Hi"}]}))
+            .header("content-type", "application/json")
+            .body(r#"{"model": "hello", "messages": [{"role": "user", "content": "Hi"}]}"#)
             .send()
             .await;
         let ok = match answer {
@@ -156,15 +167,18 @@ fn main() {
         );
         let (took, failed) = ask(addr, requests).await;
         report("alone", took, failed);
-        let stop = tokio_util::sync::CancellationToken::new();
-        flood(addr, flood_size, &stop);
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let (took, failed) = ask(addr, requests).await;
-        report(
-            &format!("beside {flood_size} idle connections"),
-            took,
-            failed,
-        );
-        stop.cancel();
+        for (first, what) in [(&b""[..], "silent"), (&b"P"[..], "one-byte")] {
+            let stop = tokio_util::sync::CancellationToken::new();
+            flood(addr, flood_size, first, &stop);
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let (took, failed) = ask(addr, requests).await;
+            report(
+                &format!("beside {flood_size} {what} connections"),
+                took,
+                failed,
+            );
+            stop.cancel();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
     });
 }

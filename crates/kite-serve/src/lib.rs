@@ -20,6 +20,7 @@
 //! never a tool call (`agentic.rs`).
 
 mod agentic;
+mod answer;
 mod errors;
 mod handlers;
 mod keys;
@@ -38,10 +39,9 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, post};
-use errors::{Api, Kind, error, unauthorized, unknown_model, upstream_error, worth_another_route};
-use futures_util::StreamExt;
+use errors::{Api, Kind, error, unauthorized};
 use handlers::{anthropic, chat, models, responses, usage};
-use kite_core::{Error, Event, EventStream, Model};
+use kite_core::Model;
 use middleware::{gate, log_request};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -308,81 +308,6 @@ impl Gateway {
         }
     }
 
-    /// Starts answering `request` on the route its model names, or on that route's
-    /// fallbacks in turn while each fails before its first event: the first event and the
-    /// rest, or the refusal to send (unknown model, the last failure).
-    pub(crate) async fn open(
-        self: &Arc<Self>,
-        api: Api,
-        caller: Caller,
-        mut request: kite_core::Request,
-    ) -> Result<(Option<Result<Event, Error>>, EventStream), Box<Response>> {
-        let public = request.model.clone();
-        let Some((route, upstream)) = self.route(&public) else {
-            return Err(Box::new(unknown_model(api, &public)));
-        };
-        let chain = std::iter::once((route, upstream)).chain(
-            route
-                .fallbacks
-                .iter()
-                .filter_map(|name| self.routes.iter().find(|r| &r.name == name))
-                .map(|r| (r, r.upstream.clone())),
-        );
-        let mut failure = None;
-        for (route, upstream) in chain {
-            request.model = upstream;
-            let events = match request.tools.is_empty() && route.has_tools() {
-                true => agentic::answer(self, route, request.clone()),
-                false => route.model.stream(&request),
-            };
-            let events = self.metered(caller, route, &request.model, events);
-            let mut events = redacted(events, &self.secrets);
-            match events.next().await {
-                Some(Err(e)) if worth_another_route(&e) => {
-                    tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
-                    failure = Some(e);
-                }
-                // The request itself is at fault: no other route will do better.
-                Some(Err(e)) => return Err(Box::new(upstream_error(api, &e))),
-                first => return Ok((first, events)),
-            }
-        }
-        let e = failure.unwrap_or(Error::Cancelled);
-        Err(Box::new(upstream_error(api, &e)))
-    }
-
-    /// `events`, with what they report used counted against `caller` (a provider that
-    /// reports usage twice is counted once), priced when the provider gives no cost.
-    pub(crate) fn metered(
-        self: &Arc<Self>,
-        caller: Caller,
-        route: &Route,
-        model: &str,
-        events: EventStream,
-    ) -> EventStream {
-        let gw = self.clone();
-        let provider = route.model.origin().provider;
-        let model = model.to_owned();
-        let mut counted = keys::Spent::default();
-        Box::pin(events.inspect(move |e| {
-            let Ok(Event::Usage { usage }) = e else {
-                return;
-            };
-            let cost = usage.cost.or_else(|| {
-                let pricer = gw.pricer.as_ref()?;
-                pricer(&provider, &model, usage)
-            });
-            let now = keys::Spent::of(usage, cost);
-            gw.keys.spent(caller, now.beyond(&counted));
-            counted = counted.most(now);
-        }))
-    }
-
-    /// Counts all of `usage` (one whole run's) against `caller`.
-    pub(crate) fn charge(&self, caller: Caller, usage: &kite_core::Usage) {
-        self.keys.spent(caller, keys::Spent::of(usage, usage.cost));
-    }
-
     /// A new answer's id: `prefix` (the client API's own) and a number.
     pub(crate) fn next_id(&self, prefix: &str) -> String {
         format!("{prefix}{}", self.ids.fetch_add(1, Ordering::Relaxed) + 1)
@@ -439,41 +364,6 @@ pub async fn serve(
         gw.draining.store(true, Ordering::Relaxed);
     };
     listen::serve(listener, router(gateway), deadlines, shutdown).await
-}
-
-/// `events` with `secrets` hidden in every delta and call (see
-/// [`kite_core::redact::EventRedactor`]).
-fn redacted(events: EventStream, secrets: &[String]) -> EventStream {
-    use std::collections::VecDeque;
-    if secrets.is_empty() {
-        return events;
-    }
-    let redactor = kite_core::redact::EventRedactor::new(secrets);
-    let state = (events, redactor, VecDeque::new(), false);
-    Box::pin(futures_util::stream::unfold(
-        state,
-        |(mut events, mut redactor, mut queue, mut done)| async move {
-            loop {
-                if let Some(next) = queue.pop_front() {
-                    return Some((next, (events, redactor, queue, done)));
-                }
-                if done {
-                    return None;
-                }
-                match events.next().await {
-                    Some(Ok(e)) => queue.extend(redactor.push(e).into_iter().map(Ok)),
-                    Some(Err(e)) => {
-                        queue.extend(redactor.finish().into_iter().map(Ok));
-                        queue.push_back(Err(e));
-                    }
-                    None => {
-                        queue.extend(redactor.finish().into_iter().map(Ok));
-                        done = true;
-                    }
-                }
-            }
-        },
-    ))
 }
 
 /// Whole seconds, rounded up: a client that waits that long is not refused again.

@@ -5,14 +5,14 @@
 //!   nothing holds nothing for long), then hyper's for a request's headers, which also
 //!   bounds a kept-alive connection's silence between requests;
 //! - a cap on open connections, and on those from one address; past either, the
-//!   connection idle the longest (no request under way) is closed to make room, so that
-//!   connections that say nothing cannot keep out those that ask (one address with none
-//!   idle gets no more);
+//!   connection idle the longest (no request under way, whether it said nothing, a byte or
+//!   half its headers) is dropped to make room, so that connections that say little cannot
+//!   keep out those that ask (one address with none idle gets no more);
 //! - `TCP_NODELAY` (each event goes out when it is written);
 //! - a graceful end: once asked to stop, connections are still taken, but every new
 //!   request is refused with a 503 (the gateway's `gate`) and its connection closed; when
-//!   no request is under way, the listener and the idle connections are closed and this
-//!   returns.
+//!   no request is under way (nor one begun within the first-byte deadline), the listener
+//!   and the idle connections are closed and this returns.
 //!
 //! A request's body has its own deadline, kept where it is read (`middleware::gate`); all
 //! are the gateway's [`Deadlines`](crate::Deadlines).
@@ -41,8 +41,13 @@ struct Conn {
     busy: AtomicUsize,
     /// When it last became idle, in milliseconds since the table's start.
     idle_since: AtomicU64,
-    /// Closes it (gracefully: an idle connection at once).
+    /// When its first request began to come (its first byte), until that request is read;
+    /// 0 otherwise.
+    reading_since: AtomicU64,
+    /// Closes it: gracefully (requests under way finish), or, when `evicted`, at once.
     close: CancellationToken,
+    /// Dropped to make room; counted against its address until its task ends.
+    evicted: AtomicBool,
 }
 
 /// The open connections.
@@ -81,7 +86,9 @@ impl Table {
             addr,
             busy: AtomicUsize::new(0),
             idle_since: AtomicU64::new(self.now()),
+            reading_since: AtomicU64::new(0),
             close: CancellationToken::new(),
+            evicted: AtomicBool::new(false),
         });
         let mut inner = self.lock();
         inner.conns.insert(id, conn.clone());
@@ -109,31 +116,34 @@ impl Table {
         self.lock().per_addr.get(&addr).copied().unwrap_or(0)
     }
 
-    /// Closes the connection idle the longest (from `addr`, or from anywhere), and forgets
-    /// it at once; false when every one has a request under way.
+    /// Drops the connection idle the longest (from `addr`, or from anywhere); false when
+    /// every one has a request under way.
     fn close_idlest(&self, addr: Option<IpAddr>) -> bool {
-        let mut inner = self.lock();
+        let inner = self.lock();
         let idlest = inner
             .conns
-            .iter()
-            .filter(|(_, c)| addr.is_none_or(|a| c.addr == a))
-            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0)
-            .min_by_key(|(_, c)| c.idle_since.load(Ordering::Relaxed))
-            .map(|(id, c)| (*id, c.close.clone()));
-        let Some((id, close)) = idlest else {
+            .values()
+            .filter(|c| addr.is_none_or(|a| c.addr == a))
+            .filter(|c| !c.evicted.load(Ordering::Relaxed))
+            .filter(|c| c.busy.load(Ordering::Acquire) == 0)
+            .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
+        let Some(conn) = idlest else {
             return false;
         };
-        Self::forget(&mut inner, id);
-        close.cancel();
+        conn.evicted.store(true, Ordering::Relaxed);
+        conn.close.cancel();
         true
     }
 
-    /// Whether any connection has a request under way.
-    fn any_busy(&self) -> bool {
-        self.lock()
-            .conns
-            .values()
-            .any(|c| c.busy.load(Ordering::Acquire) > 0)
+    /// Whether any connection has a request under way, or one that began to come within
+    /// `reading` (a client sending its request as the drain would end).
+    fn any_busy(&self, reading: Duration) -> bool {
+        let now = self.now();
+        let reading = reading.as_millis() as u64;
+        self.lock().conns.values().any(|c| {
+            let since = c.reading_since.load(Ordering::Relaxed);
+            c.busy.load(Ordering::Acquire) > 0 || (since > 0 && now.saturating_sub(since) < reading)
+        })
     }
 
     /// Closes every connection (gracefully: requests under way finish first).
@@ -159,6 +169,7 @@ struct Busy(Arc<Table>, Arc<Conn>);
 impl Busy {
     fn start(table: &Arc<Table>, conn: &Arc<Conn>) -> Self {
         conn.busy.fetch_add(1, Ordering::AcqRel);
+        conn.reading_since.store(0, Ordering::Relaxed);
         Self(table.clone(), conn.clone())
     }
 }
@@ -191,6 +202,9 @@ pub(crate) async fn serve(
         shutdown.await;
         on_stop.cancel();
     });
+    // While draining, how often it looks whether anything is still under way.
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -201,9 +215,8 @@ pub(crate) async fn serve(
                 http.keep_alive(false);
                 continue;
             }
-            () = tokio::time::sleep(Duration::from_millis(50)),
-                if draining.load(Ordering::Relaxed) => {
-                if table.any_busy() {
+            _ = tick.tick(), if draining.load(Ordering::Relaxed) => {
+                if table.any_busy(deadlines.first_byte) {
                     continue;
                 }
                 break;
@@ -228,10 +241,17 @@ pub(crate) async fn serve(
             Ok(p) => p,
             Err(_) => {
                 table.close_idlest(None);
-                let Ok(p) = open.clone().acquire_owned().await else {
-                    break;
+                let waited = tokio::select! {
+                    p = open.clone().acquire_owned() => p.ok(),
+                    () = stopped.cancelled(), if !draining.load(Ordering::Relaxed) => None,
                 };
-                p
+                match waited {
+                    Some(p) => p,
+                    // Asked to stop while every connection was busy: this one waits no
+                    // longer, and the drain begins.
+                    None if !draining.load(Ordering::Relaxed) => continue,
+                    None => break,
+                }
             }
         };
         let _ = tcp.set_nodelay(true);
@@ -245,7 +265,7 @@ pub(crate) async fn serve(
         let table = table.clone();
         let first_byte = deadlines.first_byte;
         tasks.spawn(async move {
-            let _forget = Forget(table, id);
+            let forget = Forget(table, id);
             let _permit = permit;
             let mut one = [0u8; 1];
             let spoke = tokio::select! {
@@ -253,16 +273,23 @@ pub(crate) async fn serve(
                     matches!(read, Ok(Ok(n)) if n > 0)
                 }
                 // Closed to make room before it said anything.
-                () = conn.close.cancelled(), if !conn.close.is_cancelled() => false,
+                () = conn.close.cancelled() => false,
             };
             if !spoke {
                 return;
             }
+            conn.reading_since
+                .store(forget.0.now().max(1), Ordering::Relaxed);
             let served = http.serve_connection(TokioIo::new(tcp), service);
             tokio::pin!(served);
             tokio::select! {
                 _ = served.as_mut() => return,
                 () = conn.close.cancelled() => {}
+            }
+            // Dropped to make room, with no request under way: at once, however little
+            // of one it sent.
+            if conn.evicted.load(Ordering::Relaxed) && conn.busy.load(Ordering::Acquire) == 0 {
+                return;
             }
             served.as_mut().graceful_shutdown();
             let _ = served.await;

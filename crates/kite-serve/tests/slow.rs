@@ -129,9 +129,13 @@ fn allow_files(want: u64) -> u64 {
     limit.rlim_cur
 }
 
-/// Keeps `n` connections to `addr` open that never send a byte, reopening each one the
-/// gateway closes, until the returned token is cancelled.
-fn idle_flood(addr: std::net::SocketAddr, n: usize) -> tokio_util::sync::CancellationToken {
+/// Keeps `n` connections to `addr` open that send `first` (maybe nothing) and then
+/// nothing, reopening each one the gateway closes, until the returned token is cancelled.
+fn idle_flood(
+    addr: std::net::SocketAddr,
+    n: usize,
+    first: &'static [u8],
+) -> tokio_util::sync::CancellationToken {
     let stop = tokio_util::sync::CancellationToken::new();
     for _ in 0..n {
         let stop = stop.clone();
@@ -141,6 +145,9 @@ fn idle_flood(addr: std::net::SocketAddr, n: usize) -> tokio_util::sync::Cancell
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
+                if !first.is_empty() && socket.write_all(first).await.is_err() {
+                    continue;
+                }
                 let mut sink = [0u8; 64];
                 tokio::select! {
                     _ = socket.read(&mut sink) => {}
@@ -155,31 +162,35 @@ fn idle_flood(addr: std::net::SocketAddr, n: usize) -> tokio_util::sync::Cancell
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_do_not_keep_out_those_that_ask() {
     // 4,200 connections that say nothing, each reopened as it is closed, once made most
-    // requests wait past their clients' patience: the connections were all taken.
+    // requests wait past their clients' patience: the connections were all taken. Those
+    // that send one byte of a request, then nothing, are no better.
     let files = allow_files(12_000);
     let flood = (files as usize).saturating_sub(2_000).min(8_400) / 2;
     assert!(
         flood > kite_serve::MAX_PER_ADDRESS,
         "too few files allowed ({files})"
     );
-    let addr = serve_within(Deadlines::default()).await;
-    let stop = idle_flood(addr, flood);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap();
-    for i in 0..20 {
-        let answer = client
-            .post(format!("http://{addr}/v1/chat/completions"))
-            .json(&serde_json::json!({"model": "hello",
-                "messages": [{"role": "user", "content": "Hi"}]}))
-            .send()
-            .await;
-        let answer = answer.unwrap_or_else(|e| panic!("request {i} under the flood: {e}"));
-        assert_eq!(answer.status(), 200, "request {i}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    for first in [&b""[..], &b"P"[..]] {
+        let addr = serve_within(Deadlines::default()).await;
+        let stop = idle_flood(addr, flood, first);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(15))
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap();
+        for i in 0..20 {
+            let answer = client
+                .post(format!("http://{addr}/v1/chat/completions"))
+                .json(&serde_json::json!({"model": "hello",
+                    "messages": [{"role": "user", "content": "Hi"}]}))
+                .send()
+                .await;
+            let answer =
+                answer.unwrap_or_else(|e| panic!("request {i} under the {first:?} flood: {e}"));
+            assert_eq!(answer.status(), 200, "request {i}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        stop.cancel();
     }
-    stop.cancel();
 }

@@ -131,3 +131,45 @@ async fn while_draining_new_requests_get_503_and_it_ends_once_nothing_is_under_w
         .unwrap()
         .unwrap();
 }
+
+/// Never says anything.
+struct Silent;
+
+impl Model for Silent {
+    fn stream(&self, _: &Request) -> EventStream {
+        Box::pin(futures_util::stream::pending())
+    }
+}
+
+#[tokio::test]
+async fn a_request_still_waiting_for_its_answer_at_the_end_gets_503() {
+    let gateway = Arc::new(Gateway::new(
+        vec![Route::new("quiet", Arc::new(Silent), "quiet")],
+        false,
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        gateway.clone(),
+        std::future::pending(),
+    ));
+    let asked = tokio::spawn(
+        reqwest::Client::new()
+            .post(format!("http://{addr}/v1/messages"))
+            .json(&serde_json::json!({"model": "quiet", "max_tokens": 10,
+                "messages": [{"role": "user", "content": "Hi"}]}))
+            .send(),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gateway.wind_down().await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), asked)
+        .await
+        .expect("answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer.status(), 503);
+    assert_eq!(answer.headers()["retry-after"], "5");
+    let said: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(said["error"]["type"], "overloaded_error", "{said}");
+}

@@ -1,0 +1,140 @@
+//! An answer opened for a client: on the route its model names, or on that route's
+//! fallbacks in turn while each fails before its first event; its usage counted against
+//! the caller as it comes; the gateway's secrets hidden in it; and a 503 when the server
+//! stops before it began.
+
+use crate::errors::{Api, Kind, error, unknown_model, upstream_error, worth_another_route};
+use crate::keys::{self, Caller};
+use crate::{Gateway, Route, agentic};
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use futures_util::StreamExt;
+use kite_core::{Error, Event, EventStream};
+use std::sync::Arc;
+
+impl Gateway {
+    /// Starts answering `request` on the route its model names, or on that route's
+    /// fallbacks in turn while each fails before its first event: the first event and the
+    /// rest, or the refusal to send (unknown model, the last failure).
+    pub(crate) async fn open(
+        self: &Arc<Self>,
+        api: Api,
+        caller: Caller,
+        mut request: kite_core::Request,
+    ) -> Result<(Option<Result<Event, Error>>, EventStream), Box<Response>> {
+        let public = request.model.clone();
+        let Some((route, upstream)) = self.route(&public) else {
+            return Err(Box::new(unknown_model(api, &public)));
+        };
+        let chain = std::iter::once((route, upstream)).chain(
+            route
+                .fallbacks
+                .iter()
+                .filter_map(|name| self.routes.iter().find(|r| &r.name == name))
+                .map(|r| (r, r.upstream.clone())),
+        );
+        let mut failure = None;
+        for (route, upstream) in chain {
+            request.model = upstream;
+            let events = match request.tools.is_empty() && route.has_tools() {
+                true => agentic::answer(self, route, request.clone()),
+                false => route.model.stream(&request),
+            };
+            let events = self.metered(caller, route, &request.model, events);
+            let mut events = redacted(events, &self.secrets);
+            // The grace ran out while the upstream had not yet answered: 503, to ask again.
+            let first = tokio::select! {
+                first = events.next() => first,
+                () = self.stop.cancelled() => {
+                    let mut r = error(
+                        api,
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "This server stopped before the answer began; ask again.",
+                        Kind::Unavailable,
+                    );
+                    r.headers_mut()
+                        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+                    return Err(Box::new(r));
+                }
+            };
+            match first {
+                Some(Err(e)) if worth_another_route(&e) => {
+                    tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
+                    failure = Some(e);
+                }
+                // The request itself is at fault: no other route will do better.
+                Some(Err(e)) => return Err(Box::new(upstream_error(api, &e))),
+                first => return Ok((first, events)),
+            }
+        }
+        let e = failure.unwrap_or(Error::Cancelled);
+        Err(Box::new(upstream_error(api, &e)))
+    }
+
+    /// `events`, with what they report used counted against `caller` (a provider that
+    /// reports usage twice is counted once), priced when the provider gives no cost.
+    pub(crate) fn metered(
+        self: &Arc<Self>,
+        caller: Caller,
+        route: &Route,
+        model: &str,
+        events: EventStream,
+    ) -> EventStream {
+        let gw = self.clone();
+        let provider = route.model.origin().provider;
+        let model = model.to_owned();
+        let mut counted = keys::Spent::default();
+        Box::pin(events.inspect(move |e| {
+            let Ok(Event::Usage { usage }) = e else {
+                return;
+            };
+            let cost = usage.cost.or_else(|| {
+                let pricer = gw.pricer.as_ref()?;
+                pricer(&provider, &model, usage)
+            });
+            let now = keys::Spent::of(usage, cost);
+            gw.keys.spent(caller, now.beyond(&counted));
+            counted = counted.most(now);
+        }))
+    }
+
+    /// Counts all of `usage` (one whole run's) against `caller`.
+    pub(crate) fn charge(&self, caller: Caller, usage: &kite_core::Usage) {
+        self.keys.spent(caller, keys::Spent::of(usage, usage.cost));
+    }
+}
+
+/// `events` with `secrets` hidden in every delta and call (see
+/// [`kite_core::redact::EventRedactor`]).
+fn redacted(events: EventStream, secrets: &[String]) -> EventStream {
+    use std::collections::VecDeque;
+    if secrets.is_empty() {
+        return events;
+    }
+    let redactor = kite_core::redact::EventRedactor::new(secrets);
+    let state = (events, redactor, VecDeque::new(), false);
+    Box::pin(futures_util::stream::unfold(
+        state,
+        |(mut events, mut redactor, mut queue, mut done)| async move {
+            loop {
+                if let Some(next) = queue.pop_front() {
+                    return Some((next, (events, redactor, queue, done)));
+                }
+                if done {
+                    return None;
+                }
+                match events.next().await {
+                    Some(Ok(e)) => queue.extend(redactor.push(e).into_iter().map(Ok)),
+                    Some(Err(e)) => {
+                        queue.extend(redactor.finish().into_iter().map(Ok));
+                        queue.push_back(Err(e));
+                    }
+                    None => {
+                        queue.extend(redactor.finish().into_iter().map(Ok));
+                        done = true;
+                    }
+                }
+            }
+        },
+    ))
+}
