@@ -107,11 +107,11 @@ impl StreamRedactor {
 #[derive(Clone, Debug, Default)]
 pub struct EventRedactor {
     secrets: Vec<String>,
-    streams: Vec<(Delta, StreamRedactor)>,
+    streams: std::collections::HashMap<Delta, StreamRedactor>,
 }
 
 /// Which stream of deltas a piece of text belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Delta {
     Text(u32),
     Reasoning(u32),
@@ -138,7 +138,7 @@ impl EventRedactor {
     pub fn new<S: AsRef<str>>(secrets: &[S]) -> Self {
         Self {
             secrets: StreamRedactor::new(secrets).secrets,
-            streams: Vec::new(),
+            streams: std::collections::HashMap::new(),
         }
     }
 
@@ -170,15 +170,12 @@ impl EventRedactor {
                 return out;
             }
         };
-        let at = match self.streams.iter().position(|(d, _)| *d == delta) {
-            Some(at) => at,
-            None => {
-                self.streams
-                    .push((delta, StreamRedactor::new(&self.secrets)));
-                self.streams.len() - 1
-            }
-        };
-        let safe = self.streams[at].1.push(&text);
+        let secrets = &self.secrets;
+        let safe = self
+            .streams
+            .entry(delta)
+            .or_insert_with(|| StreamRedactor::new(secrets))
+            .push(&text);
         match safe.is_empty() {
             true => Vec::new(),
             false => vec![delta.event(safe)],
@@ -193,11 +190,24 @@ impl EventRedactor {
     /// What the stream `only` (or every stream) holds, as deltas.
     fn flush(&mut self, only: Option<Delta>) -> Vec<Event> {
         let mut out = Vec::new();
-        for (delta, stream) in &mut self.streams {
-            if only.is_none_or(|o| o == *delta) {
-                let rest = stream.finish();
-                if !rest.is_empty() {
-                    out.push(delta.event(rest));
+        let mut flush = |delta: Delta, stream: &mut StreamRedactor| {
+            let rest = stream.finish();
+            if !rest.is_empty() {
+                out.push(delta.event(rest));
+            }
+        };
+        match only {
+            Some(delta) => {
+                if let Some(stream) = self.streams.get_mut(&delta) {
+                    flush(delta, stream);
+                }
+            }
+            None => {
+                // In a steady order: text, reasoning, refusal, arguments, by part.
+                let mut all: Vec<_> = self.streams.iter_mut().collect();
+                all.sort_by_key(|(d, _)| **d);
+                for (delta, stream) in all {
+                    flush(*delta, stream);
                 }
             }
         }

@@ -11,28 +11,27 @@
 //! sends the browser on to `/`, so the token leaves the address bar.
 
 use crate::Gateway;
-use crate::agentic;
-use crate::errors::{Api, Kind, error, told, unknown_model, upstream_error};
+use crate::errors::{Api, Kind, error};
 use crate::keys::Caller;
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures_util::StreamExt;
-use kite_agent::AgentEvent;
-use kite_core::{Event, Message, Part, Request};
-use kite_store::{StoreError, Turn};
+use kite_core::{Message, Part};
+use kite_store::StoreError;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tracing::Instrument;
 
 /// What the page may load and from where: its own files only.
 const POLICY: &str = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'";
 
 /// The paths that hold no data, served without a key.
 pub(crate) const PUBLIC: [&str; 3] = ["/", "/app.js", "/app.css"];
+
+mod chat;
+
+use chat::chat;
 
 pub(crate) fn routes() -> Router<Arc<Gateway>> {
     Router::new()
@@ -157,11 +156,12 @@ async fn show(
         Ok(t) => t,
         Err(e) => return store_error(e),
     };
+    // What was hidden as it streamed stays hidden when the conversation is read again.
     let messages: Vec<Value> = turns
         .iter()
         .filter(|t| !t.turn.summary)
         .flat_map(|t| &t.turn.messages)
-        .map(message)
+        .map(|m| message(m, &gw.secrets))
         .collect();
     axum::Json(json!({"id": conversation.id, "title": conversation.title, "messages": messages}))
         .into_response()
@@ -182,270 +182,23 @@ async fn remove(
     }
 }
 
-/// A stored message as the page shows it: its text, tool calls and tool results.
-fn message(m: &Message) -> Value {
+/// A stored message as the page shows it: its text, tool calls and tool results, with
+/// `secrets` hidden.
+fn message(m: &Message, secrets: &[String]) -> Value {
+    let hide = |text: &str| kite_core::redact::redact_all(text, secrets);
     let parts: Vec<Value> = m
         .parts
         .iter()
         .filter_map(|p| match p {
-            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            Part::Text { text } => Some(json!({"type": "text", "text": hide(text)})),
             Part::ToolCall(c) => Some(
-                json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}),
+                json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": hide(&c.arguments)}),
             ),
             Part::ToolResult(r) => Some(json!({
-                "type": "tool_result", "id": r.call_id, "output": r.text_content(), "error": r.is_error
+                "type": "tool_result", "id": r.call_id, "output": hide(&r.text_content()), "error": r.is_error
             })),
             _ => None,
         })
         .collect();
     json!({"role": m.role, "parts": parts})
-}
-
-/// A question from the page.
-#[derive(serde::Deserialize)]
-struct Ask {
-    conversation: Option<String>,
-    model: String,
-    text: String,
-}
-
-fn sse(name: &str, data: Value) -> String {
-    format!("event: {name}\ndata: {data}\n\n")
-}
-
-async fn chat(
-    State(gw): State<Arc<Gateway>>,
-    Extension(caller): Extension<Caller>,
-    body: Bytes,
-) -> Response {
-    let ask: Ask = match serde_json::from_slice(&body) {
-        Ok(a) => a,
-        Err(e) => {
-            return bad(
-                StatusCode::BAD_REQUEST,
-                &format!("bad question: {e}"),
-                Kind::Invalid,
-            );
-        }
-    };
-    if ask.model.trim().is_empty() {
-        return bad(StatusCode::BAD_REQUEST, "choose a model", Kind::Invalid);
-    }
-    if ask.text.trim().is_empty() {
-        return bad(
-            StatusCode::BAD_REQUEST,
-            "the question is empty",
-            Kind::Invalid,
-        );
-    }
-    let Some((route, upstream)) = gw.route(&ask.model) else {
-        return unknown_model(Api::Chat, &ask.model);
-    };
-    // The agent first: a conversation is made only for a question that can be asked.
-    let (agent, kit) = match agentic::agent(&gw, route, Request::new(upstream.clone())) {
-        Ok(made) => made,
-        Err(e) => return upstream_error(Api::Chat, &e),
-    };
-    let store = gw.store_for(caller).cloned();
-    let (conversation, mut history) =
-        match open(store.as_deref(), ask.conversation.as_deref(), &ask.text).await {
-            Ok(opened) => opened,
-            Err(refused) => return *refused,
-        };
-    history.push(Message::user(ask.text.clone()));
-    let provider = route.model.origin().provider;
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
-    if let Some(c) = &conversation {
-        let _ = tx.try_send(sse("conversation", json!({"id": c.id, "title": c.title})));
-    }
-    let events = agent.run_stream((), history);
-    let kept = Kept {
-        store,
-        conversation,
-        question: ask.text,
-        provider,
-        model: upstream,
-    };
-    let (runs, stop) = (gw.runs.clone(), gw.stop.clone());
-    let talk = async move {
-        // The request's kit lives as long as its run.
-        let _kit = kit;
-        let Some(ended) = relay(events, &tx, &stop, &gw.secrets).await else {
-            return;
-        };
-        let run = &ended.run;
-        let usage = run.usage();
-        gw.charge(caller, &usage);
-        // The turn is kept before the page hears it is done, so a reload finds it.
-        if let Err(e) = kept.keep(&ended).await {
-            let message = format!("the answer was not kept: {e}");
-            let _ = tx.send(sse("error", json!({"message": message}))).await;
-        }
-        let stop = run.stop_reason().map_or("failed", |s| s.name());
-        let usage = json!({"input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens, "cost": usage.cost});
-        let _ = tx
-            .send(sse("done", json!({"stop": stop, "usage": usage})))
-            .await;
-    };
-    // The model calls' spans stay children of this request's.
-    runs.spawn(talk.instrument(tracing::Span::current()));
-    let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
-        .map(Ok::<_, std::convert::Infallible>);
-    crate::handlers::event_stream(body)
-}
-
-/// Tells the page what the run does, as it happens, until it ends: the run, and the text
-/// of the answer under way when it ended (shown, but in no message of the run when it was
-/// stopped). When the page goes away (its stop button), or the server winds down, the run
-/// is cancelled and ends.
-async fn relay(
-    mut events: kite_agent::AgentStream<()>,
-    tx: &tokio::sync::mpsc::Sender<String>,
-    stop: &tokio_util::sync::CancellationToken,
-    secrets: &[String],
-) -> Option<Ended> {
-    let mut shown = String::new();
-    let mut calls = 0;
-    // No upstream key reaches the page, even split between two deltas.
-    let mut hide = kite_core::redact::StreamRedactor::new(secrets);
-    let whole = |text: &str| kite_core::redact::redact_all(text, secrets);
-    loop {
-        let item = tokio::select! {
-            item = events.next() => item,
-            _ = tx.closed() => { events.cancel(); events.next().await }
-            // The server cannot wait any longer: as if the page had stopped it.
-            _ = stop.cancelled() => { events.cancel(); events.next().await }
-        };
-        if !matches!(&item, Some(Ok(AgentEvent::Model(Event::TextDelta { .. })))) {
-            let rest = hide.finish();
-            if !rest.is_empty() {
-                shown.push_str(&rest);
-                let _ = tx.send(sse("text", json!({"text": rest}))).await;
-            }
-        }
-        let said = match item {
-            Some(Ok(AgentEvent::Model(Event::TextDelta { text, .. }))) => {
-                let text = hide.push(&text);
-                if text.is_empty() {
-                    continue;
-                }
-                shown.push_str(&text);
-                sse("text", json!({"text": text}))
-            }
-            Some(Ok(AgentEvent::Model(Event::Start { .. }))) => {
-                shown.clear();
-                calls += 1;
-                continue;
-            }
-            Some(Ok(AgentEvent::ToolStarted { call })) => sse(
-                "tool_call",
-                json!({"id": call.id, "name": call.name, "arguments": whole(&call.arguments)}),
-            ),
-            Some(Ok(AgentEvent::ToolFinished { record })) => sse(
-                "tool_result",
-                json!({"id": record.call.id, "name": record.call.name,
-                       "output": whole(&record.result.text_content()), "error": record.result.is_error}),
-            ),
-            Some(Ok(AgentEvent::Done(run))) => {
-                return Some(Ended {
-                    run: *run,
-                    shown,
-                    calls,
-                });
-            }
-            Some(Ok(_)) => continue,
-            Some(Err(e)) => {
-                let _ = tx
-                    .send(sse(
-                        "error",
-                        json!({"message": told(&agentic::model_error(e))}),
-                    ))
-                    .await;
-                // What was shown of the answer that failed stays, as when it is stopped.
-                return events.failed_run().map(|run| Ended { run, shown, calls });
-            }
-            None => return None,
-        };
-        if tx.send(said).await.is_err() {
-            events.cancel();
-        }
-    }
-}
-
-/// How a run ended: the run, the text shown of its last call, and how many calls began.
-struct Ended {
-    run: kite_agent::Run,
-    shown: String,
-    calls: usize,
-}
-
-/// Where a question's turn is kept, and what it says of itself.
-struct Kept {
-    store: Option<Arc<dyn kite_store::Store>>,
-    conversation: Option<kite_store::Conversation>,
-    question: String,
-    provider: String,
-    model: String,
-}
-
-impl Kept {
-    /// Appends the turn the run made (with the text shown of an answer cut off before the
-    /// run took it in), trying once more on the conversation's newer version when another
-    /// tab got there first.
-    async fn keep(self, ended: &Ended) -> Result<(), StoreError> {
-        let run = &ended.run;
-        let (Some(store), Some(c)) = (self.store, self.conversation) else {
-            return Ok(());
-        };
-        let mut messages = vec![Message::user(self.question)];
-        messages.extend(run.new_messages().iter().cloned());
-        // Each call the run took in is one assistant message; a call that began and is not
-        // among them was cut off (stopped, or failed), and the page showed its text.
-        let answers = run
-            .new_messages()
-            .iter()
-            .filter(|m| m.role == kite_core::Role::Assistant)
-            .count();
-        let cut_short = ended.calls > answers && !ended.shown.is_empty();
-        if cut_short {
-            messages.push(Message::assistant(ended.shown.clone()));
-        }
-        let turn = Turn {
-            usage: run.usage(),
-            provider: Some(self.provider),
-            model: Some(self.model),
-            cut_short,
-            ..Turn::new(messages)
-        }
-        .settled();
-        match store.append(&c.id, c.version, turn.clone()).await {
-            Err(StoreError::Conflict { .. }) => {
-                let now = store.get(&c.id).await?;
-                store.append(&c.id, now.version, turn).await.map(drop)
-            }
-            other => other.map(drop),
-        }
-    }
-}
-
-/// The conversation a question goes on (a new one, titled by it, when `id` is none) and
-/// its history; with no store, no conversation and no history.
-async fn open(
-    store: Option<&dyn kite_store::Store>,
-    id: Option<&str>,
-    text: &str,
-) -> Result<(Option<kite_store::Conversation>, Vec<Message>), Box<Response>> {
-    let Some(store) = store else {
-        return Ok((None, Vec::new()));
-    };
-    let fail = |e| Box::new(store_error(e));
-    match id {
-        Some(id) => {
-            let c = store.get(id).await.map_err(fail)?;
-            let turns = store.turns(id).await.map_err(fail)?;
-            Ok((Some(c), kite_store::history(&turns)))
-        }
-        None => Ok((Some(store.create(text).await.map_err(fail)?), Vec::new())),
-    }
 }
