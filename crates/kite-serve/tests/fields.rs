@@ -129,6 +129,15 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
     assert_eq!(r.verbosity.as_deref(), Some("low"));
     assert_eq!(r.user.as_deref(), Some("user-7"));
     assert_eq!(r.parallel_tool_calls, Some(false));
+    // A penalty of 0 asks for nothing: no model's encoder will have to refuse it.
+    let body = with(
+        &base,
+        json!({"frequency_penalty": 0, "presence_penalty": 0.0}),
+    );
+    let (status, said) = post(addr, "chat/completions", &body).await;
+    assert_eq!(status, 200, "{said}");
+    let r = model.last();
+    assert_eq!((r.frequency_penalty, r.presence_penalty), (None, None));
 }
 
 #[tokio::test]
@@ -182,4 +191,142 @@ async fn messages_fields_reach_the_model_or_are_refused_by_name() {
     assert_eq!(r.reasoning.and_then(|x| x.budget_tokens), Some(1024));
     assert_eq!(r.parallel_tool_calls, Some(false));
     assert_eq!(r.tool_choice, Some(ToolChoice::Auto));
+}
+
+#[tokio::test]
+async fn messages_blocks_are_served_or_refused_by_name_and_thinking_goes_both_ways() {
+    let model = Captures::default();
+    let addr = serve(model.clone()).await;
+    let with_blocks = |blocks: Value| {
+        json!({"model": "m", "max_tokens": 100, "messages": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": blocks},
+            {"role": "user", "content": "And?"}]})
+    };
+    for (blocks, named) in [
+        (json!([{"type": "document", "source": {}}]), "\"document\""),
+        (
+            json!([{"type": "server_tool_use", "id": "s", "name": "web_search"}]),
+            "server_tool_use",
+        ),
+        (json!([{"type": "thinking", "thinking": "hm"}]), "signature"),
+    ] {
+        let (status, said) = post(addr, "messages", &with_blocks(blocks.clone())).await;
+        assert_eq!(status, 400, "{blocks}: {said}");
+        let message = said["error"]["message"].as_str().unwrap();
+        assert!(message.contains(named), "{blocks}: {message}");
+    }
+    // Thinking with its signature reaches the model as reasoning it can send back.
+    let body = with_blocks(json!([
+        {"type": "thinking", "thinking": "Let me see.", "signature": "sig-123"},
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "text", "text": "Hello."}]));
+    let (status, said) = post(addr, "messages", &body).await;
+    assert_eq!(status, 200, "{said}");
+    let r = model.last();
+    let reasoning: Vec<&kite_core::Reasoning> = r.messages[1]
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            kite_core::Part::Reasoning(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning.len(), 2);
+    assert_eq!(reasoning[0].text, "Let me see.");
+    assert_eq!(
+        reasoning[0].metadata.get("anthropic", "signature"),
+        Some(&json!("sig-123"))
+    );
+    assert_eq!(
+        reasoning[1].metadata.get("anthropic", "redacted_data"),
+        Some(&json!("opaque"))
+    );
+    // A tool result's images go on too.
+    let body = json!({"model": "m", "max_tokens": 100,
+        "tools": [{"name": "shot", "input_schema": {"type": "object"}}],
+        "messages": [
+        {"role": "user", "content": "Look."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+            {"type": "text", "text": "here"},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]}]});
+    let (status, said) = post(addr, "messages", &body).await;
+    assert_eq!(status, 200, "{said}");
+    let r = model.last();
+    let result = r
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .find_map(|p| match p {
+            kite_core::Part::ToolResult(x) => Some(x),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(result.content.len(), 2);
+}
+
+/// Thinks (as Anthropic does, signed), then answers.
+struct Thinks;
+
+impl Model for Thinks {
+    fn stream(&self, _: &Request) -> EventStream {
+        Box::pin(futures_util::stream::iter([
+            Ok(Event::reasoning(0, "Let me ")),
+            Ok(Event::reasoning(0, "think.")),
+            Ok(Event::ReasoningEnd {
+                part: 0,
+                metadata: kite_core::Metadata::with("anthropic", "signature", json!("sig-9")),
+            }),
+            Ok(Event::text(1, "Four.")),
+            Ok(Event::Finish {
+                reason: FinishReason::Stop,
+            }),
+        ]))
+    }
+}
+
+#[tokio::test]
+async fn anthropics_thinking_reaches_a_messages_client_signed_streamed_or_whole() {
+    let gateway = kite_serve::Gateway::new(
+        vec![kite_serve::Route::new("m", Arc::new(Thinks), "m")],
+        false,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        Arc::new(gateway),
+        std::future::pending(),
+    ));
+    let body = json!({"model": "m", "max_tokens": 100,
+        "messages": [{"role": "user", "content": "2+2?"}]});
+    let (status, whole) = post(addr, "messages", &body).await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(
+        whole["content"][0],
+        json!({"type": "thinking", "thinking": "Let me think.", "signature": "sig-9"})
+    );
+    assert_eq!(whole["content"][1]["text"], "Four.");
+    let streamed = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/messages"))
+        .json(&with(&body, json!({"stream": true})))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        streamed.contains(r#""signature_delta","signature":"sig-9""#)
+            || streamed.contains(r#""signature":"sig-9""#),
+        "{streamed}"
+    );
+    assert!(
+        streamed.contains(r#""thinking":"Let me think.""#),
+        "{streamed}"
+    );
+    let thinking_at = streamed.find("thinking_delta").unwrap();
+    let text_at = streamed.find("text_delta").unwrap();
+    assert!(thinking_at < text_at, "{streamed}");
 }

@@ -5,8 +5,9 @@
 mod decode;
 mod fields;
 
+use super::NAMESPACE;
 pub use decode::decode_request;
-use kite_core::{Event, FinishReason, Part, Request, Response, Usage};
+use kite_core::{Event, FinishReason, Metadata, Part, Request, Response, Usage};
 use serde_json::{Value, json};
 
 /// A client's request, and whether it wants a stream.
@@ -49,6 +50,7 @@ pub fn encode_response(response: &Response, id: &str, model: &str) -> Value {
             Part::Text { text } => Some(json!({"type": "text", "text": text})),
             Part::ToolCall(c) => Some(json!({"type": "tool_use", "id": c.id, "name": c.name,
                 "input": serde_json::from_str::<Value>(&c.arguments).unwrap_or(json!({}))})),
+            Part::Reasoning(r) => thinking_block(&r.text, &r.metadata),
             _ => None,
         })
         .collect();
@@ -64,9 +66,20 @@ pub fn encode_response(response: &Response, id: &str, model: &str) -> Value {
     })
 }
 
+/// Anthropic's own thinking (it carries a signature, or redacted data) as the block a
+/// client sends back unchanged; other providers' reasoning has no such block.
+fn thinking_block(text: &str, metadata: &Metadata) -> Option<Value> {
+    if let Some(data) = metadata.get(NAMESPACE, "redacted_data") {
+        return Some(json!({"type": "redacted_thinking", "data": data}));
+    }
+    let signature = metadata.get(NAMESPACE, "signature")?;
+    Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+}
+
 /// Turns kite's events into Messages stream events (`(name, data)` pairs). Text streams
 /// as it comes; a tool call goes out whole once it is complete, so that calls an upstream
-/// interleaves still make one block each, in order.
+/// interleaves still make one block each, in order; Anthropic's thinking goes out whole
+/// with its signature once it has it.
 #[derive(Debug)]
 pub struct EventEncoder {
     id: String,
@@ -78,6 +91,8 @@ pub struct EventEncoder {
     usage: Usage,
     reason: Option<FinishReason>,
     failed: bool,
+    /// The thinking under way, until its end says whether it is Anthropic's own.
+    thinking: String,
 }
 
 impl EventEncoder {
@@ -92,6 +107,7 @@ impl EventEncoder {
             usage: Usage::default(),
             reason: None,
             failed: false,
+            thinking: String::new(),
         }
     }
 
@@ -149,6 +165,41 @@ impl EventEncoder {
                     json!({"type": "content_block_stop", "index": i}),
                 ));
                 self.index += 1;
+            }
+            Event::ReasoningDelta { text, .. } => self.thinking.push_str(text),
+            Event::ReasoningEnd { metadata, .. } => {
+                let text = std::mem::take(&mut self.thinking);
+                if let Some(block) = thinking_block(&text, metadata) {
+                    self.close_text(&mut out);
+                    let i = self.index;
+                    let (open, delta) = match block["type"].as_str() {
+                        Some("thinking") => (
+                            json!({"type": "thinking", "thinking": "", "signature": ""}),
+                            vec![
+                                json!({"type": "thinking_delta", "thinking": text}),
+                                json!({"type": "signature_delta", "signature": block["signature"]}),
+                            ],
+                        ),
+                        _ => (block, Vec::new()),
+                    };
+                    out.push((
+                        "content_block_start",
+                        json!({"type": "content_block_start",
+                        "index": i, "content_block": open}),
+                    ));
+                    for d in delta {
+                        out.push((
+                            "content_block_delta",
+                            json!({"type": "content_block_delta",
+                            "index": i, "delta": d}),
+                        ));
+                    }
+                    out.push((
+                        "content_block_stop",
+                        json!({"type": "content_block_stop", "index": i}),
+                    ));
+                    self.index += 1;
+                }
             }
             Event::Usage { usage } => self.usage = *usage,
             Event::Finish { reason } => self.reason = Some(reason.clone()),

@@ -69,9 +69,11 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     request.parallel_tool_calls = flag("parallel_tool_calls", f.get("parallel_tool_calls"))?;
     request.temperature = number("temperature", f.get("temperature"), 0.0..=2.0)?;
     request.top_p = number("top_p", f.get("top_p"), 0.0..=1.0)?;
-    request.frequency_penalty =
-        number("frequency_penalty", f.get("frequency_penalty"), -2.0..=2.0)?;
-    request.presence_penalty = number("presence_penalty", f.get("presence_penalty"), -2.0..=2.0)?;
+    // A penalty of 0 asks for nothing, and any model takes it.
+    let penalty =
+        |name: &str| number(name, f.get(name), -2.0..=2.0).map(|p| p.filter(|p| *p != 0.0));
+    request.frequency_penalty = penalty("frequency_penalty")?;
+    request.presence_penalty = penalty("presence_penalty")?;
     request.seed = f.integer("seed")?;
     request.max_tokens = match f.get("max_completion_tokens") {
         Some(n) => tokens("max_completion_tokens", Some(n))?,

@@ -2,9 +2,11 @@
 
 use super::ClientRequest;
 use super::fields::{TAKEN, UNSERVED};
+use crate::anthropic::NAMESPACE;
 use crate::client::{Fields, check, flag, number, tokens};
 use kite_core::{
-    Error, ImageSource, Message, Part, Request, Role, ToolCall, ToolChoice, ToolResult, ToolSpec,
+    Error, ImageSource, Message, Metadata, Part, Reasoning, Request, Role, ToolCall, ToolChoice,
+    ToolResult, ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -149,15 +151,48 @@ fn thinking(v: Option<&Value>) -> Result<Option<kite_core::ReasoningConfig>, Err
 }
 
 /// The text of a `tool_result`'s content (text, or text blocks).
-fn result_text(content: Option<&Value>) -> String {
+fn result_content(content: Option<&Value>) -> Result<Vec<Part>, String> {
     match content {
-        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(vec![Part::text(s.clone())]),
         Some(Value::Array(blocks)) => blocks
             .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
+            .map(|b| match b.get("type").and_then(Value::as_str) {
+                Some("text") => Ok(Part::text(
+                    b.get("text").and_then(Value::as_str).unwrap_or_default(),
+                )),
+                Some("image") => Ok(image(b)),
+                other => Err(format!(
+                    "tool_result.content: blocks of type {other:?} are not served"
+                )),
+            })
+            .collect(),
+        Some(_) => Err("tool_result.content: must be text or blocks".into()),
+    }
+}
+
+fn image(b: &Value) -> Part {
+    match b.pointer("/source/type").and_then(Value::as_str) {
+        Some("url") => Part::image_url(
+            b.pointer("/source/url")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
+        _ => Part::Image {
+            source: ImageSource::Base64 {
+                media_type: b
+                    .pointer("/source/media_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("image/png")
+                    .to_owned(),
+                data: b
+                    .pointer("/source/data")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            },
+            detail: None,
+        },
     }
 }
 
@@ -179,28 +214,7 @@ fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
             Some("text") => parts.push(Part::text(
                 b.get("text").and_then(Value::as_str).unwrap_or_default(),
             )),
-            Some("image") => parts.push(match b.pointer("/source/type").and_then(Value::as_str) {
-                Some("url") => Part::image_url(
-                    b.pointer("/source/url")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                ),
-                _ => Part::Image {
-                    source: ImageSource::Base64 {
-                        media_type: b
-                            .pointer("/source/media_type")
-                            .and_then(Value::as_str)
-                            .unwrap_or("image/png")
-                            .to_owned(),
-                        data: b
-                            .pointer("/source/data")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    },
-                    detail: None,
-                },
-            }),
+            Some("image") => parts.push(image(b)),
             Some("tool_use") => {
                 let id = b
                     .get("id")
@@ -218,12 +232,36 @@ fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
                     .get("tool_use_id")
                     .and_then(Value::as_str)
                     .ok_or("tool_result.tool_use_id: Field required")?;
-                let mut r = ToolResult::text(id, result_text(b.get("content")));
+                let mut r = ToolResult::text(id, "");
+                r.content = result_content(b.get("content"))?;
                 r.is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
                 results.push(r);
             }
-            // Thinking blocks and the like are the provider's, not the conversation's.
-            _ => {}
+            // Thinking goes back as it came, signature and all, for Anthropic to take.
+            Some("thinking") => {
+                let signature = b
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .ok_or("thinking.signature: Field required")?;
+                parts.push(Part::Reasoning(Reasoning {
+                    text: b
+                        .get("thinking")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    metadata: Metadata::with(NAMESPACE, "signature", json!(signature)),
+                }));
+            }
+            Some("redacted_thinking") => {
+                let data = b
+                    .get("data")
+                    .ok_or("redacted_thinking.data: Field required")?;
+                parts.push(Part::Reasoning(Reasoning {
+                    text: String::new(),
+                    metadata: Metadata::with(NAMESPACE, "redacted_data", data.clone()),
+                }));
+            }
+            other => return Err(format!("content blocks of type {other:?} are not served")),
         }
     }
     // Tool results go first, as their own messages; the rest of a user turn follows.
