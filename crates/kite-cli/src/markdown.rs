@@ -56,6 +56,9 @@ pub(crate) struct Markdown {
     start: usize,
     /// How much of `buffer` has been looked at: `start` or just after a newline.
     scanned: usize,
+    /// How far past `scanned` a newline was looked for and not found (so a long line that
+    /// comes in small fragments is searched once, not again at each fragment).
+    searched: usize,
     /// The fence of the code block open at `scanned`, if one is (inside a block).
     fence: Option<Fence>,
     /// The code block being rendered line by line, if one is.
@@ -68,6 +71,8 @@ pub(crate) struct Markdown {
 
 /// How many lines of a code block one piece holds at most.
 const LINES_PER_PIECE: usize = 64;
+/// The largest block rendered as Markdown; a larger one is shown as it is.
+const MAX_RENDERED: usize = 256 * 1024;
 
 impl Markdown {
     /// A renderer for a terminal.
@@ -94,8 +99,13 @@ impl Markdown {
     pub(crate) fn next_piece(&mut self) -> Option<String> {
         let mut out = String::new();
         let mut code_lines = 0;
-        while let Some(newline) = self.buffer[self.scanned..].find('\n') {
-            let end = self.scanned + newline + 1;
+        loop {
+            let from = self.searched.max(self.scanned);
+            let Some(newline) = self.buffer[from..].find('\n') else {
+                self.searched = self.buffer.len();
+                break;
+            };
+            let end = from + newline + 1;
             let line = &self.buffer[self.scanned..end];
             if let Some((fence, lines)) = &mut self.code {
                 let closed = fence.closed_by(line);
@@ -120,7 +130,7 @@ impl Markdown {
                 && let Some((fence, language)) = Fence::standalone(line)
             {
                 let before = self.render_to(self.scanned);
-                let lines = CodeLines::new(language.as_deref());
+                let lines = CodeLines::new(language.as_deref(), MAX_HIGHLIGHTED_BLOCK);
                 self.consume(end);
                 self.code = Some((fence, lines));
                 if self.started {
@@ -151,6 +161,7 @@ impl Markdown {
                 self.consume(end);
             } else {
                 self.scanned = end;
+                self.searched = end;
                 self.content = true;
             }
         }
@@ -158,11 +169,14 @@ impl Markdown {
     }
 
     /// Renders `buffer[start..end]` as a block (after a blank line if one came before) and
-    /// marks it rendered; "" when it shows nothing.
+    /// marks it rendered; "" when it shows nothing. A block past [`MAX_RENDERED`] is shown
+    /// as its text, plain: rendering it would take long.
     fn render_to(&mut self, end: usize) -> String {
-        let rendered = match self.buffer[self.start..end].trim().is_empty() {
-            true => String::new(),
-            false => render(&self.buffer[self.start..end]),
+        let block = &self.buffer[self.start..end];
+        let rendered = match (block.trim().is_empty(), block.len() > MAX_RENDERED) {
+            (true, _) => String::new(),
+            (false, true) => printable(block).into_owned(),
+            (false, false) => render(block),
         };
         self.consume(end);
         let mut out = String::new();
@@ -175,8 +189,10 @@ impl Markdown {
         self.start = end;
         self.scanned = end;
         self.content = false;
+        self.searched = self.searched.max(end);
         if self.start > 64 * 1024 && self.start * 2 > self.buffer.len() {
             self.buffer.replace_range(..self.start, "");
+            self.searched -= self.start;
             self.start = 0;
             self.scanned = 0;
         }
@@ -298,8 +314,9 @@ fn list_marker(text: &str) -> Option<&str> {
 /// The longest line highlighted; longer ones are shown plain (highlighting one can take
 /// long).
 const MAX_HIGHLIGHTED_LINE: usize = 1000;
-/// How much of one code block is highlighted; the rest is shown plain.
-const MAX_HIGHLIGHTED_BLOCK: usize = 64 * 1024;
+/// How much of one code block, or of all the code blocks of one rendered block, is
+/// highlighted; the rest is shown plain.
+pub(crate) const MAX_HIGHLIGHTED_BLOCK: usize = 64 * 1024;
 
 /// A code block's lines rendered one at a time: indented, made printable, highlighted if
 /// syntect knows the language (up to the limits above), dim otherwise. The syntaxes and
@@ -308,13 +325,15 @@ const MAX_HIGHLIGHTED_BLOCK: usize = 64 * 1024;
 pub(crate) struct CodeLines {
     highlighter: Option<HighlightLines<'static>>,
     highlighted: usize,
+    budget: usize,
 }
 
 static SYNTAXES: OnceLock<SyntaxSet> = OnceLock::new();
 static THEME: OnceLock<Option<Theme>> = OnceLock::new();
 
 impl CodeLines {
-    pub(crate) fn new(language: Option<&str>) -> Self {
+    /// Lines of a block in `language`, highlighted up to `budget` bytes.
+    pub(crate) fn new(language: Option<&str>, budget: usize) -> Self {
         let highlighter = language.and_then(|language| {
             let syntaxes = SYNTAXES.get_or_init(SyntaxSet::load_defaults_newlines);
             let syntax = syntaxes.find_syntax_by_token(language)?;
@@ -327,7 +346,13 @@ impl CodeLines {
         Self {
             highlighter,
             highlighted: 0,
+            budget,
         }
+    }
+
+    /// How many bytes it highlighted.
+    pub(crate) fn highlighted(&self) -> usize {
+        self.highlighted
     }
 
     /// One line of code (with or without its newline), rendered: "\n" for a blank one,
@@ -343,8 +368,8 @@ impl CodeLines {
 
     fn styled(&mut self, text: &str) -> String {
         let syntaxes = SYNTAXES.get();
-        let within = text.len() <= MAX_HIGHLIGHTED_LINE
-            && self.highlighted + text.len() <= MAX_HIGHLIGHTED_BLOCK;
+        let within =
+            text.len() <= MAX_HIGHLIGHTED_LINE && self.highlighted + text.len() <= self.budget;
         if let (Some(h), Some(syntaxes), true) = (self.highlighter.as_mut(), syntaxes, within) {
             let line = format!("{text}\n");
             if let Ok(ranges) = h.highlight_line(&line, syntaxes) {

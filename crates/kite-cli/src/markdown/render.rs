@@ -3,7 +3,10 @@
 //! renderer's own escapes are added.
 
 use super::table::{Cell, Table};
-use super::{BOLD, CodeLines, DIM, H1, H2, INLINE_CODE, ITALIC, QUOTE, RESET, STRIKE, UNDERLINE};
+use super::{
+    BOLD, CodeLines, DIM, H1, H2, INLINE_CODE, ITALIC, MAX_HIGHLIGHTED_BLOCK, QUOTE, RESET, STRIKE,
+    UNDERLINE,
+};
 use crate::output::printable;
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
@@ -63,6 +66,8 @@ struct Renderer {
     code: Option<Code>,
     /// The table being collected.
     table: Option<Table>,
+    /// How many bytes of code it highlighted.
+    highlighted: usize,
 }
 
 impl Renderer {
@@ -392,12 +397,15 @@ impl Renderer {
     /// Writes a code block, indented, highlighted if syntect knows its language.
     fn code_block(&mut self, code: &Code) {
         let text = code.text.replace("\r\n", "\n");
-        let mut lines = CodeLines::new(code.language.as_deref());
+        // One budget for every code block of the block rendered (a quote may hold many).
+        let left = MAX_HIGHLIGHTED_BLOCK.saturating_sub(self.highlighted);
+        let mut lines = CodeLines::new(code.language.as_deref(), left);
         for line in text.lines() {
             self.prefix();
             self.out.push_str(lines.line(line).trim_end_matches('\n'));
             self.newline();
         }
+        self.highlighted += lines.highlighted();
     }
 
     /// The rendered text: "" or text ending in "\n".

@@ -322,3 +322,32 @@ fn wide_characters_keep_table_columns_aligned() {
     let column = |row: &str| unicode_width::UnicodeWidthStr::width(row.split('│').next().unwrap());
     assert_eq!(column(&rows[0]), column(&rows[1]), "{rows:?}");
 }
+
+#[test]
+fn code_in_a_quote_is_highlighted_within_a_budget_and_a_huge_block_is_shown_plain() {
+    let code_line = "    value = compute(alpha, beta)  # c\n";
+    let block = format!(
+        "> ```python\n{}> ```\n",
+        format!("> {code_line}").repeat(4500)
+    );
+    let rendered = whole(&block);
+    let highlighted = rendered
+        .lines()
+        .filter(|l| l.contains("\x1b[38;2;"))
+        .count();
+    let dim = rendered
+        .lines()
+        .filter(|l| l.contains("\x1b[2m    value"))
+        .count();
+    // 64 KiB of ~36-byte lines: under 2,000 highlighted of 4,500, the rest plain.
+    assert!(highlighted > 100 && highlighted < 2000, "{highlighted}");
+    assert!(dim > 2500, "{dim}");
+    // A paragraph past 256 KiB is its text as it is, made printable.
+    let huge = format!("{}\u{1b}[2J end\n\n", "word **bold** ".repeat(20_000));
+    let out = whole(&huge);
+    assert!(
+        out.contains("word **bold** word"),
+        "not rendered as Markdown"
+    );
+    assert!(out.contains("\\u{1b}[2J end"), "made printable");
+}
