@@ -4,20 +4,20 @@
 //! compacted; after it, the turn is saved, as far as it is consistent when an error or
 //! Ctrl-C cut it short.
 
+mod agent;
+
 use crate::choose::{Chosen, SessionArgs, choose_model};
 use crate::config::Loaded;
 use crate::history::Thread;
 use crate::output::{Output, errln};
 use crate::settings::CompactPolicy;
 use crate::waiting::Waiting;
+use agent::{agent, check_tool_choice, say_servers};
 use kite::agent::builtin;
 use kite::skills::SkillRun;
 use kite::store::Turn;
 use kite::store::compact::{Compactor, DEFAULT_PROMPT, Policy};
-use kite::{
-    Agent, AgentError, AgentEvent, Error, Message, ReasoningConfig, StopReason, StreamExt,
-    ToolChoice, Usage,
-};
+use kite::{Agent, AgentError, AgentEvent, Error, Message, StopReason, StreamExt, Usage};
 use std::future::Future;
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -400,94 +400,5 @@ impl Session {
                 specs.len()
             );
         }
-    }
-}
-
-/// The agent for `args` and `chosen`, offering `skills`; with `before`, it keeps `before`'s
-/// tools.
-fn agent(
-    args: &SessionArgs,
-    chosen: &Chosen,
-    before: Option<&Agent>,
-    skills: Option<&SkillRun>,
-) -> Result<Agent, Error> {
-    // The small local model, given tools, is asked to call one first unless told
-    // otherwise: left to choose, it answers from guesswork.
-    let tool_choice = tool_choice(args).or_else(|| {
-        (chosen.local && (args.tools || !args.tool.is_empty())).then_some(ToolChoice::Required)
-    });
-    let mut agent = Agent::shared(chosen.model.clone(), chosen.name.clone())
-        .max_turns(args.max_turns.unwrap_or(10))
-        .configure(|r| {
-            r.max_tokens = args.max_tokens;
-            r.temperature = args.temperature;
-            r.tool_choice = tool_choice;
-            r.reasoning = args.reasoning.clone().map(ReasoningConfig::effort);
-        });
-    if let Some(before) = before {
-        agent = agent.with_tools(before.tools().clone());
-    }
-    if let Some(system) = &args.system {
-        agent = agent.system(crate::choose::with_date(system));
-    }
-    agent = agent.pricer(crate::prices::pricer());
-    if let Some(skills) = skills {
-        // The skills' part of the system prompt follows the user's; their tools are
-        // replaced by themselves when `before` had them.
-        agent = agent.toolkit(skills);
-    }
-    Ok(agent)
-}
-
-/// One line saying what the configured MCP servers added.
-fn say_servers(hub: &kite::mcp::Hub) {
-    let servers = hub.servers();
-    if servers.is_empty() {
-        return;
-    }
-    let tools: usize = servers.iter().map(|s| s.tools.len()).sum();
-    let up = servers
-        .iter()
-        .filter(|s| matches!(s.status, kite::mcp::ServerStatus::Up { .. }))
-        .count();
-    errln!(
-        "kite: {tools} tools from {up} of {} MCP servers in kite.toml (--no-mcp leaves them \
-         out)",
-        servers.len()
-    );
-}
-
-/// `--tool-choice`.
-fn tool_choice(args: &SessionArgs) -> Option<ToolChoice> {
-    args.tool_choice.as_deref().map(|c| match c {
-        "auto" => ToolChoice::Auto,
-        "required" => ToolChoice::Required,
-        "none" => ToolChoice::None,
-        name => ToolChoice::Tool(name.to_owned()),
-    })
-}
-
-/// Refuses a forced tool choice that names no tool on offer.
-fn check_tool_choice(agent: &Agent, args: &SessionArgs) -> Result<(), Error> {
-    let offered = agent.tools().specs();
-    match &tool_choice(args) {
-        Some(ToolChoice::Required) if offered.is_empty() => Err(Error::Config(
-            "--tool-choice required, but no tool is on offer; offer one with --tool, --tools \
-             or kite.toml"
-                .into(),
-        )),
-        Some(ToolChoice::Tool(name)) if !offered.iter().any(|t| &t.name == name) => {
-            let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
-            Err(Error::Config(format!(
-                "--tool-choice {name:?} names no tool on offer ({}); offer it with --tool or \
-                 kite.toml, or choose auto, required or none",
-                if names.is_empty() {
-                    "none are".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            )))
-        }
-        _ => Ok(()),
     }
 }
