@@ -65,7 +65,7 @@ fn gateway() -> SocketAddr {
             .unwrap();
         rt.block_on(async move {
             let gw = Gateway::new(vec![Route::new("hello", Arc::new(Hello), "hello")], false);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let listener = kite_serve::bind(([127, 0, 0, 1], 0).into()).await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             kite_serve::serve(listener, Arc::new(gw), std::future::pending())
                 .await
@@ -124,7 +124,12 @@ async fn ask(addr: SocketAddr, n: usize) -> (Vec<Duration>, usize) {
             .await;
         let ok = match answer {
             Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
-            Err(_) => false,
+            Err(e) => {
+                if failed == 0 {
+                    eprintln!("first failure: {e:?}");
+                }
+                false
+            }
         };
         match ok {
             true => took.push(started.elapsed()),

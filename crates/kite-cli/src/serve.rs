@@ -201,7 +201,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         .or(settings.addr)
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
     gateway.check_addr(&addr).map_err(fail)?;
-    let listener = tokio::net::TcpListener::bind(addr)
+    let listener = kite::serve::bind(addr)
         .await
         .map_err(|e| fail(format!("cannot listen on {addr}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| fail(e.to_string()))?;

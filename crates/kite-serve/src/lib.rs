@@ -33,7 +33,7 @@ use keys::{Caller, Keys};
 pub use keys::{KeyUsage, Limits, new_token};
 pub use kite_agent::{Pricer, ToolSet};
 pub use kite_store::Store;
-pub use listen::{MAX_CONNECTIONS, MAX_PER_ADDRESS};
+pub use listen::{MAX_CONNECTIONS, MAX_PER_ADDRESS, bind};
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};

@@ -5,9 +5,11 @@
 //!   nothing holds nothing for long), then hyper's for a request's headers, which also
 //!   bounds a kept-alive connection's silence between requests;
 //! - a cap on open connections, and on those from one address; past either, the
-//!   connection idle the longest (no request under way, whether it said nothing, a byte or
-//!   half its headers) is dropped to make room, so that connections that say little cannot
-//!   keep out those that ask (one address with none idle gets no more);
+//!   connection idle the longest (no request under way, nothing sent that waits to be read,
+//!   whether it said nothing, a byte or half its headers for longer than a real client
+//!   takes) is dropped to make room, so that
+//!   connections that say little cannot keep out those that ask; new connections are never
+//!   refused, but wait for room past the cap on all connections;
 //! - `TCP_NODELAY` (each event goes out when it is written);
 //! - a graceful end: once asked to stop, connections are still taken, but every new
 //!   request is refused with a 503 (the gateway's `gate`) and its connection closed; when
@@ -33,13 +35,22 @@ use tower::ServiceExt;
 pub const MAX_CONNECTIONS: usize = 4096;
 /// How many of them may come from one address.
 pub const MAX_PER_ADDRESS: usize = 1024;
+/// How long a connection must have been idle (and sent nothing that waits to be read) to
+/// be dropped to make room: a new one sends its request at once, within a round trip.
+const MIN_IDLE_MS: u64 = 300;
+/// How often the accept loop, full, looks again for a connection to drop.
+const LOOK_AGAIN_MS: u64 = 50;
+/// How long a connection may take to send a request's head and still not be dropped to
+/// make room: a real client sends it at once.
+const MAX_READING_MS: u64 = 250;
 
 /// One open connection, as the accept loop sees it.
 struct Conn {
     addr: IpAddr,
     /// Requests under way (until their answer's body has been sent).
     busy: AtomicUsize,
-    /// When it last became idle, in milliseconds since the table's start.
+    /// When it last became idle, in milliseconds since the table's start (`u64::MAX`
+    /// until its task first runs).
     idle_since: AtomicU64,
     /// When its first request began to come (its first byte), until that request is read;
     /// 0 otherwise.
@@ -48,6 +59,19 @@ struct Conn {
     close: CancellationToken,
     /// Dropped to make room; counted against its address until its task ends.
     evicted: AtomicBool,
+    /// Its socket, to ask the kernel whether what it sent waits to be read.
+    fd: std::os::fd::RawFd,
+}
+
+impl Conn {
+    /// Whether bytes it sent wait to be read: it is talking, not idle, even if its task
+    /// has not got to them yet.
+    fn sent_unread(&self) -> bool {
+        let mut pending: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int; the socket is open while the connection is in
+        // the table (a number reused meanwhile only spares a connection for a moment).
+        unsafe { libc::ioctl(self.fd, libc::FIONREAD, &mut pending) == 0 && pending > 0 }
+    }
 }
 
 /// The open connections.
@@ -80,15 +104,18 @@ impl Table {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn add(&self, addr: IpAddr) -> (u64, Arc<Conn>) {
+    fn add(&self, addr: IpAddr, fd: std::os::fd::RawFd) -> (u64, Arc<Conn>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             addr,
             busy: AtomicUsize::new(0),
-            idle_since: AtomicU64::new(self.now()),
+            // Not idle until its task is there to hear it: one taken in a burst waits for
+            // its turn to be read, and is not dropped meanwhile.
+            idle_since: AtomicU64::new(u64::MAX),
             reading_since: AtomicU64::new(0),
             close: CancellationToken::new(),
             evicted: AtomicBool::new(false),
+            fd,
         });
         let mut inner = self.lock();
         inner.conns.insert(id, conn.clone());
@@ -116,23 +143,48 @@ impl Table {
         self.lock().per_addr.get(&addr).copied().unwrap_or(0)
     }
 
-    /// Drops the connection idle the longest (from `addr`, or from anywhere); false when
-    /// every one has a request under way.
+    /// Drops the connection idle the longest (from `addr`, or from anywhere): one with no
+    /// request under way, idle for [`MIN_IDLE_MS`] at least, and not sending a request's
+    /// head for less than [`MAX_READING_MS`]. False when there is none, nor one on its way
+    /// out.
     fn close_idlest(&self, addr: Option<IpAddr>) -> bool {
+        let now = self.now();
         let inner = self.lock();
-        let idlest = inner
-            .conns
-            .values()
-            .filter(|c| addr.is_none_or(|a| c.addr == a))
-            .filter(|c| !c.evicted.load(Ordering::Relaxed))
-            .filter(|c| c.busy.load(Ordering::Acquire) == 0)
-            .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
-        let Some(conn) = idlest else {
-            return false;
-        };
-        conn.evicted.store(true, Ordering::Relaxed);
-        conn.close.cancel();
-        true
+        let mut leaving = false;
+        let mut spared: Vec<*const Conn> = Vec::new();
+        // The kernel is asked only about the one chosen (a few times at most, when the
+        // idlest turns out to have sent something meanwhile).
+        for _ in 0..8 {
+            let idlest = inner
+                .conns
+                .values()
+                .filter(|c| addr.is_none_or(|a| c.addr == a))
+                .filter(|c| c.busy.load(Ordering::Acquire) == 0)
+                .filter(|c| {
+                    let evicted = c.evicted.load(Ordering::Relaxed);
+                    leaving |= evicted;
+                    !evicted
+                })
+                // Not one that has just come, nor one sending its request as it should.
+                .filter(|c| now.saturating_sub(c.idle_since.load(Ordering::Relaxed)) >= MIN_IDLE_MS)
+                .filter(|c| {
+                    let reading = c.reading_since.load(Ordering::Relaxed);
+                    reading == 0 || now.saturating_sub(reading) >= MAX_READING_MS
+                })
+                .filter(|c| !spared.contains(&Arc::as_ptr(c)))
+                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
+            let Some(conn) = idlest else {
+                return leaving;
+            };
+            if conn.sent_unread() {
+                spared.push(Arc::as_ptr(conn));
+                continue;
+            }
+            conn.evicted.store(true, Ordering::Relaxed);
+            conn.close.cancel();
+            return true;
+        }
+        leaving
     }
 
     /// Whether any connection has a request under way, or one that began to come within
@@ -179,6 +231,20 @@ impl Drop for Busy {
         self.1.idle_since.store(self.0.now(), Ordering::Relaxed);
         self.1.busy.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// A listener on `addr` whose queue of connections not yet taken holds as many as the
+/// gateway serves at once (the system's own cap, `somaxconn`, may hold fewer): under a
+/// flood, a client's connection waits there rather than being dropped and tried again a
+/// second later.
+pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(MAX_CONNECTIONS as u32)
 }
 
 /// Serves `app` on `listener` within `deadlines` until `shutdown` resolves, then drains:
@@ -232,18 +298,24 @@ pub(crate) async fn serve(
             }
         };
         let addr = peer.ip();
-        // Room for it: past a cap, the idlest connection goes; one address whose every
-        // connection is busy gets no more.
-        if table.from(addr) >= MAX_PER_ADDRESS && !table.close_idlest(Some(addr)) {
-            continue;
+        // Room for it: past the address's cap, that address's idlest connection goes (when
+        // none can, the new one is still taken, within the cap on all connections).
+        if table.from(addr) >= MAX_PER_ADDRESS {
+            table.close_idlest(Some(addr));
         }
         let permit = match open.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
-                table.close_idlest(None);
-                let waited = tokio::select! {
-                    p = open.clone().acquire_owned() => p.ok(),
-                    () = stopped.cancelled(), if !draining.load(Ordering::Relaxed) => None,
+                // Full: the idlest connection goes, now or as soon as one may.
+                let waited = loop {
+                    table.close_idlest(None);
+                    tokio::select! {
+                        p = open.clone().acquire_owned() => break p.ok(),
+                        () = stopped.cancelled(), if !draining.load(Ordering::Relaxed) => {
+                            break None;
+                        }
+                        () = tokio::time::sleep(Duration::from_millis(LOOK_AGAIN_MS)) => {}
+                    }
                 };
                 match waited {
                     Some(p) => p,
@@ -255,7 +327,7 @@ pub(crate) async fn serve(
             }
         };
         let _ = tcp.set_nodelay(true);
-        let (id, conn) = table.add(addr);
+        let (id, conn) = table.add(addr, std::os::fd::AsRawFd::as_raw_fd(&tcp));
         let service = Counted {
             app: app.clone(),
             table: table.clone(),
@@ -267,6 +339,7 @@ pub(crate) async fn serve(
         tasks.spawn(async move {
             let forget = Forget(table, id);
             let _permit = permit;
+            conn.idle_since.store(forget.0.now(), Ordering::Relaxed);
             let mut one = [0u8; 1];
             let spoke = tokio::select! {
                 read = tokio::time::timeout(first_byte, tcp.peek(&mut one)) => {

@@ -187,7 +187,7 @@ async fn idle_connections_do_not_keep_out_those_that_ask() {
                 .send()
                 .await;
             let answer =
-                answer.unwrap_or_else(|e| panic!("request {i} under the {first:?} flood: {e}"));
+                answer.unwrap_or_else(|e| panic!("request {i} under the {first:?} flood: {e:?}"));
             assert_eq!(answer.status(), 200, "request {i}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
