@@ -94,6 +94,14 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
         (json!({"tools": {}}), "`tools` must be an array"),
         (json!({"messages": []}), "`messages` is empty"),
         (
+            json!({"messages": [{"role": "user"}]}),
+            "`messages` is empty",
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]}),
+            "`messages` is empty",
+        ),
+        (
             json!({"tool_choice": "required"}),
             "`tool_choice` asks for a tool call",
         ),

@@ -139,10 +139,12 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// The checks every client API's request gets once decoded: something to answer, and a
-/// tool choice the tools can meet. `messages` names the field the conversation came in.
+/// The checks every client API's request gets once decoded: something to answer (a
+/// message that says something), and a tool choice the tools can meet. `messages` names the field the conversation came in.
 pub(crate) fn check(request: &Request, messages: &str) -> Result<(), Error> {
-    if request.messages.is_empty() {
+    let said =
+        |p: &kite_core::Part| !matches!(p, kite_core::Part::Text { text } if text.is_empty());
+    if !request.messages.iter().any(|m| m.parts.iter().any(said)) {
         return Err(bad(format!(
             "`{messages}` is empty: there is nothing to answer"
         )));

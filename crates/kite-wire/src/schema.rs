@@ -108,8 +108,9 @@ fn strict_in_place(v: &mut Value) {
             obj.insert("additionalProperties".into(), Value::Bool(false));
             obj.entry("properties")
                 .or_insert_with(|| Value::Object(Map::new()));
-            obj.entry("required")
-                .or_insert_with(|| Value::Array(Vec::new()));
+            // No properties, so none required: strict mode wants `required` to name each
+            // property and nothing else, as below.
+            obj.insert("required".into(), Value::Array(Vec::new()));
         }
         return;
     }
@@ -199,5 +200,22 @@ mod tests {
         assert_eq!(s["properties"]["meta"]["additionalProperties"], false);
         assert_eq!(s["$defs"]["Place"]["additionalProperties"], false);
         assert_eq!(s["$defs"]["Place"]["properties"]["lat"]["type"], "number");
+    }
+
+    /// Found by the `serve_requests` fuzz target: `required` naming properties an object
+    /// does not have was kept, so the schema was not strict, and making it strict again
+    /// changed it.
+    #[test]
+    fn an_object_without_properties_requires_none_and_stays_strict() {
+        for schema in [
+            json!({"type": "object", "required": ["city"]}),
+            json!({"type": "object", "propertiez": {"city": {}}, "required": ["city"]}),
+        ] {
+            let s = openai_strict(&schema);
+            assert_eq!(s["properties"], json!({}), "{schema}");
+            assert_eq!(s["required"], json!([]), "{schema}");
+            assert_eq!(s["additionalProperties"], false, "{schema}");
+            assert_eq!(openai_strict(&s), s, "{schema}: strict twice differs");
+        }
     }
 }
