@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
 # Runs each target (default: all of them) for SECONDS (default 20) on its corpus in
-# target/fuzz-corpus/TARGET, seeded from the recorded traffic in testdata/wire, and prints
+# target/fuzz-corpus/TARGET, seeded from the recorded traffic in testdata/wire, the skills
+# in testdata/skills and what scripts/fuzz-seeds.py makes (python3), and prints
 # one line per target with its execution count. Exits non-zero when a target finds a crash;
 # libFuzzer saves the input under fuzz/artifacts/TARGET/. The instrumented build is kept
 # outside the checkout (KITE_FUZZ_TARGET, default ~/.cache/kite/fuzz-target) so that a
@@ -15,7 +16,8 @@ cd "$(dirname "$0")/.."
 secs="${1:-20}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(sse streams bodies cassette config)
+[ "${#targets[@]}" -gt 0 ] ||
+  targets=(sse streams bodies cassette config serve_requests frontmatter skill_archive state prompts)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "fuzz: installing cargo-fuzz from crates.io" >&2
@@ -41,6 +43,12 @@ seed sse "${streams[@]}"
 seed streams "${streams[@]}"
 seed bodies "${bodies[@]}"
 seed cassette "${cassettes[@]}"
+mapfile -t requests < <(find testdata/wire -name request.json | sort)
+mapfile -t skill_mds < <(find testdata/skills -name SKILL.md | sort)
+seed serve_requests "${requests[@]}"
+seed frontmatter "${skill_mds[@]}"
+# The gateway's tests' request bodies, zipped test skills, conversation states.
+python3 scripts/fuzz-seeds.py "$corpus"
 mkdir -p "$corpus/config"
 cat > "$corpus/config/seed-servers" <<'TOML'
 [http]
@@ -63,6 +71,18 @@ allow = ["find"]
 prefix = "web"
 timeout_secs = 120
 TOML
+mkdir -p "$corpus/prompts"
+cat > "$corpus/prompts/seed-prompts" <<'TOML'
+system = "You are terse. Today is {date}."
+summarize = """
+Summarize the conversation as notes:
+decisions, open questions, and what the user asked for."""
+
+[roles]
+reviewer = "You review Rust code for bugs."
+'translator' = 'Translate into French.'
+TOML
+printf 'file = "other.toml"\nsystem = "Be brief."\n' > "$corpus/prompts/seed-names-another"
 
 failed=0
 for t in "${targets[@]}"; do

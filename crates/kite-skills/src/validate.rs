@@ -144,6 +144,29 @@ pub struct Frontmatter {
     pub allowed_tools: Option<String>,
 }
 
+impl Frontmatter {
+    /// Checks `text`, the content of a `SKILL.md`, as [`Skill::load`](crate::Skill::load)
+    /// checks the file once read: line ends made `\n`, the frontmatter split off and read
+    /// as the reference library reads it, then every rule. `folder` is the name of the
+    /// folder the file is in, which the skill's name must match (`None`: no folder to
+    /// match). Returns the frontmatter and the Markdown body after it, or every problem
+    /// found, each naming the file `SKILL.md`. The size limit
+    /// ([`MAX_SKILL_MD`](crate::MAX_SKILL_MD) bytes) is the caller's to keep.
+    ///
+    /// ```
+    /// use kite_skills::{Frontmatter, Rule};
+    ///
+    /// let text = "---\nname: pdf\ndescription: Reads PDFs.\n---\n# PDF\n";
+    /// let (meta, body) = Frontmatter::check(text, Some("pdf")).unwrap();
+    /// assert_eq!((meta.name.as_str(), body.as_str()), ("pdf", "# PDF\n"));
+    /// let problems = Frontmatter::check(text, Some("pdfs")).unwrap_err();
+    /// assert_eq!(problems[0].rule, Rule::NameFolder);
+    /// ```
+    pub fn check(text: &str, folder: Option<&str>) -> Result<(Frontmatter, String), Vec<Problem>> {
+        check(Path::new("SKILL.md"), folder, text)
+    }
+}
+
 /// Checks the text of `file`, a skill's `SKILL.md` in a folder named `folder` (`None` for a
 /// skill with no folder, a native one). Returns the frontmatter and the Markdown body, or
 /// every problem found.
