@@ -100,6 +100,8 @@ impl Markdown {
         let mut out = String::new();
         let mut code_lines = 0;
         loop {
+            // Offsets into the buffer hold for one line's work; between lines it may shrink.
+            self.compact();
             let from = self.searched.max(self.scanned);
             let Some(newline) = self.buffer[from..].find('\n') else {
                 self.searched = self.buffer.len();
@@ -184,17 +186,22 @@ impl Markdown {
         out
     }
 
-    /// Marks `buffer[..end]` as done with; the buffer is trimmed once most of it is.
+    /// Marks `buffer[..end]` as done with.
     fn consume(&mut self, end: usize) {
         self.start = end;
         self.scanned = end;
         self.content = false;
         self.searched = self.searched.max(end);
+    }
+
+    /// Trims what is done with from the buffer once it is most of it. Only between two
+    /// lines' work: offsets taken before would point past the new end.
+    fn compact(&mut self) {
         if self.start > 64 * 1024 && self.start * 2 > self.buffer.len() {
             self.buffer.replace_range(..self.start, "");
             self.searched -= self.start;
+            self.scanned -= self.start;
             self.start = 0;
-            self.scanned = 0;
         }
     }
 

@@ -33,7 +33,9 @@ use tower::ServiceExt;
 
 /// How many connections are served at once.
 pub const MAX_CONNECTIONS: usize = 4096;
-/// How many of them may come from one address.
+/// How many of them from one address before that address's idlest connection is dropped
+/// for each new one (when it has none idle, the new one is still taken, within
+/// [`MAX_CONNECTIONS`]).
 pub const MAX_PER_ADDRESS: usize = 1024;
 /// How long a connection must have been idle (and sent nothing that waits to be read) to
 /// be dropped to make room: a new one sends its request at once, within a round trip.
@@ -59,18 +61,22 @@ struct Conn {
     close: CancellationToken,
     /// Dropped to make room; counted against its address until its task ends.
     evicted: AtomicBool,
-    /// Its socket, to ask the kernel whether what it sent waits to be read.
-    fd: std::os::fd::RawFd,
+    /// Its socket (a descriptor of its own, closed only when the connection is forgotten),
+    /// to ask the kernel whether what it sent waits to be read.
+    fd: std::os::fd::OwnedFd,
 }
 
 impl Conn {
     /// Whether bytes it sent wait to be read: it is talking, not idle, even if its task
     /// has not got to them yet.
     fn sent_unread(&self) -> bool {
+        use std::os::fd::AsRawFd;
         let mut pending: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one int; the socket is open while the connection is in
-        // the table (a number reused meanwhile only spares a connection for a moment).
-        unsafe { libc::ioctl(self.fd, libc::FIONREAD, &mut pending) == 0 && pending > 0 }
+        // SAFETY: FIONREAD writes one int; the descriptor is this connection's own and open
+        // for as long as `self` lives.
+        unsafe {
+            libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut pending) == 0 && pending > 0
+        }
     }
 }
 
@@ -104,7 +110,7 @@ impl Table {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn add(&self, addr: IpAddr, fd: std::os::fd::RawFd) -> (u64, Arc<Conn>) {
+    fn add(&self, addr: IpAddr, fd: std::os::fd::OwnedFd) -> (u64, Arc<Conn>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             addr,
@@ -187,14 +193,16 @@ impl Table {
         leaving
     }
 
-    /// Whether any connection has a request under way, or one that began to come within
-    /// `reading` (a client sending its request as the drain would end).
-    fn any_busy(&self, reading: Duration) -> bool {
-        let now = self.now();
-        let reading = reading.as_millis() as u64;
+    /// Whether any connection has a request under way, or, while `coming` is true, one on
+    /// its way in (sent and unread, or being read): a client sending its request as the
+    /// drain would end gets its 503.
+    fn any_busy(&self, coming: bool) -> bool {
         self.lock().conns.values().any(|c| {
-            let since = c.reading_since.load(Ordering::Relaxed);
-            c.busy.load(Ordering::Acquire) > 0 || (since > 0 && now.saturating_sub(since) < reading)
+            c.busy.load(Ordering::Acquire) > 0
+                || (coming
+                    && (c.reading_since.load(Ordering::Relaxed) > 0
+                        || c.idle_since.load(Ordering::Relaxed) == u64::MAX
+                        || c.sent_unread()))
         })
     }
 
@@ -270,6 +278,7 @@ pub(crate) async fn serve(
     });
     // While draining, how often it looks whether anything is still under way.
     let mut tick = tokio::time::interval(Duration::from_millis(50));
+    let mut drained_at: Option<Instant> = None;
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let accepted = tokio::select! {
@@ -278,11 +287,15 @@ pub(crate) async fn serve(
                 // From now on every request is refused (`gate`) and new connections serve
                 // one; once no request is under way, the end.
                 draining.store(true, Ordering::Relaxed);
+                drained_at = Some(Instant::now());
                 http.keep_alive(false);
                 continue;
             }
             _ = tick.tick(), if draining.load(Ordering::Relaxed) => {
-                if table.any_busy(deadlines.first_byte) {
+                // Requests on their way in are waited for, for a first byte's deadline at
+                // most: clients that keep coming cannot hold the end off for ever.
+                let coming = drained_at.is_some_and(|at| at.elapsed() < deadlines.first_byte);
+                if table.any_busy(coming) {
                     continue;
                 }
                 break;
@@ -327,7 +340,10 @@ pub(crate) async fn serve(
             }
         };
         let _ = tcp.set_nodelay(true);
-        let (id, conn) = table.add(addr, std::os::fd::AsRawFd::as_raw_fd(&tcp));
+        let Ok(fd) = std::os::fd::AsFd::as_fd(&tcp).try_clone_to_owned() else {
+            continue;
+        };
+        let (id, conn) = table.add(addr, fd);
         let service = Counted {
             app: app.clone(),
             table: table.clone(),
@@ -342,6 +358,8 @@ pub(crate) async fn serve(
             conn.idle_since.store(forget.0.now(), Ordering::Relaxed);
             let mut one = [0u8; 1];
             let spoke = tokio::select! {
+                // What came is heard first, even when it comes as the connection is closed.
+                biased;
                 read = tokio::time::timeout(first_byte, tcp.peek(&mut one)) => {
                     matches!(read, Ok(Ok(n)) if n > 0)
                 }

@@ -218,6 +218,10 @@ async fn messages_blocks_are_served_or_refused_by_name_and_thinking_goes_both_wa
             "server_tool_use",
         ),
         (json!([{"type": "thinking", "thinking": "hm"}]), "signature"),
+        (
+            json!([{"type": "redacted_thinking", "data": {"x": 1}}]),
+            "must be text",
+        ),
     ] {
         let (status, said) = post(addr, "messages", &with_blocks(blocks.clone())).await;
         assert_eq!(status, 400, "{blocks}: {said}");

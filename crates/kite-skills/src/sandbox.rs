@@ -153,7 +153,9 @@ pub async fn probe(options: &SandboxOptions) -> Result<(), String> {
 }
 
 /// Runs `command` with `sh -c` in `workspace`, with the skills' folders (`(name, dir)`)
-/// under `skills/` in it; `sandbox` is what [`probe`] said.
+/// under `skills/` in it; `sandbox` is what [`probe`] said. As root, the command runs as
+/// the workspace's owner, and a workspace root owns is first given to a fresh id of its
+/// own (the folder itself is chowned): give a folder made for the purpose.
 pub async fn run(
     command: &str,
     workspace: &Path,
@@ -172,7 +174,7 @@ pub async fn run(
     let (mut cmd, home) = match sandbox {
         Ok(()) => {
             let p = prepared.insert(Prepared::new(workspace, skills).map_err(SandboxError::Spawn)?);
-            let bounds = limits.for_child(p.own_id());
+            let bounds = limits.for_child(threads(p.runs_as(), limits.pids_capped()).await);
             let mut cmd = p
                 .command(options, Some(bounds))
                 .map_err(SandboxError::Spawn)?;
@@ -184,7 +186,9 @@ pub async fn run(
             link_skills(workspace, skills);
             let mut cmd = Command::new("/bin/sh");
             cmd.args(["-c", command]).current_dir(workspace);
-            let bounds = limits.for_child(false);
+            // SAFETY: getuid(2) has no preconditions and cannot fail.
+            let me = unsafe { libc::getuid() };
+            let bounds = limits.for_child(threads(Some(me), limits.pids_capped()).await);
             // SAFETY: the closure only calls write(2) and setrlimit(2) (`ChildLimits`).
             unsafe {
                 cmd.pre_exec(move || bounds.apply());
@@ -244,6 +248,19 @@ pub async fn run(
         stderr,
         stopped,
     })
+}
+
+/// The threads the command's user has already, for the process-count fallback: 0 for an
+/// id of kite's own (`runs_as` none); a count of `/proc`, off the runtime's threads, for
+/// another user when no pids cgroup caps the command; `None` (no fallback) when one does.
+async fn threads(runs_as: Option<u32>, pids_capped: bool) -> Option<u64> {
+    match (runs_as, pids_capped) {
+        (None, _) => Some(0),
+        (Some(_), true) => None,
+        (Some(uid), false) => tokio::task::spawn_blocking(move || limits::threads_of(uid))
+            .await
+            .ok(),
+    }
 }
 
 /// How often a running command's workspace is measured.

@@ -682,3 +682,43 @@ async fn a_link_a_command_leaves_in_place_of_the_mount_points_leads_nowhere() {
     .await;
     assert!(!err && said.contains("name: word-count"), "{said}");
 }
+
+#[tokio::test]
+async fn a_workspace_the_program_gives_is_neither_given_away_nor_emptied() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || RunOptions {
+        workspace: Some(dir.path().to_owned()),
+        sandbox: SandboxOptions {
+            max_workspace: Some(1 << 20),
+            ..SandboxOptions::default()
+        },
+    };
+    if root() {
+        // Root's own folder is not given to anyone: refused.
+        let refused = SkillRun::<()>::new(Arc::new(SkillSet::new()), options()).err();
+        let said = refused.map(|e| e.to_string()).unwrap_or_default();
+        assert!(said.contains("as root"), "{said}");
+        std::os::unix::fs::chown(dir.path(), Some(4242), Some(4242)).unwrap();
+    }
+    std::fs::write(dir.path().join("keep.txt"), "the program's").unwrap();
+    let run = SkillRun::new(Arc::new(SkillSet::new()), options()).unwrap();
+    let (said, err) = call(
+        &run,
+        "bash",
+        json!({"command": "head -c 3000000 /dev/urandom > big; sleep 20"}),
+    )
+    .await;
+    assert!(err && said.contains("quota"), "{said}");
+    // Past its quota, the run takes no more commands, and the folder keeps what it held.
+    assert!(dir.path().join("keep.txt").exists());
+    let (said, err) = call(&run, "bash", json!({"command": "echo hi"})).await;
+    assert!(err && said.contains("no more commands"), "{said}");
+    if root() {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            dir.path().metadata().unwrap().uid(),
+            4242,
+            "still its owner's"
+        );
+    }
+}

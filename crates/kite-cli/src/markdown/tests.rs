@@ -351,3 +351,21 @@ fn code_in_a_quote_is_highlighted_within_a_budget_and_a_huge_block_is_shown_plai
     );
     assert!(out.contains("\\u{1b}[2J end"), "made printable");
 }
+
+#[test]
+fn a_long_answer_of_text_then_a_fence_renders_whole_in_any_fragments() {
+    // Past 64 KiB the buffer is trimmed; a fence right after text, there, once cut the
+    // buffer under the renderer's feet.
+    let mut text = String::new();
+    for i in 0..2400 {
+        text.push_str(&format!("Line {i} of the answer, long enough to matter.\n"));
+        if i % 300 == 299 {
+            text.push_str("Install it:\n```bash\napt install kite\n```\n\n");
+        }
+    }
+    let expected = whole(&text);
+    for size in [3, 64, 1000] {
+        assert_eq!(in_fragments(&text, size), expected, "fragments of {size}");
+    }
+    assert!(plain(&expected).contains("  apt install kite"));
+}

@@ -35,10 +35,15 @@ impl Prepared {
         })
     }
 
-    /// Whether the command runs as an id of kite's own (as root), whose every process is
-    /// the command's.
-    pub(super) fn own_id(&self) -> bool {
-        self.id.is_some_and(|id| id.is_kites())
+    /// Who the command runs as: `None` for an id of kite's own (as root), whose every
+    /// process is the command's; else the uid (the workspace's owner, or kite's user).
+    pub(super) fn runs_as(&self) -> Option<u32> {
+        match self.id {
+            Some(id) if id.is_kites() => None,
+            Some(id) => Some(id.uid),
+            // SAFETY: getuid(2) has no preconditions and cannot fail.
+            None => Some(unsafe { libc::getuid() }),
+        }
     }
 
     /// bubblewrap, set up as the module doc says, with `bounds` applied to it before it

@@ -82,19 +82,21 @@ impl Limits {
         }
     }
 
-    /// What the child needs to apply the bounds to itself, with no allocation.
-    /// `own_id`: the command runs as an id of its own, whose every process is its.
-    pub(super) fn for_child(&self, own_id: bool) -> ChildLimits {
-        // Where no pids cgroup caps the command, the process-count rlimit does. It counts
-        // every thread of the user's: an id of kite's own gets the cap alone; kite's own
-        // user gets it on top of what the user runs now, so a fork bomb cannot take the
-        // machine's every process, only the headroom the user's other sandboxes share.
-        let capped = self.groups.iter().any(|g| g.pids);
-        let processes = match (self.processes, capped, own_id) {
-            (Some(max), false, true) => Some(u64::from(max)),
-            (Some(max), false, false) => Some(u64::from(max) + threads_of_this_user()),
-            _ => None,
-        };
+    /// Whether a `pids` cgroup was made to cap the command's processes.
+    pub(super) fn pids_capped(&self) -> bool {
+        self.groups.iter().any(|g| g.pids)
+    }
+
+    /// What the child needs to apply the bounds to itself, with no allocation. Where the
+    /// pids cgroup is not joined, the process-count rlimit caps the command instead: it
+    /// counts every thread of the user the command runs as, so `threads` says how many
+    /// that user has already (0 for an id of kite's own, whose every process is the
+    /// command's; `None`: no fallback).
+    pub(super) fn for_child(&self, threads: Option<u64>) -> ChildLimits {
+        let processes = self
+            .processes
+            .zip(threads)
+            .map(|(max, now)| u64::from(max) + now);
         let fd = |pick: fn(&Group) -> bool| {
             self.groups
                 .iter()
@@ -165,10 +167,9 @@ impl ChildLimits {
     }
 }
 
-/// How many threads the user running kite has now (what `RLIMIT_NPROC` counts).
-fn threads_of_this_user() -> u64 {
-    // SAFETY: getuid(2) has no preconditions and cannot fail.
-    let me = unsafe { libc::getuid() }.to_string();
+/// How many threads `uid` has now (what `RLIMIT_NPROC` counts); it reads all of `/proc`.
+pub(super) fn threads_of(uid: u32) -> u64 {
+    let me = uid.to_string();
     let Ok(all) = std::fs::read_dir("/proc") else {
         return 0;
     };

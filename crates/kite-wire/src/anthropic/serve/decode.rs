@@ -238,6 +238,9 @@ fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
                 results.push(r);
             }
             // Thinking goes back as it came, signature and all, for Anthropic to take.
+            Some("thinking" | "redacted_thinking") if role != Role::Assistant => {
+                return Err("thinking blocks belong in the assistant's messages".into());
+            }
             Some("thinking") => {
                 let signature = b
                     .get("signature")
@@ -255,7 +258,8 @@ fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
             Some("redacted_thinking") => {
                 let data = b
                     .get("data")
-                    .ok_or("redacted_thinking.data: Field required")?;
+                    .filter(|d| d.is_string())
+                    .ok_or("redacted_thinking.data: must be text")?;
                 parts.push(Part::Reasoning(Reasoning {
                     text: String::new(),
                     metadata: Metadata::with(NAMESPACE, "redacted_data", data.clone()),
