@@ -9,8 +9,8 @@
 //! has its own user, process, IPC and UTS namespaces, no capability, no further user
 //! namespace, no environment but a few plain variables, a session of its own, and dies
 //! with kite. As root, it runs as an unprivileged id (`identity.rs`). The workspace and
-//! the skills are handed to bubblewrap as open folders, so that the id need not reach
-//! their paths.
+//! the skills are opened once and mounted from their descriptors (`stage.rs`), so that
+//! no link swapped into their paths can redirect them and the id need not reach them.
 //!
 //! Every command has a time limit, an output cap, a memory cap and a cap on its
 //! processes (`limits.rs`), and the workspace a quota (`quota.rs`): on any of them, on
@@ -21,6 +21,7 @@ mod bwrap;
 mod identity;
 mod limits;
 mod quota;
+mod stage;
 
 use bwrap::Prepared;
 

@@ -394,6 +394,40 @@ async fn no_privilege_is_left_inside_even_as_root() {
 }
 
 #[tokio::test]
+async fn folders_behind_a_closed_folder_still_reach_the_command() {
+    // As root, the command runs as an id that cannot walk into a 0700 folder of root's,
+    // where root's own skills live (/root): every command once failed there.
+    let closed = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(closed.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let skill = closed.path().join("inner/word-count");
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    for file in ["SKILL.md", "scripts/count.sh"] {
+        std::fs::copy(valid("word-count").join(file), skill.join(file)).unwrap();
+    }
+    let ws = closed.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let options = SandboxOptions::default();
+    let ready = sandbox::probe(&options).await;
+    let out = sandbox::run(
+        "echo one two > made && sh skills/word-count/scripts/count.sh made && ls skills",
+        &ws,
+        &[("word-count".to_owned(), skill.clone())],
+        &options,
+        ready,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let shown = text(&out);
+    assert_eq!(out.status, Some(0), "{shown}");
+    assert!(shown.contains("words=2"), "{shown}");
+    assert!(shown.contains("word-count"), "{shown}");
+    assert!(ws.join("made").exists());
+    assert!(!skill.join("made").exists());
+}
+
+#[tokio::test]
 async fn memory_is_capped() {
     let options = SandboxOptions {
         max_memory: Some(256 << 20),

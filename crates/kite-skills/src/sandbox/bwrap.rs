@@ -2,7 +2,9 @@
 //! the id it runs as, the mount points in the workspace, and the folders it mounts, open.
 
 use super::identity::{self, Id};
+use super::stage::Stage;
 use super::{SandboxOptions, limits};
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
@@ -103,34 +105,58 @@ impl Prepared {
             cmd.args(["--tmpfs", tmp]);
         }
         cmd.args(["--remount-ro", "/dev"]);
+        // The workspace first, then each skill's folder (read-only), each with its place.
+        let folders: Vec<(RawFd, String, bool)> =
+            std::iter::once((self.workspace.as_raw_fd(), "/workspace".to_owned(), false))
+                .chain(self.skills.iter().map(|(name, dir)| {
+                    (dir.as_raw_fd(), format!("/workspace/skills/{name}"), true)
+                }))
+                .collect();
         let mut fds = [-1; 64];
-        let ws = self.workspace.as_raw_fd();
-        fds[0] = ws;
-        cmd.arg("--bind-fd").arg(ws.to_string()).arg("/workspace");
-        for ((name, dir), slot) in self.skills.iter().zip(fds.iter_mut().skip(1)) {
-            *slot = dir.as_raw_fd();
-            cmd.arg("--ro-bind-fd")
-                .arg(dir.as_raw_fd().to_string())
-                .arg(format!("/workspace/skills/{name}"));
-        }
-        if self.skills.len() >= fds.len() {
+        if folders.len() > fds.len() {
             return Err(std::io::Error::other(format!(
                 "a command can see at most {} skills",
                 fds.len() - 1
             )));
         }
+        let stage = match self.id {
+            Some(_) => Stage::new(&folders.iter().map(|f| f.0).collect::<Vec<_>>()),
+            None => None,
+        };
+        for (i, (fd, place, read_only)) in folders.iter().enumerate() {
+            match &stage {
+                Some(_) => {
+                    let flag = if *read_only { "--ro-bind" } else { "--bind" };
+                    cmd.arg(flag).arg(Stage::place(i)).arg(place);
+                }
+                None => {
+                    fds[i] = *fd;
+                    let flag = if *read_only {
+                        "--ro-bind-fd"
+                    } else {
+                        "--bind-fd"
+                    };
+                    cmd.arg(flag).arg(fd.to_string()).arg(place);
+                }
+            }
+        }
         cmd.args(["--chdir", "/workspace"]);
         let id = self.id;
         // SAFETY: the closure calls only async-signal-safe functions: write(2) and
-        // setrlimit(2) (`ChildLimits::apply`), fcntl(2), umask(2), setgroups(2),
+        // setrlimit(2) (`ChildLimits::apply`), unshare(2), mount(2) and mkdir(2)
+        // (`Stage::enter`), fcntl(2), umask(2), setgroups(2),
         // setgid(2) and setuid(2) (`become_id`), on values copied in.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(bounds) = &bounds {
                     bounds.apply()?;
                 }
-                // The folders' descriptors reach bubblewrap, which closes them once it has
-                // mounted them: the command never holds them.
+                // As root, the folders are mounted where the id can reach them
+                // (`stage.rs`); else their descriptors reach bubblewrap, which closes them
+                // once it has mounted them: the command never holds them.
+                if let Some(stage) = &stage {
+                    stage.enter()?;
+                }
                 for fd in fds.into_iter().filter(|fd| *fd >= 0) {
                     if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                         return Err(std::io::Error::last_os_error());
