@@ -1,13 +1,13 @@
 //! Legitimate requests under an idle-connection flood: thousands of connections to
-//! `kite serve` that send nothing (or one byte, then nothing), each reopened as soon as the
-//! gateway closes it, while a client asks one question at a time on a new connection each.
+//! `kite serve` that send nothing (or one byte, then nothing, or a request's head and then
+//! its body a byte a second), each reopened as soon as the gateway closes it, while a client asks one question at a time on a new connection each.
 //! Prints p50, p99 and the slowest of those requests, alone and beside each flood, and how
 //! many failed.
 //!
 //! `cargo bench -p kite-bench --bench idle_flood` (`KITE_BENCH_FLOOD` connections, default
 //! 4,200, past the gateway's 4,096; `KITE_BENCH_REQUESTS`, default 200). The open-file limit
-//! is raised to its hard limit here; the flood needs two descriptors per connection (both
-//! ends are in this process).
+//! is raised to its hard limit here; the flood needs three descriptors per connection (both
+//! ends are in this process, and the gateway keeps a second handle on each).
 //!
 //! The gateway runs on its own two-worker runtime, as `kite serve` does; the flood and the
 //! client on another.
@@ -75,12 +75,12 @@ fn gateway() -> SocketAddr {
     rx.recv().unwrap()
 }
 
-/// `n` connections that send `first` (maybe nothing) and then nothing, reopened as they
-/// are closed, until `stop`.
+/// `n` connections that send `first` (maybe nothing) and then nothing, or with `trickle`
+/// a byte a second, reopened as they are closed, until `stop`.
 fn flood(
     addr: SocketAddr,
     n: usize,
-    first: &'static [u8],
+    (first, trickle): (&'static [u8], bool),
     stop: &tokio_util::sync::CancellationToken,
 ) {
     use tokio::io::AsyncWriteExt;
@@ -96,8 +96,21 @@ fn flood(
                     continue;
                 }
                 let mut sink = [0u8; 64];
+                let (mut reader, mut writer) = socket.into_split();
+                let drip = async {
+                    if !trickle {
+                        return std::future::pending().await;
+                    }
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        if writer.write_all(b"x").await.is_err() {
+                            return;
+                        }
+                    }
+                };
                 tokio::select! {
-                    _ = socket.read(&mut sink) => {}
+                    _ = reader.read(&mut sink) => {}
+                    () = drip => {}
                     () = stop.cancelled() => {}
                 }
             }
@@ -158,7 +171,7 @@ fn report(what: &str, mut took: Vec<Duration>, failed: usize) {
 fn main() {
     let files = allow_files();
     let wanted = env("KITE_BENCH_FLOOD", 4_200);
-    let flood_size = wanted.min((files as usize).saturating_sub(1_000) / 2);
+    let flood_size = wanted.min((files as usize).saturating_sub(1_000) / 3);
     let requests = env("KITE_BENCH_REQUESTS", 200);
     let addr = gateway();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -172,9 +185,15 @@ fn main() {
         );
         let (took, failed) = ask(addr, requests).await;
         report("alone", took, failed);
-        for (first, what) in [(&b""[..], "silent"), (&b"P"[..], "one-byte")] {
+        let trickled = &b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+            Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"[..];
+        for (kind, what) in [
+            ((&b""[..], false), "silent"),
+            ((&b"P"[..], false), "one-byte"),
+            ((trickled, true), "body-trickling"),
+        ] {
             let stop = tokio_util::sync::CancellationToken::new();
-            flood(addr, flood_size, first, &stop);
+            flood(addr, flood_size, kind, &stop);
             tokio::time::sleep(Duration::from_secs(3)).await;
             let (took, failed) = ask(addr, requests).await;
             report(

@@ -1,0 +1,335 @@
+//! The open connections, as the accept loop sees them, and which one goes to make room.
+//!
+//! A connection may be dropped to make room in two states only, and never while its
+//! answer is under way:
+//! - idle: no request under way, nothing sent that waits to be read, and not sending a
+//!   request's head for longer than a real client takes; the one idle the longest goes;
+//! - sending a request's body more slowly than any real client (a key holder can open
+//!   thousands and trickle a byte a second into each): the slowest goes, when no
+//!   connection is idle.
+
+use super::MAX_PER_ADDRESS;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How long a connection must have been idle (and sent nothing that waits to be read) to
+/// be dropped to make room: a new one sends its request at once, within a round trip.
+const MIN_IDLE_MS: u64 = 300;
+/// How long a connection may take to send a request's head and still not be dropped to
+/// make room: a real client sends it at once.
+const MAX_READING_MS: u64 = 250;
+/// How long a request's body may have been coming before its connection may be dropped
+/// to make room, when nothing is idle.
+const MIN_RECEIVING_MS: u64 = 1000;
+
+/// Why a connection was dropped (`Conn::evicted`).
+pub(super) const KEPT: u8 = 0;
+pub(super) const IDLE: u8 = 1;
+pub(super) const SLOW: u8 = 2;
+
+/// One open connection.
+pub(super) struct Conn {
+    addr: IpAddr,
+    /// Requests under way (until their answer's body has been sent).
+    pub(super) busy: AtomicUsize,
+    /// When it last became idle, in milliseconds since the table's start (`u64::MAX`
+    /// until its task first runs).
+    pub(super) idle_since: AtomicU64,
+    /// When its first request began to come (its first byte), until that request's head
+    /// is read; 0 otherwise.
+    pub(super) reading_since: AtomicU64,
+    /// When a request's body began to come, until it has all come or the answer begins;
+    /// 0 otherwise.
+    pub(super) receiving_since: AtomicU64,
+    /// How much of that body has come.
+    received: AtomicU64,
+    /// Closes it: gracefully (requests under way finish), or, once `evicted`, at once.
+    pub(super) close: CancellationToken,
+    /// Dropped to make room ([`IDLE`] or [`SLOW`]); counted against its address until its
+    /// task ends.
+    pub(super) evicted: AtomicU8,
+    /// Its socket (a descriptor of its own, closed only when the connection is forgotten),
+    /// to ask the kernel whether what it sent waits to be read.
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Conn {
+    /// Whether bytes it sent wait to be read: it is talking, not idle, even if its task
+    /// has not got to them yet.
+    fn sent_unread(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut pending: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int; the descriptor is this connection's own and open
+        // for as long as `self` lives.
+        unsafe {
+            libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut pending) == 0 && pending > 0
+        }
+    }
+
+    /// Whether, dropped to make room, it goes at once (else it ends gracefully): an idle
+    /// one that has not begun a request since, or one still sending its body.
+    pub(super) fn goes_now(&self) -> bool {
+        match self.evicted.load(Ordering::Relaxed) {
+            IDLE => self.busy.load(Ordering::Acquire) == 0,
+            SLOW => self.receiving_since.load(Ordering::Relaxed) != 0,
+            _ => false,
+        }
+    }
+
+    /// The body's rate so far, in bytes a second, once it has been coming long enough to
+    /// be judged.
+    fn rate(&self, now: u64) -> Option<u64> {
+        let since = self.receiving_since.load(Ordering::Relaxed);
+        let took = now.saturating_sub(since);
+        (since != 0 && took >= MIN_RECEIVING_MS)
+            .then(|| self.received.load(Ordering::Relaxed) * 1000 / took.max(1))
+    }
+}
+
+/// The open connections.
+pub(super) struct Table {
+    started: Instant,
+    inner: Mutex<Inner>,
+    next: AtomicU64,
+}
+
+#[derive(Default)]
+struct Inner {
+    conns: HashMap<u64, Arc<Conn>>,
+    per_addr: HashMap<IpAddr, usize>,
+}
+
+impl Table {
+    pub(super) fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            inner: Mutex::default(),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn now(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn add(&self, addr: IpAddr, fd: std::os::fd::OwnedFd) -> (u64, Arc<Conn>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            addr,
+            busy: AtomicUsize::new(0),
+            // Not idle until its task is there to hear it: one taken in a burst waits for
+            // its turn to be read, and is not dropped meanwhile.
+            idle_since: AtomicU64::new(u64::MAX),
+            reading_since: AtomicU64::new(0),
+            receiving_since: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            close: CancellationToken::new(),
+            evicted: AtomicU8::new(KEPT),
+            fd,
+        });
+        let mut inner = self.lock();
+        inner.conns.insert(id, conn.clone());
+        *inner.per_addr.entry(addr).or_default() += 1;
+        (id, conn)
+    }
+
+    pub(super) fn remove(&self, id: u64) {
+        let mut inner = self.lock();
+        if let Some(conn) = inner.conns.remove(&id)
+            && let Some(n) = inner.per_addr.get_mut(&conn.addr)
+        {
+            *n -= 1;
+            if *n == 0 {
+                inner.per_addr.remove(&conn.addr);
+            }
+        }
+    }
+
+    /// Makes room for a connection from `addr`: past that address's cap, one of its own
+    /// goes; else, when `full`, one from anywhere. False when none can go (nor is one on
+    /// its way out).
+    pub(super) fn make_room(&self, addr: IpAddr, full: bool) -> bool {
+        let from = self.lock().per_addr.get(&addr).copied().unwrap_or(0);
+        let only = (from >= MAX_PER_ADDRESS).then_some(addr);
+        if only.is_none() && !full {
+            return true;
+        }
+        self.close_idlest(only) || self.close_slowest(only)
+    }
+
+    /// Drops the connection idle the longest (from `addr`, or from anywhere), as the
+    /// module doc says. False when there is none, nor one on its way out.
+    fn close_idlest(&self, addr: Option<IpAddr>) -> bool {
+        let now = self.now();
+        let inner = self.lock();
+        let mut leaving = false;
+        let mut spared: Vec<*const Conn> = Vec::new();
+        // The kernel is asked only about the one chosen (a few times at most, when the
+        // idlest turns out to have sent something meanwhile).
+        for _ in 0..8 {
+            let idlest = inner
+                .conns
+                .values()
+                .filter(|c| addr.is_none_or(|a| c.addr == a))
+                .filter(|c| c.busy.load(Ordering::Acquire) == 0)
+                .filter(|c| {
+                    let evicted = c.evicted.load(Ordering::Relaxed) != KEPT;
+                    leaving |= evicted;
+                    !evicted
+                })
+                // Not one that has just come, nor one sending its request as it should.
+                .filter(|c| now.saturating_sub(c.idle_since.load(Ordering::Relaxed)) >= MIN_IDLE_MS)
+                .filter(|c| {
+                    let reading = c.reading_since.load(Ordering::Relaxed);
+                    reading == 0 || now.saturating_sub(reading) >= MAX_READING_MS
+                })
+                .filter(|c| !spared.contains(&Arc::as_ptr(c)))
+                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
+            let Some(conn) = idlest else {
+                return leaving;
+            };
+            if conn.sent_unread() {
+                spared.push(Arc::as_ptr(conn));
+                continue;
+            }
+            conn.evicted.store(IDLE, Ordering::Relaxed);
+            conn.close.cancel();
+            return true;
+        }
+        leaving
+    }
+
+    /// Drops the connection sending a request's body the slowest (from `addr`, or from
+    /// anywhere). False when none is.
+    fn close_slowest(&self, addr: Option<IpAddr>) -> bool {
+        let now = self.now();
+        let inner = self.lock();
+        let slowest = inner
+            .conns
+            .values()
+            .filter(|c| addr.is_none_or(|a| c.addr == a))
+            .filter(|c| c.evicted.load(Ordering::Relaxed) == KEPT)
+            .filter_map(|c| Some((c.rate(now)?, c)))
+            .min_by_key(|(rate, _)| *rate);
+        let Some((_, conn)) = slowest else {
+            return false;
+        };
+        conn.evicted.store(SLOW, Ordering::Relaxed);
+        conn.close.cancel();
+        true
+    }
+
+    /// Whether any connection has a request under way, or, while `coming` is true, one on
+    /// its way in (sent and unread, or being read): a client sending its request as the
+    /// drain would end gets its 503.
+    pub(super) fn any_busy(&self, coming: bool) -> bool {
+        self.lock().conns.values().any(|c| {
+            c.busy.load(Ordering::Acquire) > 0
+                || (coming
+                    && (c.reading_since.load(Ordering::Relaxed) > 0
+                        || c.idle_since.load(Ordering::Relaxed) == u64::MAX
+                        || c.sent_unread()))
+        })
+    }
+
+    /// Closes every connection (gracefully: requests under way finish first).
+    pub(super) fn close_all(&self) {
+        for conn in self.lock().conns.values() {
+            conn.close.cancel();
+        }
+    }
+}
+
+/// Forgets a connection when its task ends.
+pub(super) struct Forget(pub(super) Arc<Table>, pub(super) u64);
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.0.remove(self.1);
+    }
+}
+
+/// Marks a connection busy from a request's start until its answer's body is dropped,
+/// and receiving from then until the request's body has all come or the answer begins.
+pub(super) struct Busy(Arc<Table>, Arc<Conn>);
+
+impl Busy {
+    pub(super) fn start(table: &Arc<Table>, conn: &Arc<Conn>, has_body: bool) -> Self {
+        conn.busy.fetch_add(1, Ordering::AcqRel);
+        conn.reading_since.store(0, Ordering::Relaxed);
+        conn.received.store(0, Ordering::Relaxed);
+        let since = if has_body { table.now().max(1) } else { 0 };
+        conn.receiving_since.store(since, Ordering::Relaxed);
+        Self(table.clone(), conn.clone())
+    }
+
+    /// The answer has begun: the request is no longer coming in.
+    pub(super) fn answered(&self) {
+        self.1.receiving_since.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.answered();
+        self.1.idle_since.store(self.0.now(), Ordering::Relaxed);
+        self.1.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A request's body, counted as it comes.
+pub(super) struct Received {
+    body: hyper::body::Incoming,
+    conn: Arc<Conn>,
+}
+
+impl Received {
+    pub(super) fn new(body: hyper::body::Incoming, conn: &Arc<Conn>) -> Self {
+        Self {
+            body,
+            conn: conn.clone(),
+        }
+    }
+}
+
+impl http_body::Body for Received {
+    type Data = axum::body::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<axum::body::Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                let n = frame.data_ref().map_or(0, |d| d.len() as u64);
+                self.conn.received.fetch_add(n, Ordering::Relaxed);
+            }
+            Poll::Ready(_) => self.conn.receiving_since.store(0, Ordering::Relaxed),
+            Poll::Pending => {}
+        }
+        if self.body.is_end_stream() {
+            self.conn.receiving_since.store(0, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
