@@ -151,10 +151,52 @@ fn owned_by_user(path: &Path) -> Result<(), String> {
 /// Whether `dir` (or a file) belongs to the user running kite (or to root) and no one else
 /// may write in it.
 fn private(dir: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    private_meta(dir, &meta)
+}
+
+/// How many entries, and how deep, a skill's folder is looked through for others' files.
+const MAX_TREE: usize = 10_000;
+const MAX_TREE_DEPTH: usize = 16;
+
+/// Whether everything in a skill's folder, at any depth, is [`private`]: a script or
+/// reference another user may change is as bad as a `SKILL.md` they may. Links are not
+/// followed (only their folder's owner may replace them, and inside the sandbox they lead
+/// nowhere else).
+fn private_tree(dir: &Path) -> Result<(), String> {
+    let mut budget = MAX_TREE;
+    let mut folders = vec![(dir.to_owned(), 0)];
+    while let Some((folder, depth)) = folders.pop() {
+        let entries =
+            std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        for entry in entries {
+            let path = entry
+                .map_err(|e| format!("{}: {e}", folder.display()))?
+                .path();
+            budget = budget
+                .checked_sub(1)
+                .ok_or_else(|| format!("it holds more than {MAX_TREE} entries"))?;
+            let meta =
+                std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            private_meta(&path, &meta)?;
+            if meta.is_dir() {
+                if depth + 1 >= MAX_TREE_DEPTH {
+                    return Err(format!("it is more than {MAX_TREE_DEPTH} folders deep"));
+                }
+                folders.push((path, depth + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn private_meta(dir: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid(2) has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if meta.uid() != me && meta.uid() != 0 {
         return Err(format!(
             "{} belongs to another user (uid {})",
@@ -196,8 +238,8 @@ impl Walk<'_> {
                 .push(format!("left out the skills in {}: {why}", dir.display()));
             return;
         }
-        if let Some(skill_md) = find_skill_md(dir) {
-            match (self.guarded, private(&skill_md)) {
+        if find_skill_md(dir).is_some() {
+            match (self.guarded, private_tree(dir)) {
                 (true, Err(why)) => self
                     .left_out
                     .push(format!("left out the skill in {}: {why}", dir.display())),

@@ -190,4 +190,36 @@ fn a_conventional_folder_others_may_write_in_is_left_out() {
         "{:?}",
         found.errors
     );
+
+    // So is one with anything inside that others may change: a folder, a script, at any
+    // depth (only the folder and SKILL.md were once looked at).
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = copy.join("scripts/count.sh");
+    std::fs::copy(valid("word-count/scripts/count.sh"), &script).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", copy.join("scripts/link")).unwrap();
+    assert_eq!(discover(&roots, cache.path()).skills.len(), 1);
+    let mode = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    let left_out = |because: &str| {
+        let found = discover(&roots, cache.path());
+        assert!(found.skills.is_empty(), "{:?}", found.skills);
+        assert!(
+            found.errors.iter().any(|e| e.contains(because)),
+            "{:?}",
+            found.errors
+        );
+    };
+    mode(&copy.join("scripts"), 0o777);
+    left_out("others may write in");
+    mode(&copy.join("scripts"), 0o755);
+    mode(&script, 0o666);
+    left_out("count.sh");
+    mode(&script, 0o644);
+    assert_eq!(discover(&roots, cache.path()).skills.len(), 1);
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::lchown(&script, Some(65534), None).unwrap();
+        left_out("belongs to another user");
+    }
 }
