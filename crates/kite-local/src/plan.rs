@@ -33,6 +33,18 @@ impl Plan {
                     .into(),
             ));
         }
+        // The model answers at once: a setting for how long it thinks first would be
+        // dropped unseen. An effort of none asks for nothing.
+        if req
+            .reasoning
+            .as_ref()
+            .is_some_and(|r| r.effort.as_deref() != Some("none") || r.budget_tokens.is_some())
+        {
+            return Err(Error::InvalidRequest(
+                "the local model does not reason before it answers; leave out the reasoning                  setting (--reasoning, `reasoning_effort`, `reasoning` or `thinking`)"
+                    .into(),
+            ));
+        }
         let has_tools = !req.tools.is_empty();
         let grammar = match &req.tool_choice {
             Some(ToolChoice::Required) => Some((grammar::tool_call(&req.tools, None)?, true)),
@@ -137,4 +149,32 @@ fn rand_seed() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Plan;
+    use kite_core::{Error, ReasoningConfig, Request};
+
+    #[test]
+    fn a_reasoning_setting_is_refused_not_dropped() {
+        let mut req = Request::new("local");
+        assert!(Plan::of(&req).is_ok());
+        for asked in [
+            ReasoningConfig::effort("high"),
+            ReasoningConfig {
+                budget_tokens: Some(1024),
+                ..ReasoningConfig::default()
+            },
+        ] {
+            req.reasoning = Some(asked);
+            let refused = Plan::of(&req).err();
+            assert!(
+                matches!(&refused, Some(Error::InvalidRequest(m)) if m.contains("does not reason")),
+                "{refused:?}"
+            );
+        }
+        req.reasoning = Some(ReasoningConfig::effort("none"));
+        assert!(Plan::of(&req).is_ok());
+    }
 }

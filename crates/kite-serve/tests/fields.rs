@@ -83,7 +83,9 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
         (json!({"metadata": {"team": "a"}}), "`metadata`"),
         (json!({"store": true}), "`store`"),
         (json!({"functions": [{"name": "f"}]}), "`functions`"),
-        (json!({"web_search_options": {}}), ""),
+        // `{}` asks for a search with the defaults.
+        (json!({"web_search_options": {}}), "`web_search_options`"),
+        (json!({"n": "3"}), "`n` must be a number, not \"3\""),
         (json!({"frobnicate": 1}), "`frobnicate` is not a field"),
         (
             json!({"frequency_penalty": 3}),
@@ -95,11 +97,11 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
         (json!({"messages": []}), "`messages` is empty"),
         (
             json!({"messages": [{"role": "user"}]}),
-            "`messages` is empty",
+            "`messages` holds no text",
         ),
         (
             json!({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]}),
-            "`messages` is empty",
+            "`messages` holds no text",
         ),
         (
             json!({"tool_choice": "required"}),
@@ -108,12 +110,6 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
     ] {
         let body = with(&base, more.clone());
         let (status, said) = post(addr, "chat/completions", &body).await;
-        // `web_search_options: {}` asks for nothing.
-        if named.is_empty() {
-            assert_eq!(status, 200, "{more}: {said}");
-            let _ = model.last();
-            continue;
-        }
         assert_eq!(status, 400, "{more}: {said}");
         let message = said["error"]["message"].as_str().unwrap();
         assert!(message.contains(named), "{more}: {message}");
@@ -212,7 +208,7 @@ async fn messages_blocks_are_served_or_refused_by_name_and_thinking_goes_both_wa
             {"role": "user", "content": "And?"}]})
     };
     for (blocks, named) in [
-        (json!([{"type": "document", "source": {}}]), "\"document\""),
+        (json!([{"type": "document", "source": {}}]), "`document`"),
         (
             json!([{"type": "server_tool_use", "id": "s", "name": "web_search"}]),
             "server_tool_use",
@@ -341,4 +337,183 @@ async fn anthropics_thinking_reaches_a_messages_client_signed_streamed_or_whole(
     let thinking_at = streamed.find("thinking_delta").unwrap();
     let text_at = streamed.find("text_delta").unwrap();
     assert!(thinking_at < text_at, "{streamed}");
+}
+
+#[tokio::test]
+async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() {
+    let model = Captures::default();
+    let addr = serve(model.clone()).await;
+    let user = |content: Value| json!([{"role": "user", "content": content}]);
+    let chat = |more: Value| with(&json!({"model": "m", "messages": user(json!("Hi"))}), more);
+    let messages = |more: Value| {
+        with(
+            &json!({"model": "m", "max_tokens": 100, "messages": user(json!("Hi"))}),
+            more,
+        )
+    };
+    let responses = |more: Value| with(&json!({"model": "m", "input": "Hi"}), more);
+    let f = json!({"type": "function", "function": {"name": "f"}});
+    let refused = [
+        // Chat Completions: each object's own fields, and what a system message holds.
+        (
+            "chat/completions",
+            chat(json!({"messages": [{"role": "user", "content": "Hi", "foo": 1}]})),
+            "`foo` is not a field of a message",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"messages": user(json!([{"type": "text", "text": "Hi", "foo": 1}]))})),
+            "`foo` is not a field of a text part",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"tools": [{"type": "function", "function": {"name": "f"}, "foo": 1}]})),
+            "`foo` is not a field of a tool",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"tools": [{"type": "function", "function": {"name": "f", "foo": 1}}]})),
+            "`foo` is not a field of a tool's function",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"tools": [{"type": "custom", "custom": {"name": "f"}}]})),
+            "tools of type `custom`",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"tools": [f], "tool_choice": {"type": "allowed_tools"}})),
+            "`tool_choice` of type `allowed_tools`",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"response_format": {"type": "text", "foo": 1}})),
+            "`foo` is not a field of `response_format`",
+        ),
+        (
+            "chat/completions",
+            chat(
+                json!({"messages": [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}, {"role": "user", "content": "Hi"}]}),
+            ),
+            "a system message takes text only",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"messages": user(json!([{"type": "input_audio", "input_audio": {}}]))})),
+            "parts of type `input_audio`",
+        ),
+        (
+            "chat/completions",
+            chat(json!({"messages": [{"role": "critic", "content": "Hi"}]})),
+            "the role `critic`",
+        ),
+        // Responses.
+        (
+            "responses",
+            responses(json!({"input": [{"role": "user", "content": "Hi", "foo": 1}]})),
+            "`foo` is not a field of a message",
+        ),
+        (
+            "responses",
+            responses(
+                json!({"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hi", "foo": 1}]}]}),
+            ),
+            "`foo` is not a field of a text part",
+        ),
+        (
+            "responses",
+            responses(json!({"tools": [{"type": "function", "name": "f", "foo": 1}]})),
+            "`foo` is not a field of a function tool",
+        ),
+        (
+            "responses",
+            responses(json!({"tools": [{"type": "web_search"}]})),
+            "tools of type `web_search`",
+        ),
+        (
+            "responses",
+            responses(
+                json!({"input": [{"role": "system", "content": [{"type": "input_image", "image_url": "https://example.com/a.png"}]}, {"role": "user", "content": "Hi"}]}),
+            ),
+            "a system message takes text only",
+        ),
+        // Messages: blocks of the system prompt too.
+        (
+            "messages",
+            messages(json!({"messages": [{"role": "user", "content": "Hi", "foo": 1}]})),
+            "`foo` is not a field of a message",
+        ),
+        (
+            "messages",
+            messages(json!({"messages": user(json!([{"type": "text", "text": "Hi", "foo": 1}]))})),
+            "`foo` is not a field of a text block",
+        ),
+        (
+            "messages",
+            messages(json!({"tools": [{"name": "f", "input_schema": {}, "foo": 1}]})),
+            "`foo` is not a field of a client tool",
+        ),
+        (
+            "messages",
+            messages(
+                json!({"tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "auto", "foo": 1}}),
+            ),
+            "`foo` is not a field of `tool_choice`",
+        ),
+        (
+            "messages",
+            messages(json!({"thinking": {"type": "enabled", "budget_tokens": 50, "foo": 1}})),
+            "`foo` is not a field of `thinking`",
+        ),
+        (
+            "messages",
+            messages(json!({"thinking": {"type": "enabled", "budget_tokens": 100}})),
+            "must be less than max_tokens",
+        ),
+        (
+            "messages",
+            messages(
+                json!({"system": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}),
+            ),
+            "takes text blocks only, not blocks of type `image`",
+        ),
+        (
+            "messages",
+            messages(json!({"system": [{"type": "foo", "text": "Be brief."}]})),
+            "not blocks of type `foo`",
+        ),
+        (
+            "messages",
+            messages(json!({"messages": [{"role": "system", "content": "Hi"}]})),
+            "role: `system` is not user or assistant",
+        ),
+    ];
+    for (path, body, named) in refused {
+        let (status, said) = post(addr, path, &body).await;
+        assert_eq!(status, 400, "{body}: {said}");
+        let message = said["error"]["message"].as_str().unwrap();
+        assert!(message.contains(named), "{body}: {message}");
+        assert!(!message.contains("Some("), "{message}");
+    }
+    // What a client sends back of an answer it was given is taken; a null counts as absent;
+    // an image's detail reaches the model.
+    let body = chat(json!({"messages": [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}], "name": "ann"},
+        {"role": "assistant", "content": "Hello.", "refusal": null, "annotations": [], "audio": null, "function_call": null}]}));
+    let (status, said) = post(addr, "chat/completions", &body).await;
+    assert_eq!(status, 200, "{said}");
+    let r = model.last();
+    assert!(
+        matches!(&r.messages[0].parts[0], kite_core::Part::Image { detail: Some(d), .. } if d == "low"),
+        "{:?}",
+        r.messages[0]
+    );
+    let body = responses(json!({"input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi"}]},
+        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Hello.", "annotations": [], "logprobs": []}]},
+        {"role": "user", "content": "And?"}]}));
+    let (status, said) = post(addr, "responses", &body).await;
+    assert_eq!(status, 200, "{said}");
+    let _ = model.last();
 }

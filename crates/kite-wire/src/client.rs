@@ -19,11 +19,49 @@ pub(crate) struct Fields<'a> {
     o: &'a Map<String, Value>,
 }
 
-/// A field the gateway does not serve, the values that ask for nothing it lacks, and why.
+/// A field the gateway does not serve, the type its values have, the values that ask for
+/// nothing it lacks, and why.
 pub(crate) struct Unserved {
     pub name: &'static str,
+    pub shape: Shape,
     pub accepts: fn(&Value) -> bool,
     pub why: &'static str,
+}
+
+/// The JSON type of a field's values: one of another type is a mistake to name as such
+/// (`"n": "3"`), not a setting the gateway lacks.
+#[derive(Clone, Copy)]
+pub(crate) enum Shape {
+    Number,
+    Bool,
+    Text,
+    Object,
+    Array,
+    Any,
+}
+
+impl Shape {
+    fn fits(self, v: &Value) -> bool {
+        match self {
+            Shape::Number => v.is_number(),
+            Shape::Bool => v.is_boolean(),
+            Shape::Text => v.is_string(),
+            Shape::Object => v.is_object(),
+            Shape::Array => v.is_array(),
+            Shape::Any => true,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Number => "a number",
+            Shape::Bool => "true or false",
+            Shape::Text => "text",
+            Shape::Object => "an object",
+            Shape::Array => "an array",
+            Shape::Any => "a value",
+        }
+    }
 }
 
 impl<'a> Fields<'a> {
@@ -54,9 +92,16 @@ impl<'a> Fields<'a> {
             }
         }
         for u in unserved {
-            if let Some(v) = self.get(u.name)
-                && !(u.accepts)(v)
-            {
+            let Some(v) = self.get(u.name) else { continue };
+            if !u.shape.fits(v) {
+                return Err(bad(format!(
+                    "`{}` must be {}, not {}",
+                    u.name,
+                    u.shape.name(),
+                    clipped(v)
+                )));
+            }
+            if !(u.accepts)(v) {
                 return Err(bad(format!("`{}` is not served: {}", u.name, u.why)));
             }
         }
@@ -144,9 +189,14 @@ impl<'a> Fields<'a> {
 pub(crate) fn check(request: &Request, messages: &str) -> Result<(), Error> {
     let said =
         |p: &kite_core::Part| !matches!(p, kite_core::Part::Text { text } if text.is_empty());
-    if !request.messages.iter().any(|m| m.parts.iter().any(said)) {
+    if request.messages.is_empty() {
         return Err(bad(format!(
             "`{messages}` is empty: there is nothing to answer"
+        )));
+    }
+    if !request.messages.iter().any(|m| m.parts.iter().any(said)) {
+        return Err(bad(format!(
+            "`{messages}` holds no text or other content: there is nothing to answer"
         )));
     }
     match &request.tool_choice {
@@ -157,6 +207,41 @@ pub(crate) fn check(request: &Request, messages: &str) -> Result<(), Error> {
             format!("`tool_choice` names the tool `{name}`, which `tools` does not offer"),
         )),
         _ => Ok(()),
+    }
+}
+
+/// `v` as JSON, cut to 40 characters: enough to see what was sent, never a whole body.
+fn clipped(v: &Value) -> String {
+    let whole = v.to_string();
+    match whole.char_indices().nth(40) {
+        Some((at, _)) => format!("{}…", &whole[..at]),
+        None => whole,
+    }
+}
+
+/// A type or role a client gave, as a client reads it: in backticks, or `none`.
+pub(crate) fn shown(given: Option<&str>) -> String {
+    match given {
+        Some(s) => format!("`{s}`"),
+        None => "none".to_owned(),
+    }
+}
+
+/// Refuses a field of the object `v` that `fields` does not name (a null one counts as
+/// absent): a field inside a message, part or tool that kite does not know is refused as a
+/// top-level one is, not dropped unseen. `what` names the object ("a message").
+pub(crate) fn known(v: &Value, what: &str, fields: &[&str]) -> Result<(), String> {
+    let Some(o) = v.as_object() else {
+        return Err(format!("{what} must be an object"));
+    };
+    match o
+        .iter()
+        .find(|(k, v)| !v.is_null() && !fields.contains(&k.as_str()))
+    {
+        Some((k, _)) => Err(format!(
+            "`{k}` is not a field of {what} that this gateway serves"
+        )),
+        None => Ok(()),
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod fields;
 
-use crate::client::{Fields, check, flag, number, tokens};
+use crate::client::{Fields, check, flag, known, number, shown, tokens};
 use fields::{TAKEN, UNSERVED};
 use kite_core::{
     Error, Event, FinishReason, Message, Part, Request, Response, ResponseFormat, Role, ToolCall,
@@ -61,10 +61,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         Some(Value::String(s)) if s == "auto" => Some(ToolChoice::Auto),
         Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
         Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
-        Some(c) => match c.pointer("/function/name").and_then(Value::as_str) {
-            Some(name) => Some(ToolChoice::Tool(name.to_owned())),
-            None => return Err(bad("`tool_choice` is not one kite knows")),
-        },
+        Some(c) => Some(decode_choice(c).map_err(bad)?),
     };
     request.parallel_tool_calls = flag("parallel_tool_calls", f.get("parallel_tool_calls"))?;
     request.temperature = number("temperature", f.get("temperature"), 0.0..=2.0)?;
@@ -105,7 +102,32 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     })
 }
 
+/// A `tool_choice` that names a function.
+fn decode_choice(c: &Value) -> Result<ToolChoice, String> {
+    known(c, "`tool_choice`", fields::CHOICE)?;
+    match c.get("type").and_then(Value::as_str) {
+        Some("function") => {}
+        other => {
+            return Err(format!(
+                "a `tool_choice` of type {} is not served; give `auto`, `none`, `required` \
+                 or a function",
+                shown(other)
+            ));
+        }
+    }
+    let f = c
+        .get("function")
+        .ok_or("`tool_choice.function` is missing")?;
+    known(f, "`tool_choice.function`", fields::CHOSEN)?;
+    let name = f
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("`tool_choice.function.name` is missing")?;
+    Ok(ToolChoice::Tool(name.to_owned()))
+}
+
 fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
+    known(f, "`response_format`", fields::FORMAT).map_err(bad)?;
     match f.get("type").and_then(Value::as_str) {
         Some("text") => Ok(ResponseFormat::Text),
         Some("json_object") => Ok(ResponseFormat::JsonObject),
@@ -113,6 +135,7 @@ fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
             let s = f
                 .get("json_schema")
                 .ok_or_else(|| bad("`response_format.json_schema` is missing"))?;
+            known(s, "`response_format.json_schema`", fields::SCHEMA).map_err(bad)?;
             Ok(ResponseFormat::JsonSchema {
                 name: s
                     .get("name")
@@ -134,7 +157,19 @@ fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
 }
 
 fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
-    let f = t.get("function").ok_or("only function tools are served")?;
+    match t.get("type").and_then(Value::as_str) {
+        Some("function") | None => known(t, "a tool", fields::TOOL)?,
+        other => {
+            return Err(format!(
+                "tools of type {} are not served; only function tools are",
+                shown(other)
+            ));
+        }
+    }
+    let f = t
+        .get("function")
+        .ok_or("a function tool needs `function`")?;
+    known(f, "a tool's function", fields::FUNCTION)?;
     let name = f
         .get("name")
         .and_then(Value::as_str)
@@ -160,32 +195,53 @@ fn content_parts(content: Option<&Value>) -> Result<Vec<Part>, String> {
         Some(Value::Array(parts)) => parts
             .iter()
             .map(|p| match p.get("type").and_then(Value::as_str) {
-                Some("text") => Ok(Part::text(
-                    p.get("text").and_then(Value::as_str).unwrap_or_default(),
-                )),
-                Some("image_url") => {
-                    let url = p
-                        .pointer("/image_url/url")
-                        .and_then(Value::as_str)
-                        .ok_or("an image part needs image_url.url")?;
-                    Ok(Part::image_url(url))
+                Some("text") => {
+                    known(p, "a text part", fields::TEXT_PART)?;
+                    Ok(Part::text(
+                        p.get("text").and_then(Value::as_str).unwrap_or_default(),
+                    ))
                 }
-                other => Err(format!("content parts of type {other:?} are not served")),
+                Some("image_url") => {
+                    known(p, "an image part", fields::IMAGE_PART)?;
+                    let image = p
+                        .get("image_url")
+                        .ok_or("an image part needs `image_url`")?;
+                    known(image, "`image_url`", fields::IMAGE_URL)?;
+                    let url = image
+                        .get("url")
+                        .and_then(Value::as_str)
+                        .ok_or("an image part needs `image_url.url`")?;
+                    let mut part = Part::image_url(url);
+                    if let Part::Image { detail, .. } = &mut part {
+                        *detail = image
+                            .get("detail")
+                            .and_then(Value::as_str)
+                            .filter(|d| *d != "auto")
+                            .map(str::to_owned);
+                    }
+                    Ok(part)
+                }
+                other => Err(format!(
+                    "content parts of type {} are not served",
+                    shown(other)
+                )),
             })
             .collect(),
         Some(_) => Err("`content` must be text or an array of parts".into()),
     }
 }
 
-fn text_of(content: Option<&Value>) -> Result<String, String> {
-    Ok(content_parts(content)?
+/// The text of a message that takes text only (`who`: a system or tool message): any other
+/// part is refused, not dropped.
+fn text_of(content: Option<&Value>, who: &str) -> Result<String, String> {
+    content_parts(content)?
         .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.as_str()),
-            _ => None,
+        .map(|p| match p {
+            Part::Text { text } => Ok(text.as_str()),
+            _ => Err(format!("{who} takes text only")),
         })
-        .collect::<Vec<_>>()
-        .join(""))
+        .collect::<Result<Vec<_>, _>>()
+        .map(|texts| texts.join(""))
 }
 
 fn decode_message(
@@ -193,13 +249,14 @@ fn decode_message(
     out: &mut Vec<Message>,
     system: &mut Vec<String>,
 ) -> Result<(), String> {
+    known(m, "a message", fields::MESSAGE)?;
     let role = m
         .get("role")
         .and_then(Value::as_str)
         .ok_or("a message needs a role")?;
     let content = m.get("content");
     match role {
-        "system" | "developer" => system.push(text_of(content)?),
+        "system" | "developer" => system.push(text_of(content, "a system message")?),
         "user" => out.push(Message::new(Role::User, content_parts(content)?)),
         "assistant" => {
             let mut parts = content_parts(content)?;
@@ -209,6 +266,10 @@ fn decode_message(
                 .into_iter()
                 .flatten()
             {
+                known(c, "a tool call", fields::TOOL_CALL)?;
+                if let Some(f) = c.get("function") {
+                    known(f, "a tool call's function", fields::CALLED)?;
+                }
                 let id = c
                     .get("id")
                     .and_then(Value::as_str)
@@ -232,10 +293,14 @@ fn decode_message(
                 .ok_or("a tool message needs tool_call_id")?;
             out.push(Message::tool_result(ToolResult::text(
                 id,
-                text_of(content)?,
+                text_of(content, "a tool message")?,
             )));
         }
-        other => return Err(format!("role {other:?} is not one kite knows")),
+        other => {
+            return Err(format!(
+                "the role `{other}` is not one of system, developer, user, assistant or tool"
+            ));
+        }
     }
     Ok(())
 }

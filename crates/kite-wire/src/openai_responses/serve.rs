@@ -22,7 +22,7 @@ pub use events::EventEncoder;
 use super::NAMESPACE;
 mod fields;
 
-use crate::client::{Fields, check, flag, number, tokens};
+use crate::client::{Fields, check, flag, known, number, shown, tokens};
 use fields::{TAKEN, UNSERVED};
 use kite_core::{
     Error, FinishReason, ImageSource, Message, Metadata, Part, Reasoning, ReasoningConfig, Request,
@@ -96,10 +96,20 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         Some(Value::String(s)) if s == "auto" => Some(ToolChoice::Auto),
         Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
         Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
-        Some(c) => match (str_of(c, "type"), str_of(c, "name")) {
-            (Some("function"), Some(name)) => Some(ToolChoice::Tool(name.to_owned())),
-            _ => return Err(bad(format!("`tool_choice` {c} is not served"))),
-        },
+        Some(c) => {
+            known(c, "`tool_choice`", fields::CHOICE).map_err(bad)?;
+            match (str_of(c, "type"), str_of(c, "name")) {
+                (Some("function"), Some(name)) => Some(ToolChoice::Tool(name.to_owned())),
+                (Some("function"), None) => return Err(bad("`tool_choice.name` is missing")),
+                (other, _) => {
+                    return Err(bad(format!(
+                        "a `tool_choice` of type {} is not served; give `auto`, `none`, \
+                         `required` or a function",
+                        shown(other)
+                    )));
+                }
+            }
+        }
     };
     request.parallel_tool_calls = flag("parallel_tool_calls", f.get("parallel_tool_calls"))?;
     request.temperature = number("temperature", f.get("temperature"), 0.0..=2.0)?;
@@ -172,10 +182,11 @@ fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
 
 fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
     match str_of(t, "type") {
-        Some("function") => {}
+        Some("function") => known(t, "a function tool", fields::TOOL)?,
         other => {
             return Err(format!(
-                "tools of type {other:?} are not served; only function tools are"
+                "tools of type {} are not served; only function tools are",
+                shown(other)
             ));
         }
     }
@@ -206,8 +217,12 @@ fn decode_item(
     system: &mut Vec<String>,
 ) -> Result<(), String> {
     match str_of(item, "type") {
-        None | Some("message") => decode_message(item, out, system),
+        None | Some("message") => {
+            known(item, "a message", fields::MESSAGE)?;
+            decode_message(item, out, system)
+        }
         Some("function_call") => {
+            known(item, "a function_call", fields::FUNCTION_CALL)?;
             let id = str_of(item, "call_id").ok_or("a function_call needs a call_id")?;
             let name = str_of(item, "name").ok_or("a function_call needs a name")?;
             let arguments = match item.get("arguments") {
@@ -223,6 +238,7 @@ fn decode_item(
             Ok(())
         }
         Some("function_call_output") => {
+            known(item, "a function_call_output", fields::FUNCTION_OUTPUT)?;
             let id = str_of(item, "call_id").ok_or("a function_call_output needs a call_id")?;
             let mut result = ToolResult::text(id, "");
             result.content = match item.get("output") {
@@ -236,6 +252,7 @@ fn decode_item(
             Ok(())
         }
         Some("reasoning") => {
+            known(item, "a reasoning item", fields::REASONING)?;
             let text: Vec<&str> = item
                 .get("summary")
                 .and_then(Value::as_array)
@@ -257,7 +274,7 @@ fn decode_item(
         Some("item_reference") => Err("item references are not served: this gateway keeps no \
                                        stored items; send the items themselves"
             .into()),
-        Some(other) => Err(format!("items of type {other:?} are not served")),
+        Some(other) => Err(format!("items of type `{other}` are not served")),
     }
 }
 
@@ -275,16 +292,21 @@ fn decode_message(
         Some("system" | "developer") => system.push(
             parts
                 .iter()
-                .filter_map(|p| match p {
-                    Part::Text { text } => Some(text.as_str()),
-                    _ => None,
+                .map(|p| match p {
+                    Part::Text { text } => Ok(text.as_str()),
+                    _ => Err("a system message takes text only"),
                 })
-                .collect::<Vec<_>>()
+                .collect::<Result<Vec<_>, _>>()?
                 .join(""),
         ),
         Some("user") => out.push(Message::new(Role::User, parts)),
         Some("assistant") => assistant(out).extend(parts),
-        other => return Err(format!("role {other:?} is not one kite knows")),
+        other => {
+            return Err(format!(
+                "the role {} is not one of system, developer, user or assistant",
+                shown(other)
+            ));
+        }
     }
     Ok(())
 }
@@ -292,12 +314,24 @@ fn decode_message(
 fn content_part(p: &Value) -> Result<Part, String> {
     match str_of(p, "type") {
         Some("input_text" | "output_text" | "text") => {
+            known(p, "a text part", fields::TEXT_PART)?;
             Ok(Part::text(str_of(p, "text").unwrap_or_default()))
         }
-        Some("refusal") => Ok(Part::Refusal {
-            text: str_of(p, "refusal").unwrap_or_default().to_owned(),
-        }),
+        Some("refusal") => {
+            known(p, "a refusal part", fields::REFUSAL_PART)?;
+            Ok(Part::Refusal {
+                text: str_of(p, "refusal").unwrap_or_default().to_owned(),
+            })
+        }
         Some("input_image") => {
+            if p.get("file_id").is_some_and(|f| !f.is_null()) {
+                return Err(
+                    "an input_image by `file_id` is not served: this gateway keeps \
+                            no stored files; give `image_url`"
+                        .into(),
+                );
+            }
+            known(p, "an image part", fields::IMAGE_PART)?;
             let url = str_of(p, "image_url")
                 .ok_or("an input_image needs an image_url (stored files are not served)")?;
             let source = match url
@@ -318,7 +352,10 @@ fn content_part(p: &Value) -> Result<Part, String> {
                 .map(str::to_owned);
             Ok(Part::Image { source, detail })
         }
-        other => Err(format!("content parts of type {other:?} are not served")),
+        other => Err(format!(
+            "content parts of type {} are not served",
+            shown(other)
+        )),
     }
 }
 

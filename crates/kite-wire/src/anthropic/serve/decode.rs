@@ -1,9 +1,9 @@
 //! Decoding a client's `POST /v1/messages` body into a kite [`Request`].
 
 use super::ClientRequest;
-use super::fields::{TAKEN, UNSERVED};
+use super::fields::{self, TAKEN, UNSERVED};
 use crate::anthropic::NAMESPACE;
-use crate::client::{Fields, check, flag, number, tokens};
+use crate::client::{Fields, check, flag, known, number, shown, tokens};
 use kite_core::{
     Error, ImageSource, Message, Metadata, Part, Reasoning, Request, Role, ToolCall, ToolChoice,
     ToolResult, ToolSpec,
@@ -36,8 +36,9 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         Some(Value::Array(blocks)) => Some(
             blocks
                 .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
+                .enumerate()
+                .map(|(i, b)| system_text(b).map_err(|e| bad(format!("system.{i}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?
                 .join("\n\n"),
         ),
         Some(_) => return Err(bad("system: must be text or text blocks")),
@@ -55,6 +56,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
             .push(decode_tool(t).map_err(|e| bad(format!("tools.{i}: {e}")))?);
     }
     if let Some(choice) = f.get("tool_choice") {
+        known(choice, "`tool_choice`", fields::CHOICE).map_err(bad)?;
         let c = Fields::of(choice).map_err(|_| bad("tool_choice: must be an object"))?;
         request.tool_choice = match c.string("type")? {
             Some("auto") => Some(ToolChoice::Auto),
@@ -65,7 +67,12 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
                     .ok_or_else(|| bad("tool_choice.name: Field required"))?
                     .to_owned(),
             )),
-            other => return Err(bad(format!("tool_choice.type: {other:?} is not known"))),
+            other => {
+                return Err(bad(format!(
+                    "tool_choice.type: {} is not one of auto, any, none or tool",
+                    shown(other)
+                )));
+            }
         };
         if flag(
             "tool_choice.disable_parallel_tool_use",
@@ -95,6 +102,17 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         );
     }
     request.reasoning = thinking(f.get("thinking"))?;
+    // As Anthropic says: the thinking budget is part of `max_tokens`.
+    if let (Some(budget), Some(max)) = (
+        request.reasoning.as_ref().and_then(|r| r.budget_tokens),
+        request.max_tokens,
+    ) && budget >= max
+    {
+        return Err(bad(format!(
+            "thinking.budget_tokens: must be less than max_tokens ({budget} is not less than \
+             {max})"
+        )));
+    }
     check(&request, "messages")?;
     Ok(ClientRequest {
         request,
@@ -106,10 +124,10 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
 /// served).
 fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
     match t.get("type").and_then(Value::as_str) {
-        None | Some("custom") => {}
+        None | Some("custom") => known(t, "a client tool", fields::TOOL)?,
         Some(other) => {
             return Err(format!(
-                "tools of type {other:?} are Anthropic's own and are not served; only \
+                "tools of type `{other}` are Anthropic's own and are not served; only \
                  client tools are"
             ));
         }
@@ -136,6 +154,7 @@ fn thinking(v: Option<&Value>) -> Result<Option<kite_core::ReasoningConfig>, Err
     let Some(v) = v else {
         return Ok(None);
     };
+    known(v, "`thinking`", fields::THINKING_SETTING).map_err(bad)?;
     match v.get("type").and_then(Value::as_str) {
         Some("disabled") => Ok(None),
         Some("enabled") => {
@@ -146,7 +165,10 @@ fn thinking(v: Option<&Value>) -> Result<Option<kite_core::ReasoningConfig>, Err
                 ..kite_core::ReasoningConfig::default()
             }))
         }
-        other => Err(bad(format!("thinking.type: {other:?} is not served"))),
+        other => Err(bad(format!(
+            "thinking.type: {} is not one of enabled or disabled",
+            shown(other)
+        ))),
     }
 }
 
@@ -158,12 +180,16 @@ fn result_content(content: Option<&Value>) -> Result<Vec<Part>, String> {
         Some(Value::Array(blocks)) => blocks
             .iter()
             .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => Ok(Part::text(
-                    b.get("text").and_then(Value::as_str).unwrap_or_default(),
-                )),
-                Some("image") => Ok(image(b)),
+                Some("text") => {
+                    known(b, "a text block", fields::TEXT)?;
+                    Ok(Part::text(
+                        b.get("text").and_then(Value::as_str).unwrap_or_default(),
+                    ))
+                }
+                Some("image") => image(b),
                 other => Err(format!(
-                    "tool_result.content: blocks of type {other:?} are not served"
+                    "tool_result.content: blocks of type {} are not served",
+                    shown(other)
                 )),
             })
             .collect(),
@@ -171,8 +197,27 @@ fn result_content(content: Option<&Value>) -> Result<Vec<Part>, String> {
     }
 }
 
-fn image(b: &Value) -> Part {
-    match b.pointer("/source/type").and_then(Value::as_str) {
+/// A system prompt's block: text alone (as Anthropic takes), never dropped unseen.
+fn system_text(b: &Value) -> Result<&str, String> {
+    match b.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            known(b, "a text block", fields::TEXT)?;
+            b.get("text")
+                .and_then(Value::as_str)
+                .ok_or_else(|| "text: Field required".to_owned())
+        }
+        other => Err(format!(
+            "the system prompt takes text blocks only, not blocks of type {}",
+            shown(other)
+        )),
+    }
+}
+
+fn image(b: &Value) -> Result<Part, String> {
+    known(b, "an image block", fields::IMAGE)?;
+    let source = b.get("source").ok_or("image.source: Field required")?;
+    known(source, "an image's source", fields::IMAGE_SOURCE)?;
+    Ok(match b.pointer("/source/type").and_then(Value::as_str) {
         Some("url") => Part::image_url(
             b.pointer("/source/url")
                 .and_then(Value::as_str)
@@ -193,14 +238,17 @@ fn image(b: &Value) -> Part {
             },
             detail: None,
         },
-    }
+    })
 }
 
 fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
+    known(m, "a message", fields::MESSAGE)?;
     let role = match m.get("role").and_then(Value::as_str) {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
-        other => return Err(format!("role: {other:?} is not user or assistant")),
+        other => {
+            return Err(format!("role: {} is not user or assistant", shown(other)));
+        }
     };
     let blocks = match m.get("content") {
         Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
@@ -210,11 +258,23 @@ fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
     let mut parts = Vec::new();
     let mut results = Vec::new();
     for b in &blocks {
-        match b.get("type").and_then(Value::as_str) {
+        let kind = b.get("type").and_then(Value::as_str);
+        let fields = match kind {
+            Some("text") => fields::TEXT,
+            Some("tool_use") => fields::TOOL_USE,
+            Some("tool_result") => fields::TOOL_RESULT,
+            Some("thinking") => fields::THINKING,
+            Some("redacted_thinking") => fields::REDACTED_THINKING,
+            _ => &[],
+        };
+        if !fields.is_empty() {
+            known(b, &format!("a {} block", kind.unwrap_or_default()), fields)?;
+        }
+        match kind {
             Some("text") => parts.push(Part::text(
                 b.get("text").and_then(Value::as_str).unwrap_or_default(),
             )),
-            Some("image") => parts.push(image(b)),
+            Some("image") => parts.push(image(b)?),
             Some("tool_use") => {
                 let id = b
                     .get("id")
@@ -265,7 +325,12 @@ fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
                     metadata: Metadata::with(NAMESPACE, "redacted_data", data.clone()),
                 }));
             }
-            other => return Err(format!("content blocks of type {other:?} are not served")),
+            other => {
+                return Err(format!(
+                    "content blocks of type {} are not served",
+                    shown(other)
+                ));
+            }
         }
     }
     // Tool results go first, as their own messages; the rest of a user turn follows.

@@ -1,7 +1,7 @@
 //! The fields of a Messages request the gateway takes, and those it refuses unless they ask
 //! for nothing.
 
-use crate::client::{Unserved, default_tier, nothing};
+use crate::client::{Shape, Unserved, default_tier, nothing};
 
 /// The fields taken: read, or (`cache_control`, a cache breakpoint) taken and left.
 pub(super) const TAKEN: &[&str] = &[
@@ -24,6 +24,7 @@ pub(super) const TAKEN: &[&str] = &[
 pub(super) const UNSERVED: &[Unserved] = &[
     Unserved {
         name: "metadata",
+        shape: Shape::Object,
         accepts: |v| {
             v.as_object()
                 .is_some_and(|m| m.keys().all(|k| k == "user_id"))
@@ -32,32 +33,66 @@ pub(super) const UNSERVED: &[Unserved] = &[
     },
     Unserved {
         name: "service_tier",
+        shape: Shape::Text,
         accepts: default_tier,
         why: "requests go at the provider's default tier",
     },
     Unserved {
         name: "container",
+        shape: Shape::Any,
         accepts: nothing,
         why: "code execution containers are not served",
     },
     Unserved {
         name: "mcp_servers",
+        shape: Shape::Array,
         accepts: nothing,
         why: "give the gateway's routes their MCP servers instead",
     },
     Unserved {
         name: "context_management",
+        shape: Shape::Object,
         accepts: nothing,
         why: "the conversation is not edited on the server",
     },
     Unserved {
         name: "inference_geo",
+        shape: Shape::Text,
         accepts: nothing,
         why: "where the answer is made is the route's to choose",
     },
     Unserved {
         name: "output_config",
+        shape: Shape::Object,
         accepts: nothing,
         why: "give the format as a forced tool instead",
     },
 ];
+
+/// The fields of a message, and of each kind of content block: those read, and, taken and
+/// left, `cache_control` (a cache hint) and a text's `citations` (sent back as given).
+pub(super) const MESSAGE: &[&str] = &["role", "content"];
+pub(super) const TEXT: &[&str] = &["type", "text", "cache_control", "citations"];
+pub(super) const IMAGE: &[&str] = &["type", "source", "cache_control"];
+pub(super) const IMAGE_SOURCE: &[&str] = &["type", "media_type", "data", "url"];
+pub(super) const TOOL_USE: &[&str] = &["type", "id", "name", "input", "cache_control"];
+pub(super) const TOOL_RESULT: &[&str] = &[
+    "type",
+    "tool_use_id",
+    "content",
+    "is_error",
+    "cache_control",
+];
+pub(super) const THINKING: &[&str] = &["type", "thinking", "signature"];
+pub(super) const REDACTED_THINKING: &[&str] = &["type", "data"];
+/// The fields of a client tool, `tool_choice` and `thinking`.
+pub(super) const TOOL: &[&str] = &[
+    "type",
+    "name",
+    "description",
+    "input_schema",
+    "cache_control",
+    "strict",
+];
+pub(super) const CHOICE: &[&str] = &["type", "name", "disable_parallel_tool_use"];
+pub(super) const THINKING_SETTING: &[&str] = &["type", "budget_tokens"];

@@ -1,7 +1,7 @@
 //! The fields of a Chat Completions request the gateway takes, and those it refuses unless
 //! they ask for nothing.
 
-use crate::client::{Unserved, default_tier, nothing};
+use crate::client::{Shape, Unserved, default_tier, nothing};
 
 /// The fields taken: read, or hints that cannot change the answer (`prompt_cache_*`).
 pub(super) const TAKEN: &[&str] = &[
@@ -33,67 +33,112 @@ pub(super) const TAKEN: &[&str] = &[
 pub(super) const UNSERVED: &[Unserved] = &[
     Unserved {
         name: "n",
+        shape: Shape::Number,
         accepts: |v| v.as_u64() == Some(1),
         why: "only one choice is answered",
     },
     Unserved {
         name: "logprobs",
+        shape: Shape::Bool,
         accepts: nothing,
         why: "log probabilities are not returned",
     },
     Unserved {
         name: "top_logprobs",
+        shape: Shape::Number,
         accepts: nothing,
         why: "log probabilities are not returned",
     },
     Unserved {
         name: "logit_bias",
+        shape: Shape::Object,
         accepts: nothing,
         why: "token ids differ between the models a name may reach",
     },
     Unserved {
         name: "modalities",
+        shape: Shape::Array,
         accepts: |v| v.as_array().is_some_and(|m| m.iter().all(|x| x == "text")),
         why: "answers are text only",
     },
     Unserved {
         name: "audio",
+        shape: Shape::Object,
         accepts: nothing,
         why: "answers are text only",
     },
     Unserved {
         name: "service_tier",
+        shape: Shape::Text,
         accepts: default_tier,
         why: "requests go at the provider's default tier",
     },
     Unserved {
         name: "prediction",
+        shape: Shape::Object,
         accepts: nothing,
         why: "predicted outputs are not passed on",
     },
     Unserved {
         name: "metadata",
+        shape: Shape::Object,
         accepts: nothing,
         why: "completions are not stored, so there is nothing to tag",
     },
     Unserved {
         name: "store",
+        shape: Shape::Bool,
         accepts: nothing,
         why: "completions are not stored",
     },
     Unserved {
         name: "functions",
+        shape: Shape::Array,
         accepts: nothing,
         why: "give `tools` instead",
     },
     Unserved {
         name: "function_call",
+        shape: Shape::Any,
         accepts: nothing,
         why: "give `tool_choice` instead",
     },
     Unserved {
         name: "web_search_options",
-        accepts: nothing,
+        shape: Shape::Object,
+        // `{}` asks for a search with the defaults: only its absence asks for none.
+        accepts: |_| false,
         why: "hosted web search is not served",
     },
 ];
+
+/// The fields of a message: those read, and, taken and left, `name` (a participant's
+/// label), and what a client sends back of an answer it was given (`refusal`,
+/// `annotations`, `reasoning_content`).
+pub(super) const MESSAGE: &[&str] = &[
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "refusal",
+    "annotations",
+    "reasoning_content",
+];
+/// The fields of a text part (`cache_control` is a cache hint), an image part, and its
+/// `image_url`.
+pub(super) const TEXT_PART: &[&str] = &["type", "text", "cache_control"];
+pub(super) const IMAGE_PART: &[&str] = &["type", "image_url"];
+pub(super) const IMAGE_URL: &[&str] = &["url", "detail"];
+/// The fields of a tool call an assistant message holds, and of its function.
+pub(super) const TOOL_CALL: &[&str] = &["id", "type", "function"];
+pub(super) const CALLED: &[&str] = &["name", "arguments"];
+/// The fields of a tool, and of its function.
+pub(super) const TOOL: &[&str] = &["type", "function"];
+pub(super) const FUNCTION: &[&str] = &["name", "description", "parameters", "strict"];
+/// The fields of `tool_choice` naming a tool, and of its function.
+pub(super) const CHOICE: &[&str] = &["type", "function"];
+pub(super) const CHOSEN: &[&str] = &["name"];
+/// The fields of `response_format`, and of its `json_schema`.
+pub(super) const FORMAT: &[&str] = &["type", "json_schema"];
+pub(super) const SCHEMA: &[&str] = &["name", "schema", "description", "strict"];
