@@ -36,6 +36,20 @@ pub(crate) fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// `GET /health`: 200 while the gateway takes requests; 503 once it drains, so that a load
+/// balancer sends new ones elsewhere.
+pub(crate) async fn health(State(gw): State<Arc<Gateway>>) -> Response {
+    use axum::response::IntoResponse;
+    match gw.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        false => axum::Json(serde_json::json!({"status": "ok"})).into_response(),
+        true => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(serde_json::json!({"status": "draining"})),
+        )
+            .into_response(),
+    }
+}
+
 pub(crate) async fn models(State(gw): State<Arc<Gateway>>) -> Response {
     let names: Vec<&str> = match gw.listed.is_empty() {
         true => gw.names().collect(),

@@ -317,10 +317,7 @@ impl Gateway {
 /// The gateway's routes.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
-        .route(
-            "/health",
-            get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
-        )
+        .route("/health", get(handlers::health))
         .route("/v1/models", get(models))
         .route("/v1/usage", get(usage))
         .route("/v1/chat/completions", post(chat))

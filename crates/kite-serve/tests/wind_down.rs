@@ -90,6 +90,8 @@ async fn while_draining_new_requests_get_503_and_it_ends_once_nothing_is_under_w
         .await
         .unwrap();
     let _ = stream.chunk().await.unwrap();
+    let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
+    assert_eq!(health.status(), 200);
     let mut waiting = tokio::net::TcpStream::connect(addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.send(()).unwrap();
@@ -113,6 +115,10 @@ async fn while_draining_new_requests_get_503_and_it_ends_once_nothing_is_under_w
         "{said}"
     );
     assert!(said.contains("overloaded_error"), "{said}");
+    // A load balancer asking after its health is told to send requests elsewhere.
+    let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
+    assert_eq!(health.status(), 503);
+    assert_eq!(health.text().await.unwrap(), r#"{"status":"draining"}"#);
     // The stream under way keeps it serving; ended, it lets it return.
     assert!(!served.is_finished());
     gateway.wind_down().await;
