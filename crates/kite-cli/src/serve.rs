@@ -22,11 +22,14 @@ use std::sync::Arc;
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     session: SessionArgs,
-    /// Where to listen (default: [serve] addr, else 127.0.0.1:8080).
-    #[arg(long)]
-    addr: Option<SocketAddr>,
-    /// A key clients must send (`Authorization: Bearer KEY`); repeatable. With none, the
-    /// gateway listens on loopback only and asks for no key.
+    /// Where to listen, as HOST:PORT, the host an address or a name (default: [serve]
+    /// addr, else 127.0.0.1:8080).
+    #[arg(long, value_name = "HOST:PORT", overrides_with = "addr")]
+    addr: Option<String>,
+    /// A key clients must send (`Authorization: Bearer KEY`); repeatable. Prefer
+    /// KITE_SERVE_API_KEY or [serve] keys: a key on the command line shows in `ps`. With
+    /// none, the gateway listens on loopback only and asks for a token it makes at start
+    /// and prints (none at all with --no-auth).
     #[arg(long = "api-key", value_name = "KEY", env = "KITE_SERVE_API_KEY")]
     api_keys: Vec<String>,
     /// Requests per minute each key may make (answered with 429 and Retry-After past it).
@@ -196,10 +199,10 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             .await
             .map_err(fail)?;
     }
-    let addr = args
-        .addr
-        .or(settings.addr)
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+    let addr = match args.addr.as_deref().or(settings.addr.as_deref()) {
+        Some(given) => resolve(given).await.map_err(fail)?,
+        None => SocketAddr::from(([127, 0, 0, 1], 8080)),
+    };
     gateway.check_addr(&addr).map_err(fail)?;
     let listener = kite::serve::bind(addr)
         .await
@@ -336,3 +339,21 @@ const FIRST_BYTE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// How long the web chat's answers cut off at the end may take to be kept.
 const WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `HOST:PORT` as an address to listen on: as it is, or with its host name looked up (an
+/// IPv4 address first, as `localhost` is most often reached).
+async fn resolve(given: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = given.parse() {
+        return Ok(addr);
+    }
+    let found: Vec<SocketAddr> = tokio::net::lookup_host(given)
+        .await
+        .map_err(|e| format!("cannot listen on {given}: give HOST:PORT ({e})"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| format!("cannot listen on {given}: the name has no address"))
+}

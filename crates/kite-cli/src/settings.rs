@@ -60,7 +60,8 @@ pub(crate) struct Config {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ServeConfig {
-    pub addr: Option<std::net::SocketAddr>,
+    /// `HOST:PORT`, where the host is an address or a name (`localhost:8080`).
+    pub addr: Option<String>,
     #[serde(default)]
     pub keys: Vec<String>,
     pub requests_per_minute: Option<u32>,

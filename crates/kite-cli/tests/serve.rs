@@ -95,6 +95,27 @@ async fn without_a_key_it_listens_on_loopback_only() {
     .await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("set a client key"), "{}", r.stderr);
+    // Keys go in the environment or the config, where `ps` does not show them.
+    assert!(r.stderr.contains("KITE_SERVE_API_KEY"), "{}", r.stderr);
+    // A host name is looked up; one that has no address is said to be wrong.
+    let r = common::run(kite().args(["serve", "--addr", "no-such-host.invalid:0"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot listen on no-such-host.invalid:0"),
+        "{}",
+        r.stderr
+    );
+    let upstream = ReplayServer::start(Vec::new()).await;
+    let served = serve_keyless(&upstream, &["--addr", "localhost:0"]);
+    assert!(
+        served.site().starts_with("http://127.0.0.1:"),
+        "{}",
+        served.site()
+    );
+    let health = reqwest::get(format!("{}/health", served.site()))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
     // A limit of nothing is refused, not a gateway that refuses everyone.
     let r = common::run(kite().args(["serve", "--api-key", "k", "--rpm", "0"])).await;
     assert_eq!(r.code, 2, "{}", r.stderr);

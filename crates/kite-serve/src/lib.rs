@@ -259,8 +259,8 @@ impl Gateway {
     pub fn check_addr(&self, addr: &SocketAddr) -> Result<(), String> {
         match (self.keys.is_empty(), addr.ip().is_loopback()) {
             (true, false) => Err(format!(
-                "{addr} is reachable from other machines: set a client key (--api-key or \
-                 [serve] keys), or listen on 127.0.0.1"
+                "{addr} is reachable from other machines: set a client key \
+                 (KITE_SERVE_API_KEY or [serve] keys), or listen on 127.0.0.1"
             )),
             _ => Ok(()),
         }
