@@ -130,7 +130,7 @@ fn show(t: &StoredTurn) {
         }
     }
     if t.turn.cut_short {
-        outln!("(the answer was cut short here)");
+        outln!("(the answer was cut short here; the tokens of its last call are not counted)");
     }
 }
 

@@ -78,7 +78,7 @@ pub(crate) fn run(cmd: PricesCommand) -> Result<(), ExitCode> {
         } => {
             let table: &PriceTable = kite::prices::load(&dir).map_err(fail)?;
             // The local model runs here: it costs nothing.
-            let local = matches!(provider.as_str(), "local" | "kite_local");
+            let local = provider == "local" || provider == kite::trace::LOCAL_PROVIDER;
             // Priced on a thousand tokens (below any tier), then scaled; the input and
             // output parts alone, without any per-request fee.
             let usage = kite::Usage {

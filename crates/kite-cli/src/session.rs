@@ -327,6 +327,10 @@ impl Session {
             answers.push(kite::Message::assistant(shown));
             turn.cut_short = true;
         }
+        // The local model costs nothing, even for a call cut off before it counted.
+        if self.chosen.local && turn.usage.cost.is_none() {
+            turn.usage.cost = Some(0.0);
+        }
         self.usage += turn.usage;
         self.last_usage = turn.usage;
         if let Err(e) = self.thread.save(question, &answers, turn).await {

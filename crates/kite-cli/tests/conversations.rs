@@ -503,3 +503,58 @@ async fn a_libpq_key_value_store_string_is_postgres_not_a_file_name() {
         "no file made"
     );
 }
+
+#[tokio::test]
+async fn a_local_answer_cut_short_still_costs_nothing() {
+    use tokio::io::AsyncReadExt;
+    let Some(model) = common::local_model() else {
+        return;
+    };
+    let store = fresh_store();
+    let mut child = kite()
+        .env("KITE_STORE_URL", &store)
+        .env("KITE_LOCAL_MODEL", &model)
+        .args(["ask", "--local", "--json", "--no-skills"])
+        .arg("Write a long story, of at least 500 words, about a lighthouse keeper.")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        stdout.read_exact(&mut first),
+    )
+    .await
+    .expect("the answer began")
+    .unwrap();
+    let pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).await.unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("kite ended")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    let list = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "list", "--json"]))
+    .await;
+    let id = serde_json::from_str::<serde_json::Value>(list.stdout.lines().next().unwrap())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "show", &id]))
+    .await;
+    assert!(shown.stdout.contains("cut short"), "{}", shown.stdout);
+    // The call cut off counted no tokens, but the local model's cost is known: nothing.
+    assert!(shown.stdout.contains("tokens, $0"), "{}", shown.stdout);
+}

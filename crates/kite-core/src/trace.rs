@@ -23,7 +23,7 @@ mod content;
 mod origin;
 mod spans;
 pub use content::message_json;
-pub use origin::Origin;
+pub use origin::{LOCAL_PROVIDER, Origin};
 pub use spans::{agent_span, mcp_span, tool_result, tool_span};
 
 /// The `tracing` target of every span and event here.

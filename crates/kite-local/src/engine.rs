@@ -217,7 +217,7 @@ impl Model for LocalModel {
     }
 
     fn origin(&self) -> kite_core::trace::Origin {
-        kite_core::trace::Origin::local("kite_local")
+        kite_core::trace::Origin::local(kite_core::trace::LOCAL_PROVIDER)
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -48,7 +48,7 @@ pub fn call_cost(table: &PriceTable, provider: &str, model: &str, usage: &Usage)
         return Some(reported);
     }
     match provider {
-        "kite_local" => return Some(0.0),
+        kite_core::trace::LOCAL_PROVIDER => return Some(0.0),
         // Any server speaking an OpenAI API: its prices are its own, not OpenAI's.
         "openai_compatible" => return None,
         _ => {}

@@ -10,10 +10,14 @@ use kite_store::{SqliteStore, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Says a little, then nothing ever again.
+/// Says a little, then nothing ever again; it runs here, as the local model does.
 struct Stalls;
 
 impl Model for Stalls {
+    fn origin(&self) -> kite_core::trace::Origin {
+        kite_core::trace::Origin::local(kite_core::trace::LOCAL_PROVIDER)
+    }
+
     fn stream(&self, _: &Request) -> EventStream {
         Box::pin(
             futures_util::stream::iter([
@@ -59,12 +63,25 @@ async fn answers_wound_down_keep_what_they_said() {
     tokio::time::timeout(Duration::from_secs(10), gateway.wind_down())
         .await
         .expect("the answer under way ends");
+    // The page is told why its answer ended.
+    while let Some(chunk) = answer.chunk().await.unwrap() {
+        said.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let error = said.find("event: error").expect(&said);
+    assert!(said[error..].contains("the server stopped"), "{said}");
+    assert!(
+        said.find("event: done").is_some_and(|d| d > error),
+        "{said}"
+    );
 
     let all = store.list().await.unwrap();
     assert_eq!(all.len(), 1);
     let turns = store.turns(&all[0].id).await.unwrap();
     let texts: Vec<String> = turns[0].turn.messages.iter().map(|m| m.text()).collect();
     assert_eq!(texts, ["A story?", "Once upon a time"]);
+    assert!(turns[0].turn.cut_short);
+    // The local model costs nothing, though the call cut off never counted its tokens.
+    assert_eq!(turns[0].turn.usage.cost, Some(0.0));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

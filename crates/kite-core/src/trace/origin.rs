@@ -1,5 +1,9 @@
 //! Where a model is, for `gen_ai.provider.name`, `server.address` and `server.port`.
 
+/// The provider name of kite's embedded local model: it runs on this machine, and costs
+/// nothing whatever it did.
+pub const LOCAL_PROVIDER: &str = "kite_local";
+
 /// Where a model is: the provider's name as the conventions spell it (`openai`,
 /// `anthropic`, `mistral_ai`, `groq`, `openrouter`, ...), and the server's host and port
 /// when it is reached over the network.

@@ -124,6 +124,7 @@ async fn relay(
 ) -> Option<Ended> {
     let mut shown = String::new();
     let mut calls = 0;
+    let mut stopping = false;
     // No upstream key reaches the page, even split between two deltas.
     let mut hide = kite_core::redact::StreamRedactor::new(secrets);
     let whole = |text: &str| kite_core::redact::redact_all(text, secrets);
@@ -132,7 +133,16 @@ async fn relay(
             item = events.next() => item,
             _ = tx.closed() => { events.cancel(); events.next().await }
             // The server cannot wait any longer: as if the page had stopped it.
-            _ = stop.cancelled() => { events.cancel(); events.next().await }
+            _ = stop.cancelled(), if !stopping => {
+                // Said once; the page keeps what it was shown.
+                stopping = true;
+                let _ = tx
+                    .send(sse("error", json!({"message":
+                        "the server stopped before this answer was complete"})))
+                    .await;
+                events.cancel();
+                events.next().await
+            }
         };
         if !matches!(&item, Some(Ok(AgentEvent::Model(Event::TextDelta { .. })))) {
             let rest = hide.finish();
@@ -228,8 +238,13 @@ impl Kept {
         if cut_short {
             messages.push(Message::assistant(ended.shown.clone()));
         }
+        let mut usage = run.usage();
+        // The local model costs nothing, even for a call cut off before it counted.
+        if usage.cost.is_none() && self.provider == kite_core::trace::LOCAL_PROVIDER {
+            usage.cost = Some(0.0);
+        }
         let turn = Turn {
-            usage: run.usage(),
+            usage,
             provider: Some(self.provider),
             model: Some(self.model),
             cut_short,
