@@ -122,15 +122,42 @@ pub(crate) fn run(cmd: PricesCommand) -> Result<(), ExitCode> {
             Ok(())
         }
         PricesCommand::List { provider, json } => {
+            if let Some(p) = provider
+                .as_deref()
+                .filter(|p| *p == "local" || *p == kite::trace::LOCAL_PROVIDER)
+            {
+                match json {
+                    true => outln!(
+                        "{}",
+                        serde_json::json!({"provider": p, "model": "*",
+                            "input_per_million": 0.0, "output_per_million": 0.0,
+                            "source": "the local model runs on this machine"})
+                    ),
+                    false => outln!("{p} costs nothing: the local model runs on this machine"),
+                }
+                return Ok(());
+            }
             let table: &PriceTable = kite::prices::load(&dir).map_err(fail)?;
+            let now = std::time::SystemTime::now();
             let id = provider.as_deref().map(kite::prices::provider_id);
-            let listed = table.list(id, std::time::SystemTime::now());
+            let listed = table.list(id, now);
             if listed.is_empty() {
-                return Err(fail(format!(
-                    "{} prices no model of {}",
-                    table.source,
-                    provider.as_deref().unwrap_or("any provider")
-                )));
+                let mut known: Vec<String> = table
+                    .list(None, now)
+                    .into_iter()
+                    .map(|l| l.provider)
+                    .collect();
+                known.sort();
+                known.dedup();
+                return Err(fail(match provider {
+                    Some(p) => format!(
+                        "{} knows no provider called {p}; it prices {} (and local, which costs \
+                         nothing)",
+                        table.source,
+                        known.join(", ")
+                    ),
+                    None => format!("{} prices no model", table.source),
+                }));
             }
             for l in &listed {
                 match (json, l.per_million) {

@@ -157,8 +157,21 @@ async fn prices_list_gives_every_model_of_a_provider() {
     let r = run(kite().args(["prices", "list"])).await;
     assert!(r.stdout.lines().count() > 100, "{}", r.stderr);
     assert!(r.stdout.contains("anthropic"), "{}", r.stdout);
+    // A provider the table does not know is said to be unknown, with those it knows.
     let r = run(kite().args(["prices", "list", "no-such-provider"])).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no provider called no-such-provider") && r.stderr.contains("openai"),
+        "{}",
+        r.stderr
+    );
+    // The local model costs nothing, listed as shown.
+    let r = run(kite().args(["prices", "list", "local"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("costs nothing"), "{}", r.stdout);
+    let r = run(kite().args(["prices", "list", "local", "--json"])).await;
+    let local: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(local["input_per_million"], 0.0);
 }
 
 /// A wheel named like genai-prices' holding `data` as its `data.py`.
