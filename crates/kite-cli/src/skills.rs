@@ -297,13 +297,24 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
                 );
             }
             for skill in &found.skills {
+                // A project's skills wait for `kite trust` before they are offered.
+                let waiting = untrusted
+                    .iter()
+                    .any(|p| skill.source.starts_with(p.join(".agents/skills")));
                 if json {
-                    outln!("{}", skill_json(skill));
+                    let mut shown = skill_json(skill);
+                    shown["offered"] = json!(!waiting);
+                    outln!("{shown}");
                 } else {
                     outln!(
-                        "{}  {}\n    {}",
+                        "{}  {}{}\n    {}",
                         skill.name(),
                         printable(&skill.source.display().to_string()),
+                        if waiting {
+                            "  (not offered until trusted)"
+                        } else {
+                            ""
+                        },
                         printable(&one_line(skill.description()))
                     );
                 }

@@ -154,7 +154,8 @@ fn trust(args: TrustArgs) -> Result<(), Error> {
         (true, _) => outln!("kite: {name} is no longer trusted"),
         (false, true) => outln!(
             "kite: the skills in {name}/.agents/skills may be offered now, as they change \
-             too (`kite trust --forget {name}` stops it)"
+             too, to any model but the small local one, which is offered only the skills \
+             named for it (`kite trust --forget {name}` stops it)"
         ),
         (false, false) => outln!("kite: {name} is trusted as it is now"),
     }

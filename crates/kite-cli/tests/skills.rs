@@ -457,8 +457,17 @@ async fn a_projects_skills_wait_for_the_folder_to_be_trusted() {
     );
     let first = &bodies(&server)[0];
     assert!(!first.to_string().contains("word-count"), "{first}");
+    // Listed, they are said not to be offered yet.
+    let listed = |r: common::Run| -> serde_json::Value {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        serde_json::from_str(r.stdout.lines().next().unwrap()).unwrap()
+    };
+    let r = run(common::in_trusted(dir.path()).args(["skills", "list", "--json"])).await;
+    assert_eq!(listed(r)["offered"], false);
     // Trusted, they are offered (and no longer said to wait).
     common::trust_folder(dir.path());
+    let r = run(common::in_trusted(dir.path()).args(["skills", "list", "--json"])).await;
+    assert_eq!(listed(r)["offered"], true);
     let r = run(&mut ask(dir.path(), &server, &[])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains("kite trust"), "{}", r.stderr);
