@@ -41,7 +41,8 @@ impl Plan {
             .is_some_and(|r| r.effort.as_deref() != Some("none") || r.budget_tokens.is_some())
         {
             return Err(Error::InvalidRequest(
-                "the local model does not reason before it answers; leave out the reasoning                  setting (--reasoning, `reasoning_effort`, `reasoning` or `thinking`)"
+                "the local model does not reason before it answers; leave out the reasoning \
+                 setting (`reasoning_effort`, `reasoning` or `thinking`; --reasoning)"
                     .into(),
             ));
         }

@@ -382,7 +382,9 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
         ),
         (
             "chat/completions",
-            chat(json!({"tools": [f], "tool_choice": {"type": "allowed_tools"}})),
+            chat(
+                json!({"tools": [f], "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}}),
+            ),
             "`tool_choice` of type `allowed_tools`",
         ),
         (
@@ -432,6 +434,11 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
         ),
         (
             "responses",
+            responses(json!({"text": {"format": {"type": "text", "foo": 1}}})),
+            "`foo` is not a field of `text.format`",
+        ),
+        (
+            "responses",
             responses(
                 json!({"input": [{"role": "system", "content": [{"type": "input_image", "image_url": "https://example.com/a.png"}]}, {"role": "user", "content": "Hi"}]}),
             ),
@@ -467,11 +474,6 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
         ),
         (
             "messages",
-            messages(json!({"thinking": {"type": "enabled", "budget_tokens": 100}})),
-            "must be less than max_tokens",
-        ),
-        (
-            "messages",
             messages(
                 json!({"system": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}),
             ),
@@ -499,7 +501,13 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
     // an image's detail reaches the model.
     let body = chat(json!({"messages": [
         {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}], "name": "ann"},
-        {"role": "assistant", "content": "Hello.", "refusal": null, "annotations": [], "audio": null, "function_call": null}]}));
+        {"role": "assistant", "content": "Hello.", "refusal": null, "annotations": [], "audio": null, "function_call": null},
+        {"role": "user", "content": "Add."},
+        // As the SDKs' `.parse()` helpers and reasoning providers leave an answer.
+        {"role": "assistant", "content": null, "parsed": null, "reasoning": "Adding.",
+         "tool_calls": [{"index": 0, "id": "c1", "type": "function",
+            "function": {"name": "add", "arguments": "{}", "parsed_arguments": {}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "2"}]}));
     let (status, said) = post(addr, "chat/completions", &body).await;
     assert_eq!(status, 200, "{said}");
     let r = model.last();
@@ -516,4 +524,12 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
     let (status, said) = post(addr, "responses", &body).await;
     assert_eq!(status, 200, "{said}");
     let _ = model.last();
+    // A client tool's streaming and loading hints are taken.
+    let body = messages(
+        json!({"tools": [{"name": "f", "input_schema": {"type": "object"},
+        "eager_input_streaming": true, "defer_loading": false}]}),
+    );
+    let (status, said) = post(addr, "messages", &body).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(model.last().tools.len(), 1);
 }

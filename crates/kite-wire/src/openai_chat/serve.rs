@@ -104,9 +104,8 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
 
 /// A `tool_choice` that names a function.
 fn decode_choice(c: &Value) -> Result<ToolChoice, String> {
-    known(c, "`tool_choice`", fields::CHOICE)?;
     match c.get("type").and_then(Value::as_str) {
-        Some("function") => {}
+        Some("function") => known(c, "`tool_choice`", fields::CHOICE)?,
         other => {
             return Err(format!(
                 "a `tool_choice` of type {} is not served; give `auto`, `none`, `required` \

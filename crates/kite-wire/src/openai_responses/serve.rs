@@ -97,7 +97,9 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
         Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
         Some(c) => {
-            known(c, "`tool_choice`", fields::CHOICE).map_err(bad)?;
+            if str_of(c, "type") == Some("function") {
+                known(c, "`tool_choice`", fields::CHOICE).map_err(bad)?;
+            }
             match (str_of(c, "type"), str_of(c, "name")) {
                 (Some("function"), Some(name)) => Some(ToolChoice::Tool(name.to_owned())),
                 (Some("function"), None) => return Err(bad("`tool_choice.name` is missing")),
@@ -162,6 +164,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
 }
 
 fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
+    known(f, "`text.format`", fields::FORMAT).map_err(bad)?;
     match str_of(f, "type") {
         Some("text") => Ok(ResponseFormat::Text),
         Some("json_object") => Ok(ResponseFormat::JsonObject),

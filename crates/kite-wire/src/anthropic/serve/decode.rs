@@ -102,17 +102,6 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         );
     }
     request.reasoning = thinking(f.get("thinking"))?;
-    // As Anthropic says: the thinking budget is part of `max_tokens`.
-    if let (Some(budget), Some(max)) = (
-        request.reasoning.as_ref().and_then(|r| r.budget_tokens),
-        request.max_tokens,
-    ) && budget >= max
-    {
-        return Err(bad(format!(
-            "thinking.budget_tokens: must be less than max_tokens ({budget} is not less than \
-             {max})"
-        )));
-    }
     check(&request, "messages")?;
     Ok(ClientRequest {
         request,

@@ -85,7 +85,9 @@ pub(super) const TOOL_RESULT: &[&str] = &[
 ];
 pub(super) const THINKING: &[&str] = &["type", "thinking", "signature"];
 pub(super) const REDACTED_THINKING: &[&str] = &["type", "data"];
-/// The fields of a client tool, `tool_choice` and `thinking`.
+/// The fields of a client tool (taken and left: `cache_control`, and what changes only how
+/// its call is streamed or loaded, `eager_input_streaming` and `defer_loading`, or only
+/// illustrates it, `input_examples`), `tool_choice` and `thinking`.
 pub(super) const TOOL: &[&str] = &[
     "type",
     "name",
@@ -93,6 +95,9 @@ pub(super) const TOOL: &[&str] = &[
     "input_schema",
     "cache_control",
     "strict",
+    "eager_input_streaming",
+    "defer_loading",
+    "input_examples",
 ];
 pub(super) const CHOICE: &[&str] = &["type", "name", "disable_parallel_tool_use"];
 pub(super) const THINKING_SETTING: &[&str] = &["type", "budget_tokens"];

@@ -114,7 +114,8 @@ pub(super) const UNSERVED: &[Unserved] = &[
 
 /// The fields of a message: those read, and, taken and left, `name` (a participant's
 /// label), and what a client sends back of an answer it was given (`refusal`,
-/// `annotations`, `reasoning_content`).
+/// `annotations`, the reasoning providers return as `reasoning_content`, `reasoning` or
+/// `reasoning_details`, and `parsed`, which the OpenAI SDKs' helpers add).
 pub(super) const MESSAGE: &[&str] = &[
     "role",
     "content",
@@ -124,15 +125,19 @@ pub(super) const MESSAGE: &[&str] = &[
     "refusal",
     "annotations",
     "reasoning_content",
+    "reasoning",
+    "reasoning_details",
+    "parsed",
 ];
 /// The fields of a text part (`cache_control` is a cache hint), an image part, and its
 /// `image_url`.
 pub(super) const TEXT_PART: &[&str] = &["type", "text", "cache_control"];
 pub(super) const IMAGE_PART: &[&str] = &["type", "image_url"];
 pub(super) const IMAGE_URL: &[&str] = &["url", "detail"];
-/// The fields of a tool call an assistant message holds, and of its function.
-pub(super) const TOOL_CALL: &[&str] = &["id", "type", "function"];
-pub(super) const CALLED: &[&str] = &["name", "arguments"];
+/// The fields of a tool call an assistant message holds, and of its function (with what
+/// streamed answers and the SDKs' helpers leave on them: `index`, `parsed_arguments`).
+pub(super) const TOOL_CALL: &[&str] = &["id", "type", "function", "index"];
+pub(super) const CALLED: &[&str] = &["name", "arguments", "parsed_arguments"];
 /// The fields of a tool, and of its function.
 pub(super) const TOOL: &[&str] = &["type", "function"];
 pub(super) const FUNCTION: &[&str] = &["name", "description", "parameters", "strict"];

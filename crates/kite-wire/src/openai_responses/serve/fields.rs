@@ -109,3 +109,5 @@ pub(super) const IMAGE_PART: &[&str] = &["type", "image_url", "detail"];
 /// The fields of a function tool, and of a `tool_choice` naming one.
 pub(super) const TOOL: &[&str] = &["type", "name", "description", "parameters", "strict"];
 pub(super) const CHOICE: &[&str] = &["type", "name"];
+/// The fields of `text.format`.
+pub(super) const FORMAT: &[&str] = &["type", "name", "schema", "description", "strict"];
