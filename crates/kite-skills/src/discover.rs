@@ -156,19 +156,22 @@ fn private(dir: &Path) -> Result<(), String> {
 }
 
 /// How many entries, and how deep, a skill's folder is looked through for others' files.
-const MAX_TREE: usize = 10_000;
+const MAX_TREE: usize = 50_000;
 const MAX_TREE_DEPTH: usize = 16;
 
 /// Whether everything in a skill's folder, at any depth, is [`private`]: a script or
 /// reference another user may change is as bad as a `SKILL.md` they may. Links are not
 /// followed (only their folder's owner may replace them, and inside the sandbox they lead
-/// nowhere else).
+/// nowhere else; `SKILL.md`, which kite reads itself, is checked where it leads). `.git`,
+/// which nothing of the skill reads, is not looked in, nor is a folder kite cannot read
+/// (nor then can the skill's commands).
 fn private_tree(dir: &Path) -> Result<(), String> {
     let mut budget = MAX_TREE;
     let mut folders = vec![(dir.to_owned(), 0)];
     while let Some((folder, depth)) = folders.pop() {
-        let entries =
-            std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
         for entry in entries {
             let path = entry
                 .map_err(|e| format!("{}: {e}", folder.display()))?
@@ -182,8 +185,8 @@ fn private_tree(dir: &Path) -> Result<(), String> {
                 continue;
             }
             private_meta(&path, &meta)?;
-            if meta.is_dir() {
-                if depth + 1 >= MAX_TREE_DEPTH {
+            if meta.is_dir() && path.file_name() != Some(".git".as_ref()) {
+                if depth + 1 > MAX_TREE_DEPTH {
                     return Err(format!("it is more than {MAX_TREE_DEPTH} folders deep"));
                 }
                 folders.push((path, depth + 1));
@@ -238,12 +241,17 @@ impl Walk<'_> {
                 .push(format!("left out the skills in {}: {why}", dir.display()));
             return;
         }
-        if find_skill_md(dir).is_some() {
-            match (self.guarded, private_tree(dir)) {
-                (true, Err(why)) => self
+        if let Some(skill_md) = find_skill_md(dir) {
+            // SKILL.md is read as kite, outside the sandbox: followed if it is a link.
+            let checked = match self.guarded {
+                true => private(&skill_md).and_then(|()| private_tree(dir)),
+                false => Ok(()),
+            };
+            match checked {
+                Err(why) => self
                     .left_out
                     .push(format!("left out the skill in {}: {why}", dir.display())),
-                _ => self.out.push(dir.to_owned()),
+                Ok(()) => self.out.push(dir.to_owned()),
             }
             return;
         }

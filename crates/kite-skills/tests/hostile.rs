@@ -217,6 +217,16 @@ fn a_conventional_folder_others_may_write_in_is_left_out() {
     left_out("count.sh");
     mode(&script, 0o644);
     assert_eq!(discover(&roots, cache.path()).skills.len(), 1);
+    // A SKILL.md that is a link is judged where it leads: kite reads it itself.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().join("SKILL.md");
+    std::fs::copy(copy.join("SKILL.md"), &outside).unwrap();
+    mode(&outside, 0o666);
+    std::fs::remove_file(copy.join("SKILL.md")).unwrap();
+    std::os::unix::fs::symlink(&outside, copy.join("SKILL.md")).unwrap();
+    left_out("SKILL.md");
+    mode(&outside, 0o644);
+    assert_eq!(discover(&roots, cache.path()).skills.len(), 1);
     // SAFETY: geteuid(2) has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         std::os::unix::fs::lchown(&script, Some(65534), None).unwrap();
