@@ -208,6 +208,8 @@ pub async fn run(
         .process_group(0)
         .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(SandboxError::Spawn)?;
+    // The folders' descriptors and mounts' copies are the child's now.
+    drop(cmd);
     drop(prepared);
     let mut group = Group(child.id());
     let (out, err) = (child.stdout.take(), child.stderr.take());

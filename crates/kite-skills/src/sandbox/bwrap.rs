@@ -143,8 +143,8 @@ impl Prepared {
         cmd.args(["--chdir", "/workspace"]);
         let id = self.id;
         // SAFETY: the closure calls only async-signal-safe functions: write(2) and
-        // setrlimit(2) (`ChildLimits::apply`), unshare(2), mount(2) and mkdir(2)
-        // (`Stage::enter`), fcntl(2), umask(2), setgroups(2),
+        // setrlimit(2) (`ChildLimits::apply`), unshare(2), mount(2), mkdir(2) and
+        // move_mount(2) (`Stage::enter`), fcntl(2), umask(2), setgroups(2),
         // setgid(2) and setuid(2) (`become_id`), on values copied in.
         unsafe {
             cmd.pre_exec(move || {

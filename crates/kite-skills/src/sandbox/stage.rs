@@ -100,6 +100,16 @@ impl Stage {
                         MOVE_MOUNT_F_EMPTY_PATH,
                     ) == 0,
                 )?;
+                // A copy keeps its source's peers: this one shares nothing with them.
+                check(
+                    libc::mount(
+                        std::ptr::null(),
+                        to.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_PRIVATE,
+                        std::ptr::null(),
+                    ) == 0,
+                )?;
             }
         }
         Ok(())
