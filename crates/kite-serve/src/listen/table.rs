@@ -164,15 +164,25 @@ impl Table {
         if only.is_none() && !full {
             return true;
         }
-        self.close_idlest(only) || self.close_slowest(only)
+        self.leaving(only) || self.close_idlest(only) || self.close_slowest(only)
+    }
+
+    /// Whether a connection (from `addr`, or from anywhere) dropped to make room is still
+    /// on its way out, and will be at once: the room it leaves is the room asked for, so
+    /// one new connection never drops two.
+    fn leaving(&self, addr: Option<IpAddr>) -> bool {
+        self.lock().conns.values().any(|c| {
+            addr.is_none_or(|a| c.addr == a)
+                && c.evicted.load(Ordering::Relaxed) != KEPT
+                && c.goes_now()
+        })
     }
 
     /// Drops the connection idle the longest (from `addr`, or from anywhere), as the
-    /// module doc says. False when there is none, nor one on its way out.
+    /// module doc says. False when there is none.
     fn close_idlest(&self, addr: Option<IpAddr>) -> bool {
         let now = self.now();
         let inner = self.lock();
-        let mut leaving = false;
         let mut spared: Vec<*const Conn> = Vec::new();
         // The kernel is asked only about the one chosen (a few times at most, when the
         // idlest turns out to have sent something meanwhile).
@@ -182,11 +192,7 @@ impl Table {
                 .values()
                 .filter(|c| addr.is_none_or(|a| c.addr == a))
                 .filter(|c| c.busy.load(Ordering::Acquire) == 0)
-                .filter(|c| {
-                    let evicted = c.evicted.load(Ordering::Relaxed) != KEPT;
-                    leaving |= evicted;
-                    !evicted
-                })
+                .filter(|c| c.evicted.load(Ordering::Relaxed) == KEPT)
                 // Not one that has just come, nor one sending its request as it should.
                 .filter(|c| now.saturating_sub(c.idle_since.load(Ordering::Relaxed)) >= MIN_IDLE_MS)
                 .filter(|c| {
@@ -196,7 +202,7 @@ impl Table {
                 .filter(|c| !spared.contains(&Arc::as_ptr(c)))
                 .min_by_key(|c| c.idle_since.load(Ordering::Relaxed));
             let Some(conn) = idlest else {
-                return leaving;
+                return false;
             };
             if conn.sent_unread() {
                 spared.push(Arc::as_ptr(conn));
@@ -206,7 +212,7 @@ impl Table {
             conn.close.cancel();
             return true;
         }
-        leaving
+        false
     }
 
     /// Drops the connection sending a request's body the slowest (from `addr`, or from

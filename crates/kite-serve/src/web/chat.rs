@@ -134,13 +134,12 @@ async fn relay(
             _ = tx.closed() => { events.cancel(); events.next().await }
             // The server cannot wait any longer: as if the page had stopped it.
             _ = stop.cancelled(), if !stopping => {
-                // Said once; the page keeps what it was shown.
+                // Said once, never waited on (a page that stopped reading cannot hold the
+                // end up); the page keeps what it was shown.
                 stopping = true;
-                let _ = tx
-                    .send(sse("error", json!({"message":
-                        "the server stopped before this answer was complete"})))
-                    .await;
                 events.cancel();
+                let _ = tx.try_send(sse("error", json!({"message":
+                    "the server stopped before this answer was complete"})));
                 events.next().await
             }
         };
