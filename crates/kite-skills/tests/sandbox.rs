@@ -634,7 +634,14 @@ fn the_sandbox_holds_for_an_ordinary_user_too() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let exe = dir.path().join("sandbox-tests");
-    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    // Copied by `cp`, not here: a child another test starts meanwhile would inherit the
+    // copy's open handle, and running the copy would fail as "text file busy".
+    let copied = std::process::Command::new("cp")
+        .arg(std::env::current_exe().unwrap())
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(copied.success());
     let skills = dir.path().join("skills");
     for name in ["word-count", "release-notes"] {
         copy_tree(&valid(name), &skills.join(name));
