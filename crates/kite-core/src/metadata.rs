@@ -59,6 +59,17 @@ impl Metadata {
         }
     }
 
+    /// Every field, as `(namespace, key, value)`.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+        self.0.iter().flat_map(|(ns, fields)| {
+            fields
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(move |(k, v)| (ns.as_str(), k.as_str(), v))
+        })
+    }
+
     /// True when nothing is stored.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -1,6 +1,6 @@
 //! What is sent to a model.
 
-use crate::Message;
+use crate::{Message, Metadata};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -69,6 +69,16 @@ pub struct Request {
     /// last (so they can also override what kite wrote).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
+    /// What one API is asked for in its own terms, keyed by the namespace of the codec that
+    /// speaks it (`chat.logit_bias`, a hosted tool under `responses.tools`): that codec
+    /// passes it on, and any other refuses the request, naming it.
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub provider_options: Metadata,
+    /// What one API is offered in its own terms (an `anthropic-beta` value, a cache
+    /// breakpoint, a context edit): that codec passes it on, and the others leave it out,
+    /// the answer meaning the same without it.
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub provider_hints: Metadata,
 }
 
 impl Request {
@@ -96,6 +106,23 @@ impl Request {
     pub fn tool(mut self, tool: ToolSpec) -> Self {
         self.tools.push(tool);
         self
+    }
+
+    /// The first of [`provider_options`](Self::provider_options) meant for an API other
+    /// than the one whose codec writes `own`, named `namespace.key` (with the types of the
+    /// objects it lists, for tools): a codec refuses a request that has one.
+    pub fn foreign_option(&self, own: &str) -> Option<String> {
+        let (ns, key, value) = self.provider_options.iter().find(|(ns, _, _)| *ns != own)?;
+        let kinds: Vec<&str> = value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.get("type")?.as_str())
+            .collect();
+        Some(match kinds.is_empty() {
+            true => format!("`{ns}.{key}`"),
+            false => format!("`{ns}.{key}` ({})", kinds.join(", ")),
+        })
     }
 
     /// Sets one provider-specific field of the wire body.
