@@ -33,6 +33,12 @@ impl Plan {
                     .into(),
             ));
         }
+        if let Some(what) = req.foreign_option("local") {
+            return Err(Error::InvalidRequest(format!(
+                "{what} is asked of another API and is not taken by the local model; leave \
+                 it out for this model"
+            )));
+        }
         // The model answers at once: a setting for how long it thinks first would be
         // dropped unseen. An effort of none asks for nothing.
         if req

@@ -86,6 +86,13 @@ pub trait Api: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The headers of one request: [`headers`](Self::headers), and what the request offers
+    /// this API in its own terms (Anthropic's beta features).
+    fn request_headers(&self, request: &Request) -> Vec<(&'static str, String)> {
+        let _ = request;
+        self.headers()
+    }
+
     /// The error an answer with an error `status` and `body` stands for. (kite-http's
     /// retries tell a spent quota from a passing rate limit with
     /// [`errors::decode_error`](crate::errors::decode_error), whatever this returns.)
@@ -207,6 +214,23 @@ pub(crate) fn refuse_lacking(
         Some(s) => Err(kite_core::Error::InvalidRequest(format!(
             "`{}` is not taken by {api}; leave it out for this model",
             s.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses `req` when it asks another API than `own`'s for something in that API's terms
+/// ([`Request::provider_options`](kite_core::Request)): left out, the answer would not be
+/// what was asked for.
+pub(crate) fn refuse_foreign(
+    req: &kite_core::Request,
+    own: &str,
+    api: &str,
+) -> Result<(), kite_core::Error> {
+    match req.foreign_option(own) {
+        Some(what) => Err(kite_core::Error::InvalidRequest(format!(
+            "{what} is asked of another API and is not taken by {api}; leave it out for \
+             this model"
         ))),
         None => Ok(()),
     }

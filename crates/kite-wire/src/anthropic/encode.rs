@@ -1,7 +1,7 @@
 //! Request encoding.
 
 use super::NAMESPACE;
-use crate::codec::{Setting, refuse_lacking};
+use crate::codec::{Setting, refuse_foreign, refuse_lacking};
 use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
 use serde_json::{Map, Value, json};
 
@@ -17,6 +17,7 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     if req.model.is_empty() {
         return Err(Error::InvalidRequest("no model named".into()));
     }
+    refuse_foreign(req, NAMESPACE, "Anthropic Messages")?;
     refuse_lacking(
         req,
         "Anthropic Messages",
@@ -34,15 +35,16 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
             "Anthropic Messages has no JSON response format; use a forced tool instead".into(),
         ));
     }
-    let mut system: Vec<String> = req.system.iter().cloned().collect();
+    let mut system = system_blocks(req);
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in &req.messages {
-        if m.role == Role::System {
-            system.push(m.text());
-            continue;
-        }
         let (role, blocks) = message(m)?;
         if blocks.is_empty() {
+            continue;
+        }
+        // A system message joins the system prompt, in order.
+        if m.role == Role::System {
+            system.extend(blocks);
             continue;
         }
         // Consecutive messages of one role are one turn to Anthropic.
@@ -68,6 +70,12 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
             json!({"type": "enabled", "budget_tokens": budget}),
         );
     }
+    // What a client of Anthropic's own API asked for goes back as it came.
+    for name in ["thinking", "output_config", "context_management"] {
+        if let Some(v) = req.provider_hints.get(NAMESPACE, name) {
+            body.insert(name.into(), v.clone());
+        }
+    }
     body.insert(
         "messages".into(),
         Value::Array(
@@ -77,8 +85,12 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
                 .collect(),
         ),
     );
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system.join("\n\n")));
+    // Plain text, unless a block holds a cache breakpoint.
+    if system.iter().any(|b| b.get("cache_control").is_some()) {
+        body.insert("system".into(), Value::Array(system));
+    } else if !system.is_empty() {
+        let texts: Vec<&str> = system.iter().filter_map(|b| b["text"].as_str()).collect();
+        body.insert("system".into(), json!(texts.join("\n\n")));
     }
     if !req.tools.is_empty() {
         let tools = req
@@ -129,6 +141,25 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     serde_json::to_vec(&Value::Object(body)).map_err(|e| Error::InvalidRequest(e.to_string()))
 }
 
+/// The system prompt as text blocks: the client's own blocks (cache breakpoints and all)
+/// when they came through a gateway unchanged, else the request's text as one.
+fn system_blocks(req: &Request) -> Vec<Value> {
+    let Some(text) = &req.system else {
+        return Vec::new();
+    };
+    if let Some(Value::Array(blocks)) = req.provider_hints.get(NAMESPACE, "system") {
+        let same = blocks
+            .iter()
+            .map(|b| b.get("text").and_then(Value::as_str).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        if same == *text {
+            return blocks.clone();
+        }
+    }
+    vec![json!({"type": "text", "text": text})]
+}
+
 fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
     let role = if m.role == Role::Assistant {
         "assistant"
@@ -136,7 +167,9 @@ fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
         "user"
     };
     let mut blocks = Vec::new();
-    for p in &m.parts {
+    let breakpoints = m.metadata.get(NAMESPACE, "cache_control");
+    for (i, p) in m.parts.iter().enumerate() {
+        let before = blocks.len();
         match p {
             Part::Text { text } | Part::Refusal { text } => {
                 blocks.push(json!({"type": "text", "text": text}));
@@ -183,6 +216,12 @@ fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
                     "Messages cannot carry this part: {other:?}"
                 )));
             }
+        }
+        if let (Some(cache), Some(block)) = (
+            breakpoints.and_then(|b| b.get(i.to_string())),
+            blocks.get_mut(before),
+        ) {
+            block["cache_control"] = cache.clone();
         }
     }
     Ok((role, blocks))

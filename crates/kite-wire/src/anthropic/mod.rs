@@ -23,6 +23,7 @@ pub const NAMESPACE: &str = "anthropic";
 
 use crate::{Api, Auth, Codec, StreamDecoder};
 use kite_core::{Error, Event, Request};
+use serde_json::Value;
 
 /// The Messages [`Codec`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -42,9 +43,33 @@ impl Api for Messages {
         Auth::Header("x-api-key")
     }
     fn headers(&self) -> Vec<(&'static str, String)> {
+        self.with_betas(&[])
+    }
+    fn request_headers(&self, request: &Request) -> Vec<(&'static str, String)> {
+        let asked: Vec<&str> = request
+            .provider_hints
+            .get(NAMESPACE, "beta")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        self.with_betas(&asked)
+    }
+}
+
+impl Messages {
+    /// The headers, with the configured beta features and `more` (each once).
+    fn with_betas(&self, more: &[&str]) -> Vec<(&'static str, String)> {
         let mut h = vec![("anthropic-version", VERSION.to_owned())];
-        if !self.betas.is_empty() {
-            h.push(("anthropic-beta", self.betas.join(",")));
+        let mut betas: Vec<&str> = self.betas.iter().map(String::as_str).collect();
+        for b in more {
+            if !betas.contains(b) {
+                betas.push(b);
+            }
+        }
+        if !betas.is_empty() {
+            h.push(("anthropic-beta", betas.join(",")));
         }
         h
     }

@@ -4,6 +4,7 @@
 
 mod decode;
 mod fields;
+mod messages;
 
 use super::NAMESPACE;
 pub use decode::decode_request;

@@ -1,7 +1,7 @@
 //! Request encoding.
 
 use super::{Dialect, NAMESPACE};
-use crate::codec::{Setting, refuse_lacking};
+use crate::codec::{Setting, refuse_foreign, refuse_lacking};
 use crate::schema;
 use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
 use serde_json::{Map, Value, json};
@@ -17,6 +17,7 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
     if req.model.is_empty() {
         return Err(Error::InvalidRequest("no model named".into()));
     }
+    refuse_foreign(req, NAMESPACE, dialect.name())?;
     if !dialect.takes_top_k() {
         refuse_lacking(req, dialect.name(), &[Setting::TopK])?;
     }

@@ -1,7 +1,7 @@
 //! Request encoding.
 
 use super::NAMESPACE;
-use crate::codec::{Setting, refuse_lacking};
+use crate::codec::{Setting, refuse_foreign, refuse_lacking};
 use crate::schema;
 use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
 use serde_json::{Map, Value, json};
@@ -32,6 +32,7 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
             "OpenAI Responses has no stop sequences; use Chat Completions for them".into(),
         ));
     }
+    refuse_foreign(req, NAMESPACE, "OpenAI Responses")?;
     refuse_lacking(
         req,
         "OpenAI Responses",
@@ -69,7 +70,15 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
     if opts.background {
         body.insert("background".into(), json!(true));
     }
-    if !req.tools.is_empty() || !opts.hosted_tools.is_empty() {
+    // Hosted tools a client of this API's own gave (through a gateway), besides those
+    // configured for the model.
+    let asked: Vec<Value> = [&req.provider_options, &req.provider_hints]
+        .into_iter()
+        .filter_map(|m| m.get(NAMESPACE, "tools")?.as_array().cloned())
+        .flatten()
+        .filter(|t| !opts.hosted_tools.contains(t))
+        .collect();
+    if !req.tools.is_empty() || !opts.hosted_tools.is_empty() || !asked.is_empty() {
         let mut tools: Vec<Value> = req
             .tools
             .iter()
@@ -84,6 +93,7 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
             })
             .collect();
         tools.extend(opts.hosted_tools.iter().cloned());
+        tools.extend(asked);
         body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(choice) = &req.tool_choice {

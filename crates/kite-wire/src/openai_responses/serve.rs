@@ -13,22 +13,27 @@
 //! the streamed items and the final response name them alike.
 
 mod events;
+mod input;
 #[cfg(test)]
 mod tests;
+mod tools;
 
 pub use crate::openai_chat::serve::error_body;
 pub use events::EventEncoder;
+pub use tools::ClientTools;
 
 use super::NAMESPACE;
 mod fields;
 
 use crate::client::{Fields, check, flag, known, number, shown, tokens};
 use fields::{TAKEN, UNSERVED};
+use input::Input;
 use kite_core::{
-    Error, FinishReason, ImageSource, Message, Metadata, Part, Reasoning, ReasoningConfig, Request,
-    Response, ResponseFormat, Role, ToolCall, ToolChoice, ToolResult, ToolSpec, Usage,
+    Error, FinishReason, Message, Metadata, Part, ReasoningConfig, Request, Response,
+    ResponseFormat, ToolChoice, Usage,
 };
 use serde_json::{Value, json};
+use tools::Kind;
 
 /// A client's request, and whether it wants a stream.
 #[derive(Clone, Debug)]
@@ -37,6 +42,12 @@ pub struct ClientRequest {
     pub request: Request,
     /// `stream: true`.
     pub stream: bool,
+    /// The client's tools, by the names the model knows them by: give them to the
+    /// encoder, so calls go back in the client's terms.
+    pub tools: ClientTools,
+    /// The hosted tools (`web_search`, ...) the client gave, which only OpenAI can run: the
+    /// gateway's policy passes them on or refuses them.
+    pub hosted: Vec<Value>,
 }
 
 fn bad(what: impl Into<String>) -> Error {
@@ -72,11 +83,26 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         .map(str::to_owned)
         .into_iter()
         .collect();
+    let mut tools = ClientTools::default();
+    let mut hosted = Vec::new();
+    for (i, t) in f.array("tools")?.iter().enumerate() {
+        tools
+            .add(None, t, &mut request.tools, &mut hosted)
+            .map_err(|e| bad(format!("tools[{i}]: {e}")))?;
+    }
+    let mut input = Input {
+        messages: &mut request.messages,
+        system: &mut system,
+        tools: &mut tools,
+        specs: &mut request.tools,
+        hosted: &mut hosted,
+    };
     match f.get("input") {
-        Some(Value::String(s)) => request.messages.push(Message::user(s.clone())),
+        Some(Value::String(s)) => input.messages.push(Message::user(s.clone())),
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                decode_item(item, &mut request.messages, &mut system)
+                input
+                    .item(item)
                     .map_err(|e| bad(format!("input[{i}]: {e}")))?;
             }
         }
@@ -86,23 +112,29 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     if !system.is_empty() {
         request.system = Some(system.join("\n\n"));
     }
-    for (i, t) in f.array("tools")?.iter().enumerate() {
-        request
-            .tools
-            .push(decode_tool(t).map_err(|e| bad(format!("tools[{i}]: {e}")))?);
-    }
     request.tool_choice = match f.get("tool_choice") {
         None => None,
         Some(Value::String(s)) if s == "auto" => Some(ToolChoice::Auto),
         Some(Value::String(s)) if s == "none" => Some(ToolChoice::None),
         Some(Value::String(s)) if s == "required" => Some(ToolChoice::Required),
         Some(c) => {
-            if str_of(c, "type") == Some("function") {
+            if matches!(str_of(c, "type"), Some("function" | "custom")) {
                 known(c, "`tool_choice`", fields::CHOICE).map_err(bad)?;
             }
             match (str_of(c, "type"), str_of(c, "name")) {
-                (Some("function"), Some(name)) => Some(ToolChoice::Tool(name.to_owned())),
-                (Some("function"), None) => return Err(bad("`tool_choice.name` is missing")),
+                (Some("function"), Some(name)) => Some(ToolChoice::Tool(tools.flat_name(
+                    str_of(c, "namespace"),
+                    name,
+                    Kind::Function,
+                ))),
+                (Some("custom"), Some(name)) => Some(ToolChoice::Tool(tools.flat_name(
+                    str_of(c, "namespace"),
+                    name,
+                    Kind::Custom,
+                ))),
+                (Some("function" | "custom"), None) => {
+                    return Err(bad("`tool_choice.name` is missing"));
+                }
                 (other, _) => {
                     return Err(bad(format!(
                         "a `tool_choice` of type {} is not served; give `auto`, `none`, \
@@ -125,7 +157,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         let r = Fields::of(r).map_err(|_| bad("`reasoning` must be an object"))?;
         r.only(
             "Responses `reasoning`",
-            &["effort", "summary", "generate_summary"],
+            &["effort", "summary", "generate_summary", "context"],
             &[],
         )?;
         let config = ReasoningConfig {
@@ -160,6 +192,8 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     Ok(ClientRequest {
         request,
         stream: flag("stream", f.get("stream"))?.unwrap_or(false),
+        tools,
+        hosted,
     })
 }
 
@@ -179,185 +213,6 @@ fn decode_format(f: &Value) -> Result<ResponseFormat, Error> {
         }),
         _ => Err(bad(
             "`text.format.type` must be text, json_object or json_schema",
-        )),
-    }
-}
-
-fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
-    match str_of(t, "type") {
-        Some("function") => known(t, "a function tool", fields::TOOL)?,
-        other => {
-            return Err(format!(
-                "tools of type {} are not served; only function tools are",
-                shown(other)
-            ));
-        }
-    }
-    let name = str_of(t, "name").ok_or("a function tool needs a name")?;
-    let mut spec = ToolSpec::new(
-        name,
-        str_of(t, "description").unwrap_or_default(),
-        match t.get("parameters") {
-            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-            Some(p) => p.clone(),
-        },
-    );
-    spec.strict = t.get("strict").and_then(Value::as_bool);
-    Ok(spec)
-}
-
-/// The parts of the assistant turn that `out` ends with, begun if it does not.
-fn assistant(out: &mut Vec<Message>) -> &mut Vec<Part> {
-    if out.last().is_none_or(|m| m.role != Role::Assistant) {
-        out.push(Message::new(Role::Assistant, Vec::new()));
-    }
-    &mut out.last_mut().expect("just pushed").parts
-}
-
-fn decode_item(
-    item: &Value,
-    out: &mut Vec<Message>,
-    system: &mut Vec<String>,
-) -> Result<(), String> {
-    match str_of(item, "type") {
-        None | Some("message") => {
-            known(item, "a message", fields::MESSAGE)?;
-            decode_message(item, out, system)
-        }
-        Some("function_call") => {
-            known(item, "a function_call", fields::FUNCTION_CALL)?;
-            let id = str_of(item, "call_id").ok_or("a function_call needs a call_id")?;
-            let name = str_of(item, "name").ok_or("a function_call needs a name")?;
-            let arguments = match item.get("arguments") {
-                Some(Value::String(s)) => s.clone(),
-                None | Some(Value::Null) => "{}".to_owned(),
-                Some(other) => other.to_string(),
-            };
-            let mut call = ToolCall::new(id, name, arguments);
-            if let Some(item_id) = str_of(item, "id") {
-                call.metadata = Metadata::with(NAMESPACE, "item_id", json!(item_id));
-            }
-            assistant(out).push(Part::ToolCall(call));
-            Ok(())
-        }
-        Some("function_call_output") => {
-            known(item, "a function_call_output", fields::FUNCTION_OUTPUT)?;
-            let id = str_of(item, "call_id").ok_or("a function_call_output needs a call_id")?;
-            let mut result = ToolResult::text(id, "");
-            result.content = match item.get("output") {
-                Some(Value::String(s)) => vec![Part::text(s.clone())],
-                Some(Value::Array(parts)) => {
-                    parts.iter().map(content_part).collect::<Result<_, _>>()?
-                }
-                _ => return Err("a function_call_output needs an output".into()),
-            };
-            out.push(Message::tool_result(result));
-            Ok(())
-        }
-        Some("reasoning") => {
-            known(item, "a reasoning item", fields::REASONING)?;
-            let text: Vec<&str> = item
-                .get("summary")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|s| str_of(s, "text"))
-                .collect();
-            // Only encrypted reasoning can go back to a stateless upstream, and only whole.
-            let metadata = match item.get("encrypted_content") {
-                Some(Value::String(_)) => Metadata::with(NAMESPACE, "item", item.clone()),
-                _ => Metadata::new(),
-            };
-            let text = text.join("\n\n");
-            if !text.is_empty() || !metadata.is_empty() {
-                assistant(out).push(Part::Reasoning(Reasoning { text, metadata }));
-            }
-            Ok(())
-        }
-        Some("item_reference") => Err("item references are not served: this gateway keeps no \
-                                       stored items; send the items themselves"
-            .into()),
-        Some(other) => Err(format!("items of type `{other}` are not served")),
-    }
-}
-
-fn decode_message(
-    m: &Value,
-    out: &mut Vec<Message>,
-    system: &mut Vec<String>,
-) -> Result<(), String> {
-    let parts = match m.get("content") {
-        Some(Value::String(s)) => vec![Part::text(s.clone())],
-        Some(Value::Array(parts)) => parts.iter().map(content_part).collect::<Result<_, _>>()?,
-        _ => return Err("`content` must be text or an array of parts".into()),
-    };
-    match str_of(m, "role") {
-        Some("system" | "developer") => system.push(
-            parts
-                .iter()
-                .map(|p| match p {
-                    Part::Text { text } => Ok(text.as_str()),
-                    _ => Err("a system message takes text only"),
-                })
-                .collect::<Result<Vec<_>, _>>()?
-                .join(""),
-        ),
-        Some("user") => out.push(Message::new(Role::User, parts)),
-        Some("assistant") => assistant(out).extend(parts),
-        other => {
-            return Err(format!(
-                "the role {} is not one of system, developer, user or assistant",
-                shown(other)
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn content_part(p: &Value) -> Result<Part, String> {
-    match str_of(p, "type") {
-        Some("input_text" | "output_text" | "text") => {
-            known(p, "a text part", fields::TEXT_PART)?;
-            Ok(Part::text(str_of(p, "text").unwrap_or_default()))
-        }
-        Some("refusal") => {
-            known(p, "a refusal part", fields::REFUSAL_PART)?;
-            Ok(Part::Refusal {
-                text: str_of(p, "refusal").unwrap_or_default().to_owned(),
-            })
-        }
-        Some("input_image") => {
-            if p.get("file_id").is_some_and(|f| !f.is_null()) {
-                return Err(
-                    "an input_image by `file_id` is not served: this gateway keeps \
-                            no stored files; give `image_url`"
-                        .into(),
-                );
-            }
-            known(p, "an image part", fields::IMAGE_PART)?;
-            let url = str_of(p, "image_url")
-                .ok_or("an input_image needs an image_url (stored files are not served)")?;
-            let source = match url
-                .strip_prefix("data:")
-                .and_then(|d| d.split_once(','))
-                .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
-            {
-                Some((media_type, data)) => ImageSource::Base64 {
-                    media_type: media_type.to_owned(),
-                    data: data.to_owned(),
-                },
-                None => ImageSource::Url {
-                    url: url.to_owned(),
-                },
-            };
-            let detail = str_of(p, "detail")
-                .filter(|d| *d != "auto")
-                .map(str::to_owned);
-            Ok(Part::Image { source, detail })
-        }
-        other => Err(format!(
-            "content parts of type {} are not served",
-            shown(other)
         )),
     }
 }
@@ -399,11 +254,6 @@ fn text_part(refusal: bool, text: &str) -> Value {
 
 fn message_item(id: &str, status: &str, content: Vec<Value>) -> Value {
     json!({"id": id, "type": "message", "status": status, "content": content, "role": "assistant"})
-}
-
-fn call_item(id: &str, status: &str, call_id: &str, name: &str, arguments: &str) -> Value {
-    json!({"id": id, "type": "function_call", "status": status, "arguments": arguments,
-        "call_id": call_id, "name": name})
 }
 
 /// A reasoning item: the upstream's own when it came from Responses (so its encrypted
@@ -450,8 +300,15 @@ fn response_json(
     })
 }
 
-/// A whole `response` object for `response`, answering as `model`.
-pub fn encode_response(response: &Response, id: &str, model: &str, created: u64) -> Value {
+/// A whole `response` object for `response`, answering as `model`, its calls in the terms
+/// of the client's `tools`.
+pub fn encode_response(
+    response: &Response,
+    id: &str,
+    model: &str,
+    created: u64,
+    tools: &ClientTools,
+) -> Value {
     let mut output: Vec<Value> = Vec::new();
     // Messages of an answer cut short are incomplete themselves.
     let said = match incomplete_reason(&response.finish_reason) {
@@ -468,7 +325,7 @@ pub fn encode_response(response: &Response, id: &str, model: &str, created: u64)
                 message_item(&item_id("msg", id, n), said, vec![text_part(true, text)])
             }
             Part::Reasoning(r) => reasoning_item(&item_id("rs", id, n), &r.text, &r.metadata),
-            Part::ToolCall(c) => call_item(
+            Part::ToolCall(c) => tools.call_item(
                 &item_id("fc", id, n),
                 "completed",
                 &c.id,

@@ -182,14 +182,7 @@ impl<A: Api> Inner<A> {
             };
             req.headers.insert(name, secret_header(&value)?);
         }
-        for (name, value) in self.api.headers() {
-            let value = HeaderValue::from_str(&value).map_err(|_| {
-                Error::Config(format!(
-                    "the {name} header holds characters a header cannot"
-                ))
-            })?;
-            req.headers.insert(header_name(name)?, value);
-        }
+        put_headers(&mut req, self.api.headers())?;
         for (k, v) in &self.headers {
             req.headers.insert(k.clone(), v.clone());
         }
@@ -229,7 +222,17 @@ impl<A: Codec> Inner<A> {
     /// request.
     fn http_request(&self, request: &Request) -> Result<HttpRequest, Error> {
         let req = HttpRequest::post_json(&self.url, self.api.encode(request, true)?);
-        self.authorize(accept_events(req))
+        let mut req = self.authorize(accept_events(req))?;
+        // Headers configured for the model still win.
+        let asked = self.api.request_headers(request);
+        put_headers(
+            &mut req,
+            asked
+                .into_iter()
+                .filter(|(name, _)| !self.headers.contains_key(*name))
+                .collect(),
+        )?;
+        Ok(req)
     }
 
     async fn open(self: Arc<Self>, req: HttpRequest) -> Result<EventStream, Error> {
@@ -317,6 +320,19 @@ impl<A: Codec> Model for HttpModel<A> {
         c.json_schema = true;
         c
     }
+}
+
+/// Sets an API's `headers` on `req`.
+fn put_headers(req: &mut HttpRequest, headers: Vec<(&'static str, String)>) -> Result<(), Error> {
+    for (name, value) in headers {
+        let value = HeaderValue::from_str(&value).map_err(|_| {
+            Error::Config(format!(
+                "the {name} header holds characters a header cannot"
+            ))
+        })?;
+        req.headers.insert(header_name(name)?, value);
+    }
+    Ok(())
 }
 
 fn header_name(name: &str) -> Result<HeaderName, Error> {

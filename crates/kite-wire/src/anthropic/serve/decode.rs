@@ -2,12 +2,10 @@
 
 use super::ClientRequest;
 use super::fields::{self, TAKEN, UNSERVED};
+use super::messages::{decode_message, system_text};
 use crate::anthropic::NAMESPACE;
 use crate::client::{Fields, check, flag, known, number, shown, tokens};
-use kite_core::{
-    Error, ImageSource, Message, Metadata, Part, Reasoning, Request, Role, ToolCall, ToolChoice,
-    ToolResult, ToolSpec,
-};
+use kite_core::{Error, Request, ResponseFormat, ToolChoice, ToolSpec};
 use serde_json::{Value, json};
 
 fn bad(what: impl Into<String>) -> Error {
@@ -33,14 +31,18 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     request.system = match f.get("system") {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Array(blocks)) => Some(
-            blocks
-                .iter()
-                .enumerate()
-                .map(|(i, b)| system_text(b).map_err(|e| bad(format!("system.{i}: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?
-                .join("\n\n"),
-        ),
+        Some(Value::Array(blocks)) => {
+            // The blocks themselves go to Anthropic, their cache breakpoints with them.
+            hint(&mut request, "system", Value::Array(blocks.clone()));
+            Some(
+                blocks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| system_text(b).map_err(|e| bad(format!("system.{i}: {e}"))))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .join("\n\n"),
+            )
+        }
         Some(_) => return Err(bad("system: must be text or text blocks")),
     };
     let messages = f
@@ -102,6 +104,14 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         );
     }
     request.reasoning = thinking(f.get("thinking"))?;
+    output_config(f.get("output_config"), &mut request)?;
+    // Anthropic's own settings go to Anthropic as they came; for the other providers,
+    // the conversation is sent whole and the model thinks as it does by default.
+    for name in ["thinking", "output_config", "context_management"] {
+        if let Some(v) = f.get(name) {
+            hint(&mut request, name, v.clone());
+        }
+    }
     check(&request, "messages")?;
     Ok(ClientRequest {
         request,
@@ -138,14 +148,28 @@ fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
     Ok(spec)
 }
 
-/// `thinking`: a budget of tokens to think with, or none.
+/// Offers `value` to Anthropic under `name` (see [`Request::provider_hints`]).
+fn hint(request: &mut Request, name: &str, value: Value) {
+    request.provider_hints.insert(NAMESPACE, name, value);
+}
+
+/// `thinking`: a budget of tokens to think with; adaptive (the model decides, as each
+/// does by default), or none.
 fn thinking(v: Option<&Value>) -> Result<Option<kite_core::ReasoningConfig>, Error> {
     let Some(v) = v else {
         return Ok(None);
     };
     known(v, "`thinking`", fields::THINKING_SETTING).map_err(bad)?;
+    if let Some(display) = v.get("display") {
+        if !matches!(display.as_str(), Some("summarized" | "omitted")) {
+            return Err(bad(format!(
+                "thinking.display: {} is not one of summarized or omitted",
+                shown(display.as_str())
+            )));
+        }
+    }
     match v.get("type").and_then(Value::as_str) {
-        Some("disabled") => Ok(None),
+        Some("disabled" | "adaptive") => Ok(None),
         Some("enabled") => {
             let budget = tokens("thinking.budget_tokens", v.get("budget_tokens"))?
                 .ok_or_else(|| bad("thinking.budget_tokens: Field required"))?;
@@ -155,177 +179,45 @@ fn thinking(v: Option<&Value>) -> Result<Option<kite_core::ReasoningConfig>, Err
             }))
         }
         other => Err(bad(format!(
-            "thinking.type: {} is not one of enabled or disabled",
+            "thinking.type: {} is not one of enabled, adaptive or disabled",
             shown(other)
         ))),
     }
 }
 
-/// The text of a `tool_result`'s content (text, or text blocks).
-fn result_content(content: Option<&Value>) -> Result<Vec<Part>, String> {
-    match content {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::String(s)) => Ok(vec![Part::text(s.clone())]),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    known(b, "a text block", fields::TEXT)?;
-                    Ok(Part::text(
-                        b.get("text").and_then(Value::as_str).unwrap_or_default(),
-                    ))
-                }
-                Some("image") => image(b),
-                other => Err(format!(
-                    "tool_result.content: blocks of type {} are not served",
-                    shown(other)
-                )),
-            })
-            .collect(),
-        Some(_) => Err("tool_result.content: must be text or blocks".into()),
-    }
-}
-
-/// A system prompt's block: text alone (as Anthropic takes), never dropped unseen.
-fn system_text(b: &Value) -> Result<&str, String> {
-    match b.get("type").and_then(Value::as_str) {
-        Some("text") => {
-            known(b, "a text block", fields::TEXT)?;
-            b.get("text")
-                .and_then(Value::as_str)
-                .ok_or_else(|| "text: Field required".to_owned())
+/// `output_config`: how hard the model works (`effort`, Anthropic's own, offered to it
+/// alone) and the answer's JSON format, which every provider is asked for.
+fn output_config(v: Option<&Value>, request: &mut Request) -> Result<(), Error> {
+    let Some(v) = v else {
+        return Ok(());
+    };
+    known(v, "`output_config`", fields::OUTPUT_CONFIG).map_err(bad)?;
+    if let Some(effort) = v.get("effort") {
+        if !effort.is_string() {
+            return Err(bad("output_config.effort: must be text"));
         }
-        other => Err(format!(
-            "the system prompt takes text blocks only, not blocks of type {}",
+    }
+    let Some(format) = v.get("format").filter(|f| !f.is_null()) else {
+        return Ok(());
+    };
+    known(format, "`output_config.format`", fields::FORMAT).map_err(bad)?;
+    match format.get("type").and_then(Value::as_str) {
+        Some("json_schema") => {
+            let schema = format
+                .get("schema")
+                .filter(|s| s.is_object())
+                .ok_or_else(|| bad("output_config.format.schema: must be an object"))?;
+            request.response_format = Some(ResponseFormat::JsonSchema {
+                name: "output".into(),
+                schema: schema.clone(),
+                description: None,
+                strict: Some(true),
+            });
+            Ok(())
+        }
+        other => Err(bad(format!(
+            "output_config.format.type: {} is not json_schema",
             shown(other)
-        )),
+        ))),
     }
-}
-
-fn image(b: &Value) -> Result<Part, String> {
-    known(b, "an image block", fields::IMAGE)?;
-    let source = b.get("source").ok_or("image.source: Field required")?;
-    known(source, "an image's source", fields::IMAGE_SOURCE)?;
-    Ok(match b.pointer("/source/type").and_then(Value::as_str) {
-        Some("url") => Part::image_url(
-            b.pointer("/source/url")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-        ),
-        _ => Part::Image {
-            source: ImageSource::Base64 {
-                media_type: b
-                    .pointer("/source/media_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("image/png")
-                    .to_owned(),
-                data: b
-                    .pointer("/source/data")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            },
-            detail: None,
-        },
-    })
-}
-
-fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
-    known(m, "a message", fields::MESSAGE)?;
-    let role = match m.get("role").and_then(Value::as_str) {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        other => {
-            return Err(format!("role: {} is not user or assistant", shown(other)));
-        }
-    };
-    let blocks = match m.get("content") {
-        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-        Some(Value::Array(b)) => b.clone(),
-        _ => return Err("content: must be text or blocks".into()),
-    };
-    let mut parts = Vec::new();
-    let mut results = Vec::new();
-    for b in &blocks {
-        let kind = b.get("type").and_then(Value::as_str);
-        let fields = match kind {
-            Some("text") => fields::TEXT,
-            Some("tool_use") => fields::TOOL_USE,
-            Some("tool_result") => fields::TOOL_RESULT,
-            Some("thinking") => fields::THINKING,
-            Some("redacted_thinking") => fields::REDACTED_THINKING,
-            _ => &[],
-        };
-        if !fields.is_empty() {
-            known(b, &format!("a {} block", kind.unwrap_or_default()), fields)?;
-        }
-        match kind {
-            Some("text") => parts.push(Part::text(
-                b.get("text").and_then(Value::as_str).unwrap_or_default(),
-            )),
-            Some("image") => parts.push(image(b)?),
-            Some("tool_use") => {
-                let id = b
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or("tool_use.id: Field required")?;
-                let name = b
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or("tool_use.name: Field required")?;
-                let input = b.get("input").cloned().unwrap_or(json!({}));
-                parts.push(Part::ToolCall(ToolCall::new(id, name, input.to_string())));
-            }
-            Some("tool_result") => {
-                let id = b
-                    .get("tool_use_id")
-                    .and_then(Value::as_str)
-                    .ok_or("tool_result.tool_use_id: Field required")?;
-                let mut r = ToolResult::text(id, "");
-                r.content = result_content(b.get("content"))?;
-                r.is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                results.push(r);
-            }
-            // Thinking goes back as it came, signature and all, for Anthropic to take.
-            Some("thinking" | "redacted_thinking") if role != Role::Assistant => {
-                return Err("thinking blocks belong in the assistant's messages".into());
-            }
-            Some("thinking") => {
-                let signature = b
-                    .get("signature")
-                    .and_then(Value::as_str)
-                    .ok_or("thinking.signature: Field required")?;
-                parts.push(Part::Reasoning(Reasoning {
-                    text: b
-                        .get("thinking")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    metadata: Metadata::with(NAMESPACE, "signature", json!(signature)),
-                }));
-            }
-            Some("redacted_thinking") => {
-                let data = b
-                    .get("data")
-                    .filter(|d| d.is_string())
-                    .ok_or("redacted_thinking.data: must be text")?;
-                parts.push(Part::Reasoning(Reasoning {
-                    text: String::new(),
-                    metadata: Metadata::with(NAMESPACE, "redacted_data", data.clone()),
-                }));
-            }
-            other => {
-                return Err(format!(
-                    "content blocks of type {} are not served",
-                    shown(other)
-                ));
-            }
-        }
-    }
-    // Tool results go first, as their own messages; the rest of a user turn follows.
-    out.extend(results.into_iter().map(Message::tool_result));
-    if !parts.is_empty() {
-        out.push(Message::new(role, parts));
-    }
-    Ok(())
 }

@@ -18,6 +18,8 @@ pub(super) const TAKEN: &[&str] = &[
     "stream",
     "thinking",
     "cache_control",
+    "output_config",
+    "context_management",
 ];
 
 /// The fields refused unless they ask for nothing.
@@ -50,28 +52,18 @@ pub(super) const UNSERVED: &[Unserved] = &[
         why: "give the gateway's routes their MCP servers instead",
     },
     Unserved {
-        name: "context_management",
-        shape: Shape::Object,
-        accepts: nothing,
-        why: "the conversation is not edited on the server",
-    },
-    Unserved {
         name: "inference_geo",
         shape: Shape::Text,
         accepts: nothing,
         why: "where the answer is made is the route's to choose",
     },
-    Unserved {
-        name: "output_config",
-        shape: Shape::Object,
-        accepts: nothing,
-        why: "give the format as a forced tool instead",
-    },
 ];
 
 /// The fields of a message, and of each kind of content block: those read, and, taken and
 /// left, `cache_control` (a cache hint) and a text's `citations` (sent back as given).
-pub(super) const MESSAGE: &[&str] = &["role", "content"];
+/// A message's own `output_config` (Claude Code's per-turn effort) is taken and left: the
+/// request's is what the answer is made with.
+pub(super) const MESSAGE: &[&str] = &["role", "content", "output_config"];
 pub(super) const TEXT: &[&str] = &["type", "text", "cache_control", "citations"];
 pub(super) const IMAGE: &[&str] = &["type", "source", "cache_control"];
 pub(super) const IMAGE_SOURCE: &[&str] = &["type", "media_type", "data", "url"];
@@ -100,4 +92,6 @@ pub(super) const TOOL: &[&str] = &[
     "input_examples",
 ];
 pub(super) const CHOICE: &[&str] = &["type", "name", "disable_parallel_tool_use"];
-pub(super) const THINKING_SETTING: &[&str] = &["type", "budget_tokens"];
+pub(super) const THINKING_SETTING: &[&str] = &["type", "budget_tokens", "display"];
+pub(super) const OUTPUT_CONFIG: &[&str] = &["effort", "format"];
+pub(super) const FORMAT: &[&str] = &["type", "schema"];

@@ -1,8 +1,7 @@
 //! kite's events as Responses stream events.
 
-use super::{
-    call_item, incomplete_reason, item_id, message_item, reasoning_item, response_json, text_part,
-};
+use super::tools::{ClientTools, Kind, custom_input};
+use super::{incomplete_reason, item_id, message_item, reasoning_item, response_json, text_part};
 use kite_core::{Event, FinishReason, Metadata, Usage};
 use serde_json::{Value, json};
 
@@ -29,6 +28,10 @@ struct Call {
     /// Its arguments have been sent in pieces.
     argued: bool,
     done: bool,
+    /// The kind of the client's tool it calls: a function's arguments stream as they
+    /// come, a custom tool's input is sent whole, and the item of a call of `local_shell`
+    /// or `apply_patch` only once complete (it cannot be shown in part).
+    kind: Kind,
 }
 
 /// Turns kite's events into Responses stream events, one call's worth: each a JSON object
@@ -56,11 +59,18 @@ pub struct EventEncoder {
     calls: Vec<Call>,
     usage: Usage,
     reason: Option<FinishReason>,
+    tools: ClientTools,
 }
 
 impl EventEncoder {
-    /// An encoder for response `id`, answering as `model`, made at `created` (Unix seconds).
-    pub fn new(id: impl Into<String>, model: impl Into<String>, created: u64) -> Self {
+    /// An encoder for response `id`, answering as `model`, made at `created` (Unix seconds),
+    /// its calls in the terms of the client's `tools`.
+    pub fn new(
+        id: impl Into<String>,
+        model: impl Into<String>,
+        created: u64,
+        tools: ClientTools,
+    ) -> Self {
         Self {
             id: id.into(),
             model: model.into(),
@@ -74,6 +84,7 @@ impl EventEncoder {
             calls: Vec::new(),
             usage: Usage::default(),
             reason: None,
+            tools,
         }
     }
 
@@ -214,7 +225,17 @@ impl EventEncoder {
         self.send_reasoning(out, &Metadata::new());
         self.close_message(out);
         let id = item_id("fc", &self.id, self.output.len());
-        let output_index = self.open_item(out, call_item(&id, "in_progress", call_id, name, ""));
+        let kind = self.tools.kind(name);
+        let output_index = match kind {
+            Kind::Function | Kind::Custom => {
+                let item = self.tools.call_item(&id, "in_progress", call_id, name, "");
+                self.open_item(out, item)
+            }
+            Kind::LocalShell | Kind::ApplyPatch => {
+                self.output.push(None);
+                self.output.len() - 1
+            }
+        };
         self.calls.push(Call {
             index,
             output_index,
@@ -224,6 +245,7 @@ impl EventEncoder {
             arguments: String::new(),
             argued: false,
             done: false,
+            kind,
         });
         self.calls.len() - 1
     }
@@ -232,20 +254,41 @@ impl EventEncoder {
         let c = &mut self.calls[at];
         c.arguments.push_str(delta);
         c.argued = true;
-        let e = json!({"item_id": c.id, "output_index": c.output_index, "delta": delta});
-        self.push(out, "response.function_call_arguments.delta", e);
+        if c.kind == Kind::Function {
+            let e = json!({"item_id": c.id, "output_index": c.output_index, "delta": delta});
+            self.push(out, "response.function_call_arguments.delta", e);
+        }
     }
 
     fn close_call(&mut self, out: &mut Vec<Value>, at: usize) {
         let c = &mut self.calls[at];
         c.done = true;
-        let item = call_item(&c.id, "completed", &c.call_id, &c.name, &c.arguments);
-        let (index, done) = (
-            c.output_index,
-            json!({"item_id": c.id,
-            "output_index": c.output_index, "arguments": c.arguments}),
-        );
-        self.push(out, "response.function_call_arguments.done", done);
+        let (id, index, kind) = (c.id.clone(), c.output_index, c.kind);
+        let item = self
+            .tools
+            .call_item(&id, "completed", &c.call_id, &c.name, &c.arguments);
+        let at_item = json!({"item_id": id, "output_index": index});
+        match kind {
+            Kind::Function => {
+                let mut done = at_item;
+                done["arguments"] = json!(c.arguments);
+                self.push(out, "response.function_call_arguments.done", done);
+            }
+            Kind::Custom => {
+                let input = custom_input(&c.arguments);
+                let (mut delta, mut done) = (at_item.clone(), at_item);
+                delta["delta"] = json!(input);
+                done["input"] = json!(input);
+                self.push(out, "response.custom_tool_call_input.delta", delta);
+                self.push(out, "response.custom_tool_call_input.done", done);
+            }
+            Kind::LocalShell | Kind::ApplyPatch => {
+                let mut added = item.clone();
+                added["status"] = json!("in_progress");
+                let added = json!({"output_index": index, "item": added});
+                self.push(out, "response.output_item.added", added);
+            }
+        }
         self.close_item(out, index, item);
     }
 

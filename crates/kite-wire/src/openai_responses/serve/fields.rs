@@ -25,6 +25,7 @@ pub(super) const TAKEN: &[&str] = &[
     "conversation",
     "prompt_cache_key",
     "prompt_cache_retention",
+    "client_metadata",
 ];
 
 /// The fields refused unless they ask for nothing.
@@ -91,8 +92,30 @@ pub(super) const UNSERVED: &[Unserved] = &[
 /// The fields of each kind of input item: those read, and, taken and left, what a client
 /// sends back of output items it was given (`id`, `status`).
 pub(super) const MESSAGE: &[&str] = &["type", "role", "content", "id", "status"];
-pub(super) const FUNCTION_CALL: &[&str] = &["type", "call_id", "name", "arguments", "id", "status"];
-pub(super) const FUNCTION_OUTPUT: &[&str] = &["type", "call_id", "output", "id", "status"];
+pub(super) const FUNCTION_CALL: &[&str] = &[
+    "type",
+    "call_id",
+    "name",
+    "namespace",
+    "arguments",
+    "id",
+    "status",
+];
+pub(super) const CUSTOM_CALL: &[&str] = &[
+    "type",
+    "call_id",
+    "name",
+    "namespace",
+    "input",
+    "id",
+    "status",
+];
+pub(super) const LOCAL_SHELL_CALL: &[&str] = &["type", "call_id", "action", "id", "status"];
+pub(super) const APPLY_PATCH_CALL: &[&str] = &["type", "call_id", "operation", "id", "status"];
+/// The fields of any call's output item.
+pub(super) const CALL_OUTPUT: &[&str] = &["type", "call_id", "output", "id", "status"];
+/// An `additional_tools` item: tools given among the input (`role` is always `developer`).
+pub(super) const ADDITIONAL_TOOLS: &[&str] = &["type", "id", "role", "tools"];
 pub(super) const REASONING: &[&str] = &[
     "type",
     "id",
@@ -108,6 +131,10 @@ pub(super) const REFUSAL_PART: &[&str] = &["type", "refusal"];
 pub(super) const IMAGE_PART: &[&str] = &["type", "image_url", "detail"];
 /// The fields of a function tool, and of a `tool_choice` naming one.
 pub(super) const TOOL: &[&str] = &["type", "name", "description", "parameters", "strict"];
-pub(super) const CHOICE: &[&str] = &["type", "name"];
+pub(super) const CHOICE: &[&str] = &["type", "name", "namespace"];
+/// The fields of a namespace of tools, of a custom (free-form) tool, and of its format.
+pub(super) const NAMESPACE_TOOL: &[&str] = &["type", "name", "description", "tools"];
+pub(super) const CUSTOM_TOOL: &[&str] = &["type", "name", "description", "format"];
+pub(super) const CUSTOM_FORMAT: &[&str] = &["type", "syntax", "definition"];
 /// The fields of `text.format`.
 pub(super) const FORMAT: &[&str] = &["type", "name", "schema", "description", "strict"];

@@ -1,7 +1,7 @@
 use super::*;
 use crate::StreamDecoder;
 use crate::openai_responses::{Options, ResponsesStreamDecoder, decode_response, encode_request};
-use kite_core::{Event, ResponseBuilder};
+use kite_core::{Event, ImageSource, ResponseBuilder, Role, ToolCall, ToolResult};
 
 fn decode(body: Value) -> Result<ClientRequest, Error> {
     decode_request(body.to_string().as_bytes())
@@ -162,9 +162,13 @@ fn function_tools_and_choices_are_decoded_and_others_refused() {
             "{choice}: {e:?}"
         );
     }
-    let e = decode(json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}));
+    // A hosted tool is handed back for the gateway's policy; an unknown kind is refused.
+    let hosted = decode(json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}));
+    assert_eq!(hosted.unwrap().hosted, vec![json!({"type": "web_search"})]);
+    let e = decode(json!({"model": "m", "input": "x", "tools": [{"type": "frobnicate"}]}));
     assert!(
-        matches!(e, Err(Error::InvalidRequest(m)) if m.contains("tools[0]") && m.contains("web_search"))
+        matches!(&e, Err(Error::InvalidRequest(m)) if m.contains("tools[0]") && m.contains("frobnicate")),
+        "{e:?}"
     );
 }
 
@@ -233,7 +237,7 @@ fn answer() -> Response {
 
 #[test]
 fn a_whole_response_has_its_items_and_usage() {
-    let v = encode_response(&answer(), "resp_1", "m", 7);
+    let v = encode_response(&answer(), "resp_1", "m", 7, &ClientTools::default());
     assert_eq!(
         (
             v["object"].as_str(),
@@ -267,7 +271,7 @@ fn a_whole_response_has_its_items_and_usage() {
     assert_eq!(back.tool_calls().next().unwrap().arguments, r#"{"a":1}"#);
     let mut cut = Response::empty(FinishReason::Length);
     cut.message.parts = vec![Part::text("Half")];
-    let v = encode_response(&cut, "resp_2", "m", 7);
+    let v = encode_response(&cut, "resp_2", "m", 7, &ClientTools::default());
     assert_eq!(
         (v["status"].as_str(), &v["incomplete_details"]),
         (Some("incomplete"), &json!({"reason": "max_output_tokens"}))
@@ -275,7 +279,7 @@ fn a_whole_response_has_its_items_and_usage() {
 }
 
 fn stream(events: &[Event]) -> Vec<Value> {
-    let mut enc = EventEncoder::new("resp_1", "m", 7);
+    let mut enc = EventEncoder::new("resp_1", "m", 7, ClientTools::default());
     let mut out: Vec<Value> = events.iter().flat_map(|e| enc.event(e)).collect();
     out.extend(enc.finish());
     assert!(enc.finish().is_empty());
@@ -320,7 +324,10 @@ fn a_stream_numbers_its_events_and_completes_with_the_whole_response() {
         (out[9]["output_index"].as_u64(), out[9]["delta"].as_str()),
         (Some(1), Some(r#"{"a":1}"#))
     );
-    assert_eq!(out[12]["response"], encode_response(&a, "resp_1", "m", 7));
+    assert_eq!(
+        out[12]["response"],
+        encode_response(&a, "resp_1", "m", 7, &ClientTools::default())
+    );
 }
 
 #[test]
@@ -444,10 +451,10 @@ fn a_cut_or_failed_stream_says_so() {
     assert_eq!(done["item"]["status"], "incomplete");
     let mut cut = Response::empty(FinishReason::Length);
     cut.message = kite_core::Message::assistant("Half");
-    let whole = encode_response(&cut, "resp_2", "m", 7);
+    let whole = encode_response(&cut, "resp_2", "m", 7, &ClientTools::default());
     assert_eq!(whole["status"], "incomplete");
     assert_eq!(whole["output"][0]["status"], "incomplete");
-    let mut enc = EventEncoder::new("resp_1", "m", 7);
+    let mut enc = EventEncoder::new("resp_1", "m", 7, ClientTools::default());
     let _ = enc.event(&Event::text(0, "Half"));
     let out = enc.failed("upstream went away");
     assert_eq!(types(&out), ["response.failed"]);
