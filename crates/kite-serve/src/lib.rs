@@ -23,12 +23,14 @@ mod agentic;
 mod answer;
 mod errors;
 mod handlers;
+mod hosted;
 mod keys;
 mod listen;
 mod middleware;
 mod web;
 
 pub use agentic::{KitMaker, RequestKit};
+pub use hosted::HostedTools;
 use keys::{Caller, Keys};
 pub use keys::{KeyUsage, Limits, new_token};
 pub use kite_agent::{Pricer, ToolSet};
@@ -125,6 +127,8 @@ pub struct Gateway {
     pub(crate) secrets: Vec<String>,
     /// With `catch_all`, the names `GET /v1/models` lists (the upstream's own), when known.
     pub(crate) listed: Vec<String>,
+    /// What becomes of hosted tools a route's provider cannot run.
+    hosted: HostedTools,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -166,6 +170,7 @@ impl Gateway {
             draining: std::sync::atomic::AtomicBool::new(false),
             secrets: Vec::new(),
             listed: Vec::new(),
+            hosted: HostedTools::default(),
         }
     }
 

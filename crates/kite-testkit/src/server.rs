@@ -134,9 +134,13 @@ impl RecordedRequest {
     }
 }
 
+/// What answers a request once the scripted replies are spent.
+type Answer = Arc<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>;
+
 struct State {
     replies: VecDeque<Reply>,
     requests: Vec<RecordedRequest>,
+    answer: Option<Answer>,
 }
 
 /// A loopback HTTP server answering with scripted replies, one per request, in order. A
@@ -150,6 +154,19 @@ pub struct ReplayServer {
 impl ReplayServer {
     /// Starts a server on 127.0.0.1 with a free port.
     pub async fn start(replies: Vec<Reply>) -> Self {
+        Self::begin(replies, None).await
+    }
+
+    /// Starts a server that answers each request with what `answer` makes of it: a
+    /// provider scripted by what it is asked, for clients whose requests cannot be foretold
+    /// one by one.
+    pub async fn answering(
+        answer: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        Self::begin(Vec::new(), Some(Arc::new(answer))).await
+    }
+
+    async fn begin(replies: Vec<Reply>, answer: Option<Answer>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
@@ -157,6 +174,7 @@ impl ReplayServer {
         let state = Arc::new(Mutex::new(State {
             replies: replies.into(),
             requests: Vec::new(),
+            answer,
         }));
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -197,8 +215,12 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     let req = read_request(&mut sock).await?;
     let reply = {
         let mut st = state.lock().unwrap();
+        let reply = st
+            .replies
+            .pop_front()
+            .or_else(|| st.answer.as_ref().map(|answer| answer(&req)));
         st.requests.push(req);
-        st.replies.pop_front()
+        reply
     };
     let reply = reply.unwrap_or_else(|| {
         Reply::status(599).body(b"kite-testkit: no scripted reply left for this request".to_vec())

@@ -1,6 +1,7 @@
 //! Running the kite binary as a user runs it.
 #![allow(dead_code)]
 
+pub(crate) mod agents;
 pub(crate) mod serve;
 
 use std::time::Duration;
