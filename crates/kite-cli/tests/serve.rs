@@ -524,10 +524,64 @@ async fn the_anthropic_sdk_talks_to_the_gateway() {
     assert_eq!(c("tool")["id"], "toolu_7");
     assert_eq!(c("tool")["stop"], "tool_use");
     assert_eq!(c("bad_key")["raised"], "AuthenticationError");
+    // A count before asking: the tokenizer's, for a provider that counts none.
+    let counted = c("count")["input_tokens"].as_u64().unwrap();
+    assert!((20..400).contains(&counted), "{counted}");
+    // The model list in Anthropic's shape, paged.
+    assert_eq!(c("models")["ids"], json!(["gpt-5-nano"]));
+    assert_eq!(c("models")["type"], "model");
+    assert_eq!(c("models")["display_name"], "gpt-5-nano");
+    assert_eq!(c("models")["has_more"], false);
+    assert_eq!(c("model")["id"], "gpt-5-nano");
     // Upstream, the system prompt went as kite sends one.
     let first: Value = serde_json::from_slice(&upstream.requests()[0].body).unwrap();
     assert_eq!(first["messages"][0]["content"], "Be brief.");
     assert_eq!(first["model"], "claude-haiku-4-5");
+    assert_eq!(upstream.requests().len(), 3, "nothing else went upstream");
+}
+
+/// In front of Anthropic, a count is Anthropic's own: asked of its endpoint with the
+/// client's betas, and given back as it came.
+#[tokio::test]
+async fn a_count_of_tokens_in_front_of_anthropic_is_anthropics() {
+    let upstream = ReplayServer::start(vec![Reply::json(200, r#"{"input_tokens": 1234}"#)]).await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("ANTHROPIC_API_KEY", KEY)
+            .args(["--provider", "anthropic", "--model", "claude-haiku-4-5"])
+            .args(["--api-key", GATEWAY_KEY])
+            .arg("--base-url")
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let r = reqwest::Client::new()
+        .post(format!("{}/messages/count_tokens", served.base))
+        .header("x-api-key", GATEWAY_KEY)
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "token-counting-2024-11-01")
+        .json(&json!({"model": "claude-haiku-4-5", "system": "Be brief.",
+            "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"input_tokens": 1234})
+    );
+    let sent = &upstream.requests()[0];
+    assert_eq!(sent.path, "/v1/messages/count_tokens");
+    assert_eq!(sent.header("x-api-key"), Some(KEY));
+    assert!(
+        sent.header("anthropic-beta")
+            .is_some_and(|b| b.contains("token-counting-2024-11-01"))
+    );
+    let body: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(body["system"], "Be brief.");
+    assert!(
+        body.get("max_tokens").is_none() && body.get("stream").is_none(),
+        "{body}"
+    );
 }
 
 #[tokio::test]

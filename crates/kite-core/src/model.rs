@@ -37,6 +37,13 @@ pub trait Model: Send + Sync {
     fn origin(&self) -> crate::trace::Origin {
         crate::trace::Origin::local("unknown")
     }
+
+    /// How many input tokens `request` takes, counted by the provider, where it counts
+    /// them (Anthropic); `None` where it does not.
+    fn count_tokens(&self, request: &Request) -> Option<ModelFuture<'static, Result<u64, Error>>> {
+        let _ = request;
+        None
+    }
 }
 
 impl<M: Model + ?Sized> Model for std::sync::Arc<M> {
@@ -54,6 +61,10 @@ impl<M: Model + ?Sized> Model for std::sync::Arc<M> {
 
     fn origin(&self) -> crate::trace::Origin {
         (**self).origin()
+    }
+
+    fn count_tokens(&self, request: &Request) -> Option<ModelFuture<'static, Result<u64, Error>>> {
+        (**self).count_tokens(request)
     }
 }
 

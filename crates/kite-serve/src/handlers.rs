@@ -50,18 +50,6 @@ pub(crate) async fn health(State(gw): State<Arc<Gateway>>) -> Response {
     }
 }
 
-pub(crate) async fn models(State(gw): State<Arc<Gateway>>) -> Response {
-    let names: Vec<&str> = match gw.listed.is_empty() {
-        true => gw.names().collect(),
-        false => gw.listed.iter().map(String::as_str).collect(),
-    };
-    let data: Vec<Value> = names
-        .iter()
-        .map(|name| json!({"id": name, "object": "model", "created": 0, "owned_by": "kite"}))
-        .collect();
-    axum::Json(json!({"object": "list", "data": data})).into_response()
-}
-
 /// What the caller's key (or, with no keys, everyone) has used since the gateway started.
 pub(crate) async fn usage(
     State(gw): State<Arc<Gateway>>,
@@ -205,7 +193,7 @@ fn until_stopped(events: EventStream, stop: tokio_util::sync::CancellationToken)
     ))
 }
 
-fn invalid(api: Api, e: &kite_core::Error) -> Response {
+pub(crate) fn invalid(api: Api, e: &kite_core::Error) -> Response {
     error(api, StatusCode::BAD_REQUEST, &e.to_string(), Kind::Invalid)
 }
 
@@ -308,7 +296,7 @@ pub(crate) async fn anthropic(
 
 /// The beta features a Messages client turns on (`anthropic-beta`, comma-separated, in
 /// one header or several).
-fn betas(headers: &axum::http::HeaderMap) -> Vec<String> {
+pub(crate) fn betas(headers: &axum::http::HeaderMap) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for value in headers.get_all("anthropic-beta") {
         for beta in value.to_str().unwrap_or_default().split(',') {

@@ -21,12 +21,14 @@
 
 mod agentic;
 mod answer;
+mod count;
 mod errors;
 mod handlers;
 mod hosted;
 mod keys;
 mod listen;
 mod middleware;
+mod models;
 mod web;
 
 pub use agentic::{KitMaker, RequestKit};
@@ -42,7 +44,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, post};
 use errors::{Api, Kind, error, unauthorized};
-use handlers::{anthropic, chat, models, responses, usage};
+use handlers::{anthropic, chat, responses, usage};
 use kite_core::Model;
 use middleware::{gate, log_request};
 use std::net::SocketAddr;
@@ -323,11 +325,13 @@ impl Gateway {
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/health", get(handlers::health))
-        .route("/v1/models", get(models))
+        .route("/v1/models", get(models::models))
+        .route("/v1/models/{id}", get(models::model))
         .route("/v1/usage", get(usage))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/responses", post(responses))
         .route("/v1/messages", post(anthropic))
+        .route("/v1/messages/count_tokens", post(count::count_tokens))
         .merge(web::routes())
         .fallback(|| async {
             error(

@@ -25,9 +25,12 @@ pub(crate) async fn gate(
     if path == "/health" || crate::web::PUBLIC.contains(&path) {
         return next.run(request).await;
     }
-    let api = match path {
-        "/v1/messages" => Api::Messages,
-        _ => Api::Chat,
+    // Anthropic's endpoints, and the shared ones asked by an Anthropic client, answer in
+    // its shape.
+    let api = match path.starts_with("/v1/messages") || crate::models::anthropic(request.headers())
+    {
+        true => Api::Messages,
+        false => Api::Chat,
     };
     if gw.draining.load(std::sync::atomic::Ordering::Relaxed) {
         let mut refused = error(

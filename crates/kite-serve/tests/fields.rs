@@ -114,6 +114,10 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
         let message = said["error"]["message"].as_str().unwrap();
         assert!(message.contains(named), "{more}: {message}");
         assert_eq!(said["error"]["type"], "invalid_request_error", "{said}");
+        // The field is named as `param` too, for clients that point at it.
+        let field = more.as_object().unwrap().keys().next().unwrap();
+        assert_eq!(said["error"]["param"], json!(field), "{said}");
+        assert!(!message.contains("Some("), "{message}");
     }
     // What the gateway serves reaches the model; what asks for nothing is taken.
     let body = with(
@@ -164,7 +168,7 @@ async fn messages_fields_reach_the_model_or_are_refused_by_name() {
             json!({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}),
             "web_search",
         ),
-        (json!({"thinking": {"type": "adaptive"}}), "thinking.type"),
+        (json!({"thinking": {"type": "sometimes"}}), "thinking.type"),
         (json!({"top_k": 0}), "top_k"),
         (json!({"messages": []}), "`messages` is empty"),
         (
@@ -429,8 +433,8 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
         ),
         (
             "responses",
-            responses(json!({"tools": [{"type": "web_search"}]})),
-            "tools of type `web_search`",
+            responses(json!({"tools": [{"type": "frobnicate"}]})),
+            "tools of type `frobnicate`",
         ),
         (
             "responses",
@@ -486,8 +490,13 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
         ),
         (
             "messages",
+            messages(json!({"messages": [{"role": "tool", "content": "Hi"}]})),
+            "role: `tool` is not user, assistant or system",
+        ),
+        (
+            "messages",
             messages(json!({"messages": [{"role": "system", "content": "Hi"}]})),
-            "role: `system` is not user or assistant",
+            "nothing to answer",
         ),
     ];
     for (path, body, named) in refused {
@@ -532,4 +541,67 @@ async fn fields_inside_messages_parts_and_tools_are_served_or_refused_by_name() 
     let (status, said) = post(addr, "messages", &body).await;
     assert_eq!(status, 200, "{said}");
     assert_eq!(model.last().tools.len(), 1);
+}
+
+/// What Claude Code sends (a system message among the others, cache breakpoints, adaptive
+/// thinking, an effort, context edits, beta features) reaches the model: in order, and
+/// what is Anthropic's own offered to it alone.
+#[tokio::test]
+async fn a_coding_agents_messages_request_reaches_the_model_whole() {
+    let model = Captures::default();
+    let addr = serve(model.clone()).await;
+    let body = json!({"model": "m", "max_tokens": 32000,
+        "system": [{"type": "text", "text": "You are terse."},
+            {"type": "text", "text": "Use tools.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": "Hi"},
+            {"role": "system", "content": "Today is Thursday.", "output_config": {"effort": "low"}},
+            {"role": "user", "content": [{"type": "text", "text": "Go",
+                "cache_control": {"type": "ephemeral"}}]}],
+        "thinking": {"type": "adaptive", "display": "omitted"},
+        "output_config": {"effort": "medium",
+            "format": {"type": "json_schema", "schema": {"type": "object"}}},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}});
+    let r = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/messages?beta=true"))
+        .header("anthropic-beta", "claude-code-20250219,effort-2025-11-24")
+        .header("anthropic-beta", "context-management-2025-06-27")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let got = model.last();
+    assert_eq!(got.system.as_deref(), Some("You are terse.\n\nUse tools."));
+    let roles: Vec<_> = got.messages.iter().map(|m| m.role).collect();
+    use kite_core::Role;
+    assert_eq!(roles, [Role::User, Role::System, Role::User]);
+    assert_eq!(got.messages[1].text(), "Today is Thursday.");
+    assert_eq!(
+        got.messages[2].metadata.get("anthropic", "cache_control"),
+        Some(&json!({"0": {"type": "ephemeral"}}))
+    );
+    // Adaptive thinking asks nothing of other providers; the format is asked of all.
+    assert_eq!(got.reasoning, None);
+    assert!(matches!(
+        got.response_format,
+        Some(kite_core::ResponseFormat::JsonSchema { .. })
+    ));
+    let hint = |k: &str| got.provider_hints.get("anthropic", k).cloned();
+    assert_eq!(
+        hint("beta"),
+        Some(json!([
+            "claude-code-20250219",
+            "effort-2025-11-24",
+            "context-management-2025-06-27"
+        ]))
+    );
+    assert_eq!(hint("thinking"), Some(body["thinking"].clone()));
+    assert_eq!(hint("output_config"), Some(body["output_config"].clone()));
+    assert_eq!(
+        hint("context_management"),
+        Some(body["context_management"].clone())
+    );
+    assert_eq!(hint("system"), Some(body["system"].clone()));
+    assert!(got.provider_options.is_empty());
 }

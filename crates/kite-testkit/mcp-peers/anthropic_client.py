@@ -47,3 +47,15 @@ try:
     say("bad_key", raised=None)
 except anthropic.AuthenticationError as e:
     say("bad_key", raised="AuthenticationError", status=e.status_code)
+
+count = client.messages.count_tokens(
+    model="claude-haiku-4-5", system="Be brief.", tools=tools,
+    messages=[{"role": "user", "content": "How many tokens is this sentence, all told?"}],
+)
+say("count", input_tokens=count.input_tokens)
+
+page = client.models.list(limit=1)
+say("models", ids=[m.id for m in page.data], has_more=page.has_more,
+    display_name=page.data[0].display_name, type=page.data[0].type)
+one = client.models.retrieve(page.data[0].id)
+say("model", id=one.id, created_at=one.created_at.isoformat())

@@ -121,8 +121,9 @@ impl<'a> Fields<'a> {
     pub(crate) fn one_of(&self, name: &str, allowed: &[&str]) -> Result<Option<&'a str>, Error> {
         match self.string(name)? {
             Some(s) if !allowed.contains(&s) => Err(bad(format!(
-                "`{name}` must be one of {}, not {s:?}",
-                allowed.join(", ")
+                "`{name}` must be one of {}, not {}",
+                allowed.join(", "),
+                shown(Some(s))
             ))),
             other => Ok(other),
         }
@@ -194,7 +195,12 @@ pub(crate) fn check(request: &Request, messages: &str) -> Result<(), Error> {
             "`{messages}` is empty: there is nothing to answer"
         )));
     }
-    if !request.messages.iter().any(|m| m.parts.iter().any(said)) {
+    let asked = |m: &kite_core::Message| m.role != kite_core::Role::System;
+    if !request
+        .messages
+        .iter()
+        .any(|m| asked(m) && m.parts.iter().any(said))
+    {
         return Err(bad(format!(
             "`{messages}` holds no text or other content: there is nothing to answer"
         )));
@@ -225,6 +231,21 @@ pub(crate) fn shown(given: Option<&str>) -> String {
         Some(s) => format!("`{s}`"),
         None => "none".to_owned(),
     }
+}
+
+/// The field a refusal names: the decoders begin their messages with it (`` `n` is not
+/// served… ``, `tools[0]: …`, `messages.1: …`). None when the message names none.
+pub(crate) fn param_of(message: &str) -> Option<&str> {
+    let m = message.strip_prefix("invalid request: ").unwrap_or(message);
+    let name = match m.strip_prefix('`') {
+        Some(rest) => rest.split_once('`')?.0,
+        None => m.split_once(": ")?.0,
+    };
+    let path = |c: char| c.is_ascii_alphanumeric() || "_.[]-".contains(c);
+    let first = name.chars().next()?;
+    (first.is_ascii_alphabetic() || first == '_')
+        .then_some(name)
+        .filter(|n| n.chars().all(path))
 }
 
 /// Refuses a field of the object `v` that `fields` does not name (a null one counts as
@@ -308,5 +329,30 @@ pub(crate) fn tokens(name: &str, field: Option<&Value>) -> Result<Option<u32>, E
         Some(other) => Err(bad(format!(
             "`{name}` must be a whole number of tokens, not {other}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::param_of;
+
+    #[test]
+    fn a_refusal_names_its_field_as_param() {
+        for (message, param) in [
+            (
+                "invalid request: `n` is not served: one answer only",
+                Some("n"),
+            ),
+            (
+                "invalid request: tools[0]: a tool needs a name",
+                Some("tools[0]"),
+            ),
+            ("messages.1: role: `x` is not user", Some("messages.1")),
+            ("`tool_choice.name` is missing", Some("tool_choice.name")),
+            ("the body is not JSON: EOF", None),
+            ("no route serves that", None),
+        ] {
+            assert_eq!(param_of(message), param, "{message}");
+        }
     }
 }

@@ -118,6 +118,22 @@ pub trait Codec: Api {
         ResponseBuilder::build(self.decode_whole(body)?)
     }
 
+    /// The body that asks the API to count `request`'s input tokens, posted to its URL
+    /// followed by `/count_tokens`, for APIs that count them (Anthropic's); `None` for the
+    /// others.
+    fn count_tokens_body(&self, request: &Request) -> Option<Result<Vec<u8>, Error>> {
+        let _ = request;
+        None
+    }
+
+    /// The count in the API's answer to [`count_tokens_body`](Self::count_tokens_body).
+    fn decode_count(&self, body: &[u8]) -> Result<u64, Error> {
+        let _ = body;
+        Err(Error::InvalidRequest(
+            "this API does not count tokens".into(),
+        ))
+    }
+
     /// The path, relative to the API's URL, that continues a dropped stream from `point`,
     /// for APIs that can resume one (see [`StreamDecoder::resume_point`]).
     fn resume_path(&self, point: &ResumePoint) -> Option<String> {

@@ -211,10 +211,10 @@ fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
                     blocks.push(json!({"type": "thinking", "thinking": r.text, "signature": sig}));
                 }
             }
-            other => {
-                return Err(Error::InvalidRequest(format!(
-                    "Messages cannot carry this part: {other:?}"
-                )));
+            _ => {
+                return Err(Error::InvalidRequest(
+                    "Anthropic Messages cannot carry a part of this kind".into(),
+                ));
             }
         }
         if let (Some(cache), Some(block)) = (
@@ -235,4 +235,24 @@ fn image(source: &ImageSource) -> Value {
             "source": {"type": "base64", "media_type": media_type, "data": data},
         }),
     }
+}
+
+/// The body of a `count_tokens` request for `req`: what the model would read, without
+/// what only shapes the answer (its length, sampling, stop sequences), which that endpoint
+/// refuses.
+pub(super) fn encode_count(req: &Request) -> Result<Vec<u8>, Error> {
+    let mut body: Map<String, Value> = serde_json::from_slice(&encode_request(req, false)?)
+        .map_err(|e| Error::InvalidRequest(e.to_string()))?;
+    for answer_only in [
+        "max_tokens",
+        "stream",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "metadata",
+    ] {
+        body.remove(answer_only);
+    }
+    serde_json::to_vec(&body).map_err(|e| Error::InvalidRequest(e.to_string()))
 }

@@ -85,4 +85,13 @@ impl Codec for Messages {
     fn decode_whole(&self, body: &[u8]) -> Result<Vec<Event>, Error> {
         response_events(body)
     }
+    fn count_tokens_body(&self, request: &Request) -> Option<Result<Vec<u8>, Error>> {
+        Some(encode::encode_count(request))
+    }
+    fn decode_count(&self, body: &[u8]) -> Result<u64, Error> {
+        serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("input_tokens")?.as_u64())
+            .ok_or_else(|| Error::decode("a token count without `input_tokens`", body))
+    }
 }

@@ -7,7 +7,7 @@ mod fields;
 mod messages;
 
 use super::NAMESPACE;
-pub use decode::decode_request;
+pub use decode::{decode_count_request, decode_request};
 use kite_core::{Event, FinishReason, Metadata, Part, Request, Response, Usage};
 use serde_json::{Value, json};
 

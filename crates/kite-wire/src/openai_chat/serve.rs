@@ -456,7 +456,12 @@ impl ChunkEncoder {
     }
 }
 
-/// An error body as OpenAI writes one.
+/// An error body as OpenAI writes one: a refused request's `param` is the field its
+/// message names first.
 pub fn error_body(message: &str, kind: &str, code: Option<&str>) -> Value {
-    json!({"error": {"message": message, "type": kind, "param": Value::Null, "code": code}})
+    let param = match kind {
+        "invalid_request_error" => crate::client::param_of(message),
+        _ => None,
+    };
+    json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
 }

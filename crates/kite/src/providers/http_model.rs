@@ -189,6 +189,16 @@ impl<A: Api> Inner<A> {
         Ok(req)
     }
 
+    /// The headers `request` asks the API for (Anthropic's betas); those configured for
+    /// the model still win.
+    fn asked_headers(&self, request: &Request) -> Vec<(&'static str, String)> {
+        let asked = self.api.request_headers(request);
+        asked
+            .into_iter()
+            .filter(|(name, _)| !self.headers.contains_key(*name))
+            .collect()
+    }
+
     /// Sends `req` with retries; an error status becomes a typed error.
     pub(crate) async fn send(&self, req: HttpRequest) -> Result<HttpResponse, Error> {
         let resp = Retry::new(&*self.transport, self.retry).send(req).await?;
@@ -223,15 +233,7 @@ impl<A: Codec> Inner<A> {
     fn http_request(&self, request: &Request) -> Result<HttpRequest, Error> {
         let req = HttpRequest::post_json(&self.url, self.api.encode(request, true)?);
         let mut req = self.authorize(accept_events(req))?;
-        // Headers configured for the model still win.
-        let asked = self.api.request_headers(request);
-        put_headers(
-            &mut req,
-            asked
-                .into_iter()
-                .filter(|(name, _)| !self.headers.contains_key(*name))
-                .collect(),
-        )?;
+        put_headers(&mut req, self.asked_headers(request))?;
         Ok(req)
     }
 
@@ -319,6 +321,23 @@ impl<A: Codec> Model for HttpModel<A> {
         c.images = true;
         c.json_schema = true;
         c
+    }
+
+    fn count_tokens(
+        &self,
+        request: &Request,
+    ) -> Option<kite_core::ModelFuture<'static, Result<u64, Error>>> {
+        let body = self.inner.api.count_tokens_body(request)?;
+        let inner = self.inner.clone();
+        let headers = inner.asked_headers(request);
+        Some(Box::pin(async move {
+            let url = format!("{}/count_tokens", inner.url);
+            let mut req = inner.authorize(HttpRequest::post_json(&url, body?))?;
+            put_headers(&mut req, headers)?;
+            // A count is a few bytes: more is not one.
+            let answer = inner.send(req).await?.bytes_up_to(64 * 1024).await?;
+            inner.api.decode_count(&answer)
+        }))
     }
 }
 

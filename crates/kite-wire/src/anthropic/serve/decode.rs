@@ -17,7 +17,28 @@ fn bad(what: impl Into<String>) -> Error {
 pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     let v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
-    let f = Fields::of(&v)?;
+    decode_value(&v)
+}
+
+/// Decodes a client's `POST /v1/messages/count_tokens` body: what a Messages request
+/// takes, with no length for an answer that will not be made.
+pub fn decode_count_request(body: &[u8]) -> Result<Request, Error> {
+    let mut v: Value =
+        serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    if let Some(o) = v.as_object_mut() {
+        if let Some(stream) = o.get("stream").filter(|s| !s.is_null()) {
+            return Err(bad(format!(
+                "stream: a count is not streamed, not {}",
+                stream
+            )));
+        }
+        o.entry("max_tokens").or_insert(json!(1));
+    }
+    Ok(decode_value(&v)?.request)
+}
+
+fn decode_value(v: &Value) -> Result<ClientRequest, Error> {
+    let f = Fields::of(v)?;
     f.only("Messages", TAKEN, UNSERVED)?;
     let model = f
         .string("model")?
