@@ -737,3 +737,55 @@ base_url = "{}/v1"
         .unwrap();
     assert_eq!(unknown.status(), 404);
 }
+
+/// Structured output asked of a route in front of Anthropic: a forced tool upstream, the
+/// answer as the message's content to the client.
+#[tokio::test]
+async fn structured_output_in_front_of_anthropic_comes_back_as_content() {
+    let recorded = String::from_utf8(kite_testkit::fixture(
+        "anthropic/messages/stream-tool-use-input-fragments/response.sse",
+    ))
+    .unwrap()
+    .replace(r#""name":"weather""#, r#""name":"kite_structured_answer""#);
+    let upstream = ReplayServer::start(vec![Reply::sse(recorded.into_bytes())]).await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("ANTHROPIC_API_KEY", KEY)
+            .args(["--provider", "anthropic", "--model", "claude-haiku-4-5"])
+            .args(["--api-key", GATEWAY_KEY])
+            .arg("--base-url")
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let schema = json!({"type": "object", "properties": {"latitude": {"type": "string"},
+        "longitude": {"type": "string"}}, "required": ["latitude", "longitude"]});
+    let said: Value = reqwest::Client::new()
+        .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(GATEWAY_KEY)
+        .json(&json!({"model": "claude-haiku-4-5",
+            "messages": [{"role": "user", "content": "Where is Berlin?"}],
+            "response_format": {"type": "json_schema",
+                "json_schema": {"name": "place", "schema": schema, "strict": true}}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let choice = &said["choices"][0];
+    assert_eq!(choice["finish_reason"], "stop", "{said}");
+    assert!(
+        choice["message"]
+            .get("tool_calls")
+            .is_none_or(Value::is_null)
+    );
+    let content: Value =
+        serde_json::from_str(choice["message"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        content,
+        json!({"latitude": "52.5200", "longitude": "13.4050"})
+    );
+    let sent: Value = serde_json::from_slice(&upstream.requests()[0].body).unwrap();
+    assert_eq!(sent["tools"][0]["input_schema"], schema);
+    assert_eq!(sent["tool_choice"]["type"], "tool");
+}

@@ -204,14 +204,47 @@ fn every_field_is_written_the_anthropic_way() {
         encode(&failed)["messages"][0]["content"][0],
         json!({"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": true})
     );
-    let mut schema = Request::new("claude").message(Message::user("x"));
-    schema.response_format = Some(ResponseFormat::JsonSchema {
-        name: "a".into(),
-        schema: json!({}),
+}
+
+/// A JSON answer is asked for as a forced call of a tool whose input is the answer, and
+/// that call comes back as the answer's text.
+#[test]
+fn a_json_format_is_asked_through_a_tool_and_answered_as_text() {
+    let schema = json!({"type": "object", "properties": {"latitude": {"type": "string"}}});
+    let mut req = Request::new("claude").message(Message::user("Where is Berlin?"));
+    req.response_format = Some(ResponseFormat::JsonSchema {
+        name: "place".into(),
+        schema: schema.clone(),
         description: None,
-        strict: None,
+        strict: Some(true),
     });
-    assert!(encode_request(&schema, false).is_err());
+    let sent = encode(&req);
+    assert_eq!(sent["tools"][0]["name"], "kite_structured_answer");
+    assert_eq!(sent["tools"][0]["input_schema"], schema);
+    assert_eq!(
+        sent["tool_choice"],
+        json!({"type": "tool", "name": "kite_structured_answer"})
+    );
+    // Beside the client's tools, some call is forced; while thinking, none can be.
+    let with_tools = req
+        .clone()
+        .tool(ToolSpec::new("add", "", json!({"type": "object"})));
+    assert_eq!(encode(&with_tools)["tool_choice"], json!({"type": "any"}));
+    let mut thinking = req.clone();
+    thinking.reasoning = Some(kite_core::ReasoningConfig::effort("low"));
+    assert_eq!(encode(&thinking)["tool_choice"], json!({"type": "auto"}));
+
+    // A recorded call, as if of that tool: the answer is its input, as text.
+    let recorded = String::from_utf8(read("stream-tool-use-input-fragments/response.sse"))
+        .unwrap()
+        .replace(r#""name":"weather""#, r#""name":"kite_structured_answer""#);
+    let (events, err) = run_stream(AnthropicStreamDecoder::new(), &[recorded.as_bytes()]);
+    assert!(err.is_none(), "{err:?}");
+    let answer = ResponseBuilder::build(events).unwrap();
+    assert_eq!(answer.finish_reason, kite_core::FinishReason::Stop);
+    assert_eq!(answer.message.tool_calls().count(), 0);
+    let said: Value = serde_json::from_str(&answer.text()).unwrap();
+    assert_eq!(said, json!({"latitude": "52.5200", "longitude": "13.4050"}));
 }
 
 #[test]
@@ -252,10 +285,6 @@ fn settings_anthropic_lacks_are_refused_and_top_k_and_one_call_at_a_time_are_wri
         ),
         (|r| r.frequency_penalty = Some(0.1), "`frequency_penalty`"),
         (|r| r.presence_penalty = Some(0.1), "`presence_penalty`"),
-        (
-            |r| r.response_format = Some(kite_core::ResponseFormat::JsonObject),
-            "JSON response format",
-        ),
     ] {
         let mut req = hi();
         set(&mut req);

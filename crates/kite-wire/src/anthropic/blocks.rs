@@ -1,6 +1,7 @@
 //! Content blocks, opened, filled and closed: the state the streamed and whole faces share.
 
 use super::NAMESPACE;
+use super::encode::ANSWER_TOOL;
 use super::wire::{self, Block, Delta, WireUsage};
 use crate::str::{Str, text, value};
 use kite_core::{Event, FinishReason, Metadata, ToolCall, Usage};
@@ -24,6 +25,11 @@ enum Open {
         start_input: Option<Value>,
         json: String,
     },
+    /// A call of [`ANSWER_TOOL`]: the answer itself, as text.
+    Answer {
+        start_input: Option<Value>,
+        sent: bool,
+    },
     /// A block kite has no type for: kept whole, with any input streamed into it.
     Other {
         block: Value,
@@ -39,6 +45,8 @@ pub(super) struct Blocks {
     pub finish: Option<FinishReason>,
     /// Tool calls are numbered in the order they open, from 0.
     calls: u32,
+    /// The answer came as a call of [`ANSWER_TOOL`].
+    answered: bool,
 }
 
 impl Blocks {
@@ -70,6 +78,18 @@ impl Blocks {
             "redacted_thinking" => Open::Redacted {
                 data: block.data.map_or(Value::Null, value),
             },
+            "tool_use"
+                if block
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| n.as_str() == ANSWER_TOOL) =>
+            {
+                self.answered = true;
+                Open::Answer {
+                    start_input: block.input.map(value),
+                    sent: false,
+                }
+            }
             "tool_use" => {
                 let id = text(block.id);
                 let name = text(block.name);
@@ -133,6 +153,13 @@ impl Blocks {
                     });
                 }
             }
+            ("input_json_delta", Some(Open::Answer { sent, .. })) => {
+                let part = text(delta.partial_json);
+                if !part.is_empty() {
+                    *sent = true;
+                    out.push(Event::text(index, part));
+                }
+            }
             ("input_json_delta", Some(Open::Other { json, .. })) => {
                 json.push_str(delta.partial_json.as_ref().map_or("", Str::as_str))
             }
@@ -178,6 +205,11 @@ impl Blocks {
                     call: ToolCall::new(id, name, arguments),
                 });
             }
+            Open::Answer { start_input, sent } => {
+                if let (false, Some(input)) = (sent, start_input) {
+                    out.push(Event::text(index, input.to_string()));
+                }
+            }
             Open::Other { mut block, json } => {
                 if !json.is_empty()
                     && let Ok(input) = serde_json::from_str::<Value>(&json)
@@ -219,6 +251,10 @@ impl Blocks {
             self.stop(i, out);
         }
         out.push(Event::Usage { usage: self.usage });
+        // An answer given through the format's tool ends as any answer does.
+        if self.answered && self.calls == 0 && self.finish == Some(FinishReason::ToolCalls) {
+            self.finish = Some(FinishReason::Stop);
+        }
         if let Some(reason) = self.finish.take() {
             out.push(Event::Finish { reason });
         }

@@ -27,14 +27,6 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
             Setting::PresencePenalty,
         ],
     )?;
-    if matches!(
-        req.response_format,
-        Some(ResponseFormat::JsonSchema { .. } | ResponseFormat::JsonObject)
-    ) {
-        return Err(Error::InvalidRequest(
-            "Anthropic Messages has no JSON response format; use a forced tool instead".into(),
-        ));
-    }
     let mut system = system_blocks(req);
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in &req.messages {
@@ -92,20 +84,34 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         let texts: Vec<&str> = system.iter().filter_map(|b| b["text"].as_str()).collect();
         body.insert("system".into(), json!(texts.join("\n\n")));
     }
-    if !req.tools.is_empty() {
-        let tools = req
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
+    let mut tools: Vec<Value> = req
+        .tools
+        .iter()
+        .map(
+            |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+        )
+        .collect();
+    // A JSON answer is asked for as a call of a tool whose input is the answer (the
+    // decoders turn it back into text), unless the client asked Anthropic's own way.
+    let answer_tool = answer_tool(req, budget.is_some());
+    let mut choice = req.tool_choice.clone();
+    if let Some((tool, forced)) = answer_tool {
+        tools.push(tool);
+        choice = match (forced, req.tools.is_empty()) {
+            (false, _) => Some(ToolChoice::Auto),
+            (true, true) => Some(ToolChoice::Tool(ANSWER_TOOL.into())),
+            (true, false) => Some(ToolChoice::Required),
+        };
+    }
+    if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
     // One call at a time is said through the tool choice, so an unset one becomes `auto`.
-    let choice = match (&req.tool_choice, req.parallel_tool_calls) {
-        (None, Some(false)) if !req.tools.is_empty() => Some(&ToolChoice::Auto),
-        (choice, _) => choice.as_ref(),
+    let choice = match (choice, req.parallel_tool_calls) {
+        (None, Some(false)) if !req.tools.is_empty() => Some(ToolChoice::Auto),
+        (choice, _) => choice,
     };
-    if let Some(choice) = choice {
+    if let Some(choice) = &choice {
         let mut c = match choice {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::None => json!({"type": "none"}),
@@ -139,6 +145,39 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         body.insert(k.clone(), v.clone());
     }
     serde_json::to_vec(&Value::Object(body)).map_err(|e| Error::InvalidRequest(e.to_string()))
+}
+
+/// The tool whose input is a JSON answer (see [`answer_tool`]).
+pub(crate) const ANSWER_TOOL: &str = "kite_structured_answer";
+
+/// The tool a JSON answer is given through, for a request that asks for one in kite's
+/// terms, and whether its call can be forced (not while the model thinks, which Anthropic
+/// does not allow with a forced call: the tool is then only offered, with `auto`).
+fn answer_tool(req: &Request, thinks: bool) -> Option<(Value, bool)> {
+    let native = req
+        .provider_hints
+        .get(NAMESPACE, "output_config")
+        .is_some_and(|c| c.get("format").is_some_and(|f| !f.is_null()));
+    let (schema, description) = match &req.response_format {
+        _ if native => return None,
+        Some(ResponseFormat::JsonSchema {
+            schema,
+            description,
+            ..
+        }) => (schema.clone(), description.clone()),
+        Some(ResponseFormat::JsonObject) => (json!({"type": "object"}), None),
+        _ => return None,
+    };
+    let thinks = thinks
+        || req
+            .provider_hints
+            .get(NAMESPACE, "thinking")
+            .is_some_and(|t| t.get("type").is_some_and(|k| k != "disabled"));
+    let description = description.unwrap_or_else(|| {
+        "Give your whole answer by calling this tool: its input is the answer.".into()
+    });
+    let tool = json!({"name": ANSWER_TOOL, "description": description, "input_schema": schema});
+    Some((tool, !thinks))
 }
 
 /// The system prompt as text blocks: the client's own blocks (cache breakpoints and all)
