@@ -176,7 +176,11 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     // Every key kite knows of (providers', MCP servers', clients') is hidden in answers.
     let mut gateway = Gateway::new(routes, catch_all)
         .pricer(crate::prices::pricer())
-        .secrets(crate::logging::secrets());
+        .secrets(crate::logging::secrets())
+        .hosted_tools(match settings.hosted_tools {
+            crate::settings::HostedTools::Drop => kite::serve::HostedTools::Drop,
+            crate::settings::HostedTools::Refuse => kite::serve::HostedTools::Refuse,
+        });
     // A server named by --base-url alone: every name goes to it, and its own list is what
     // clients see of them.
     if let (true, Some(url), None, None) = (

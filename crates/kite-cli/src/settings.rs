@@ -47,6 +47,8 @@ pub(crate) struct Config {
 /// keys = ["${GATEWAY_KEY}"]          # ${NAME} is read from the environment
 /// requests_per_minute = 60           # per key
 /// tokens_per_minute = 100000         # per key
+/// hosted_tools = "drop"              # or "refuse": OpenAI's hosted tools (web_search...)
+///                                    # for a provider that cannot run them
 ///
 /// [[serve.routes]]
 /// name = "fast"                      # the model name clients ask for
@@ -66,8 +68,20 @@ pub(crate) struct ServeConfig {
     pub keys: Vec<String>,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u64>,
+    /// What becomes of hosted tools a route's provider cannot run.
+    #[serde(default)]
+    pub hosted_tools: HostedTools,
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
+}
+
+/// `hosted_tools`: `drop` (the default: left out, said once in the log) or `refuse` (400).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum HostedTools {
+    #[default]
+    Drop,
+    Refuse,
 }
 
 /// One `[[serve.routes]]` entry.

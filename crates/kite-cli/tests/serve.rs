@@ -789,3 +789,33 @@ async fn structured_output_in_front_of_anthropic_comes_back_as_content() {
     assert_eq!(sent["tools"][0]["input_schema"], schema);
     assert_eq!(sent["tool_choice"]["type"], "tool");
 }
+
+/// `[serve] hosted_tools = "refuse"`: a hosted tool for a provider that cannot run it is
+/// refused with 400 naming it, before anything goes upstream.
+#[tokio::test]
+async fn hosted_tools_can_be_refused_instead_of_dropped() {
+    let upstream = ReplayServer::start(vec![answer("Hi.", 1)]).await;
+    let toml = format!(
+        "[serve]\nkeys = [\"${{SERVE_TEST_KEY}}\"]\nhosted_tools = \"refuse\"\n\n\
+         [[serve.routes]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"gpt-5-nano\"\n\
+         base_url = \"{}/v1\"\n",
+        upstream.url()
+    );
+    let (served, _dir) = serve_config(&toml, &[]);
+    let ask = |tools: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/responses", served.base))
+            .bearer_auth(GATEWAY_KEY)
+            .json(&json!({"model": "m", "input": "What is new today?", "tools": tools}))
+            .send()
+    };
+    let refused = ask(json!([{"type": "web_search"}])).await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let said: Value = refused.json().await.unwrap();
+    let message = said["error"]["message"].as_str().unwrap();
+    assert!(message.contains("web_search"), "{message}");
+    assert!(upstream.requests().is_empty());
+    // Without one, the route answers.
+    let answered = ask(json!([])).await.unwrap();
+    assert_eq!(answered.status(), 200);
+}
