@@ -819,3 +819,42 @@ async fn hosted_tools_can_be_refused_instead_of_dropped() {
     let answered = ask(json!([])).await.unwrap();
     assert_eq!(answered.status(), 200);
 }
+
+/// A field only OpenAI's API has reaches an OpenAI route as it came, and a route to
+/// another provider refuses it with 400 naming it.
+#[tokio::test]
+async fn openai_only_fields_reach_openai_and_are_refused_elsewhere() {
+    let openai = ReplayServer::start(vec![answer("Hi.", 1)]).await;
+    let anthropic = ReplayServer::start(vec![]).await;
+    let toml = format!(
+        "[serve]\nkeys = [\"${{SERVE_TEST_KEY}}\"]\n\n\
+         [[serve.routes]]\nname = \"gpt\"\nprovider = \"openai\"\nmodel = \"gpt-5-nano\"\n\
+         base_url = \"{}/v1\"\n\n\
+         [[serve.routes]]\nname = \"claude\"\nprovider = \"anthropic\"\n\
+         model = \"claude-haiku-4-5\"\nbase_url = \"{}/v1\"\n",
+        openai.url(),
+        anthropic.url()
+    );
+    let (served, _dir) = serve_config(&toml, &[]);
+    let ask = |model: &str| {
+        reqwest::Client::new()
+            .post(format!("{}/chat/completions", served.base))
+            .bearer_auth(GATEWAY_KEY)
+            .json(
+                &json!({"model": model, "messages": [{"role": "user", "content": "Hi"}],
+                "logit_bias": {"50256": -100}, "service_tier": "flex"}),
+            )
+            .send()
+    };
+    let passed = ask("gpt").await.unwrap();
+    assert_eq!(passed.status(), 200);
+    let sent: Value = serde_json::from_slice(&openai.requests()[0].body).unwrap();
+    assert_eq!(sent["logit_bias"], json!({"50256": -100}));
+    assert_eq!(sent["service_tier"], "flex");
+    let refused = ask("claude").await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let said: Value = refused.json().await.unwrap();
+    let message = said["error"]["message"].as_str().unwrap();
+    assert!(message.contains("logit_bias"), "{message}");
+    assert!(anthropic.requests().is_empty());
+}

@@ -72,15 +72,9 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
         (json!({"n": 3}), "`n`"),
         (json!({"logprobs": true}), "`logprobs`"),
         (json!({"top_logprobs": 2}), "`top_logprobs`"),
-        (json!({"logit_bias": {"50256": -100}}), "`logit_bias`"),
+        (json!({"logit_bias": [1]}), "`logit_bias` must be an object"),
         (json!({"modalities": ["text", "audio"]}), "`modalities`"),
         (json!({"audio": {"voice": "alloy"}}), "`audio`"),
-        (json!({"service_tier": "flex"}), "`service_tier`"),
-        (
-            json!({"prediction": {"type": "content", "content": "x"}}),
-            "`prediction`",
-        ),
-        (json!({"metadata": {"team": "a"}}), "`metadata`"),
         (json!({"store": true}), "`store`"),
         (json!({"functions": [{"name": "f"}]}), "`functions`"),
         // `{}` asks for a search with the defaults.
@@ -137,6 +131,19 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
     assert_eq!(r.verbosity.as_deref(), Some("low"));
     assert_eq!(r.user.as_deref(), Some("user-7"));
     assert_eq!(r.parallel_tool_calls, Some(false));
+    assert!(
+        r.provider_options.is_empty(),
+        "the default tier asks nothing"
+    );
+    // What only OpenAI's API has is asked of it: a route to another refuses it.
+    let only_openai = json!({"logit_bias": {"50256": -100}, "service_tier": "flex",
+        "prediction": {"type": "content", "content": "x"}, "metadata": {"team": "a"}});
+    let (status, said) = post(addr, "chat/completions", &with(&base, only_openai.clone())).await;
+    assert_eq!(status, 200, "{said}");
+    let r = model.last();
+    for (k, v) in only_openai.as_object().unwrap() {
+        assert_eq!(r.provider_options.get("chat", k), Some(v), "{k}");
+    }
     // A penalty of 0 asks for nothing: no model's encoder will have to refuse it.
     let body = with(
         &base,

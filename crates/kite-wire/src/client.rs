@@ -28,6 +28,15 @@ pub(crate) struct Unserved {
     pub why: &'static str,
 }
 
+/// A field passed on to the providers whose API has it (an OpenAI `logit_bias`): asked
+/// of that API ([`Request::provider_options`]), so that a route to another refuses it,
+/// naming it, unless its value asks for nothing.
+pub(crate) struct Passed {
+    pub name: &'static str,
+    pub shape: Shape,
+    pub asks_nothing: fn(&Value) -> bool,
+}
+
 /// The JSON type of a field's values: one of another type is a mistake to name as such
 /// (`"n": "3"`), not a setting the gateway lacks.
 #[derive(Clone, Copy)]
@@ -103,6 +112,33 @@ impl<'a> Fields<'a> {
             }
             if !(u.accepts)(v) {
                 return Err(bad(format!("`{}` is not served: {}", u.name, u.why)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks the API whose codec writes `namespace` for each of `passed` the request sets
+    /// (a value of another type is refused).
+    pub(crate) fn pass_on(
+        &self,
+        passed: &[Passed],
+        namespace: &str,
+        request: &mut Request,
+    ) -> Result<(), Error> {
+        for p in passed {
+            let Some(v) = self.get(p.name) else { continue };
+            if !p.shape.fits(v) {
+                return Err(bad(format!(
+                    "`{}` must be {}, not {}",
+                    p.name,
+                    p.shape.name(),
+                    clipped(v)
+                )));
+            }
+            if !(p.asks_nothing)(v) {
+                request
+                    .provider_options
+                    .insert(namespace, p.name, v.clone());
             }
         }
         Ok(())

@@ -180,6 +180,7 @@ pub(crate) fn serve_config(toml: &str, extra: &[&str]) -> (Served, tempfile::Tem
             .env("XDG_DATA_HOME", &data)
             .env("KITE_LOG", "off")
             .env("OPENAI_API_KEY", KEY)
+            .env("ANTHROPIC_API_KEY", KEY)
             .env("SERVE_TEST_KEY", GATEWAY_KEY)
             .args(extra),
     );

@@ -100,6 +100,14 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
     }
+    // What a client of this API asked for in its terms (through a gateway).
+    for (_, k, v) in req
+        .provider_options
+        .iter()
+        .filter(|(ns, ..)| *ns == NAMESPACE)
+    {
+        body.insert(k.to_owned(), v.clone());
+    }
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());
     }

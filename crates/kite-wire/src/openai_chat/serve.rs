@@ -5,7 +5,7 @@
 mod fields;
 
 use crate::client::{Fields, check, flag, known, number, shown, tokens};
-use fields::{TAKEN, UNSERVED};
+use fields::{PASSED, TAKEN, UNSERVED};
 use kite_core::{
     Error, Event, FinishReason, Message, Part, Request, Response, ResponseFormat, Role, ToolCall,
     ToolChoice, ToolResult, ToolSpec, Usage,
@@ -92,6 +92,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         .one_of("verbosity", &["low", "medium", "high"])?
         .map(str::to_owned);
     // Cache hints: the answer is the same with or without them.
+    f.pass_on(PASSED, super::NAMESPACE, &mut request)?;
     f.string("prompt_cache_key")?;
     f.string("prompt_cache_retention")?;
     check(&request, "messages")?;

@@ -150,6 +150,17 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
     }
     put("text", (!text.is_empty()).then_some(Value::Object(text)));
     body.insert("stream".into(), json!(stream));
+    // What a client of this API asked for in its terms (through a gateway); its hosted
+    // tools are with the others.
+    for (_, k, v) in req
+        .provider_options
+        .iter()
+        .filter(|(ns, ..)| *ns == NAMESPACE)
+    {
+        if k != "tools" {
+            body.insert(k.to_owned(), v.clone());
+        }
+    }
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());
     }

@@ -26,7 +26,7 @@ use super::NAMESPACE;
 mod fields;
 
 use crate::client::{Fields, check, flag, known, number, shown, tokens};
-use fields::{TAKEN, UNSERVED};
+use fields::{PASSED, TAKEN, UNSERVED};
 use input::Input;
 use kite_core::{
     Error, FinishReason, Message, Metadata, Part, ReasoningConfig, Request, Response,
@@ -186,6 +186,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     flag("store", f.get("store"))?;
     // The usage always comes, in `response.completed`.
     f.include_usage()?;
+    f.pass_on(PASSED, NAMESPACE, &mut request)?;
     f.string("prompt_cache_key")?;
     f.string("prompt_cache_retention")?;
     check(&request, "input")?;

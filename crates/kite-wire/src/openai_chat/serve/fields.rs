@@ -1,7 +1,7 @@
 //! The fields of a Chat Completions request the gateway takes, and those it refuses unless
 //! they ask for nothing.
 
-use crate::client::{Shape, Unserved, default_tier, nothing};
+use crate::client::{Passed, Shape, Unserved, default_tier, nothing};
 
 /// The fields taken: read, or hints that cannot change the answer (`prompt_cache_*`).
 pub(super) const TAKEN: &[&str] = &[
@@ -27,6 +27,35 @@ pub(super) const TAKEN: &[&str] = &[
     "verbosity",
     "prompt_cache_key",
     "prompt_cache_retention",
+    "logit_bias",
+    "service_tier",
+    "metadata",
+    "prediction",
+];
+
+/// The fields passed on to an OpenAI Chat Completions provider (which takes them), and
+/// refused by a route to any other, unless they ask for nothing.
+pub(super) const PASSED: &[Passed] = &[
+    Passed {
+        name: "logit_bias",
+        shape: Shape::Object,
+        asks_nothing: nothing,
+    },
+    Passed {
+        name: "service_tier",
+        shape: Shape::Text,
+        asks_nothing: default_tier,
+    },
+    Passed {
+        name: "metadata",
+        shape: Shape::Object,
+        asks_nothing: nothing,
+    },
+    Passed {
+        name: "prediction",
+        shape: Shape::Object,
+        asks_nothing: nothing,
+    },
 ];
 
 /// The fields refused unless they ask for nothing.
@@ -50,12 +79,6 @@ pub(super) const UNSERVED: &[Unserved] = &[
         why: "log probabilities are not returned",
     },
     Unserved {
-        name: "logit_bias",
-        shape: Shape::Object,
-        accepts: nothing,
-        why: "token ids differ between the models a name may reach",
-    },
-    Unserved {
         name: "modalities",
         shape: Shape::Array,
         accepts: |v| v.as_array().is_some_and(|m| m.iter().all(|x| x == "text")),
@@ -66,24 +89,6 @@ pub(super) const UNSERVED: &[Unserved] = &[
         shape: Shape::Object,
         accepts: nothing,
         why: "answers are text only",
-    },
-    Unserved {
-        name: "service_tier",
-        shape: Shape::Text,
-        accepts: default_tier,
-        why: "requests go at the provider's default tier",
-    },
-    Unserved {
-        name: "prediction",
-        shape: Shape::Object,
-        accepts: nothing,
-        why: "predicted outputs are not passed on",
-    },
-    Unserved {
-        name: "metadata",
-        shape: Shape::Object,
-        accepts: nothing,
-        why: "completions are not stored, so there is nothing to tag",
     },
     Unserved {
         name: "store",

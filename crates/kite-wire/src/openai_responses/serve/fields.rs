@@ -1,7 +1,7 @@
 //! The fields of a Responses request the gateway takes, and those it refuses unless they
 //! ask for nothing.
 
-use crate::client::{Shape, Unserved, default_tier, nothing};
+use crate::client::{Passed, Shape, Unserved, default_tier, nothing};
 
 /// The fields taken: read, or taken and left (`store`, cache hints).
 pub(super) const TAKEN: &[&str] = &[
@@ -26,6 +26,23 @@ pub(super) const TAKEN: &[&str] = &[
     "prompt_cache_key",
     "prompt_cache_retention",
     "client_metadata",
+    "metadata",
+    "service_tier",
+];
+
+/// The fields passed on to an OpenAI Responses provider (which takes them), and refused by
+/// a route to any other, unless they ask for nothing.
+pub(super) const PASSED: &[Passed] = &[
+    Passed {
+        name: "metadata",
+        shape: Shape::Object,
+        asks_nothing: nothing,
+    },
+    Passed {
+        name: "service_tier",
+        shape: Shape::Text,
+        asks_nothing: default_tier,
+    },
 ];
 
 /// The fields refused unless they ask for nothing.
@@ -46,12 +63,6 @@ pub(super) const UNSERVED: &[Unserved] = &[
         why: "no response is kept to be polled",
     },
     Unserved {
-        name: "metadata",
-        shape: Shape::Object,
-        accepts: nothing,
-        why: "responses are not stored, so there is nothing to tag",
-    },
-    Unserved {
         name: "max_tool_calls",
         shape: Shape::Number,
         accepts: nothing,
@@ -62,12 +73,6 @@ pub(super) const UNSERVED: &[Unserved] = &[
         shape: Shape::Object,
         accepts: nothing,
         why: "stored prompts are not served",
-    },
-    Unserved {
-        name: "service_tier",
-        shape: Shape::Text,
-        accepts: default_tier,
-        why: "requests go at the provider's default tier",
     },
     Unserved {
         name: "top_logprobs",

@@ -52,8 +52,7 @@ fn a_field_not_served_is_refused_by_name_not_dropped() {
         ),
         (json!({"top_logprobs": 5}), "`top_logprobs`"),
         (json!({"truncation": "auto"}), "`truncation`"),
-        (json!({"service_tier": "priority"}), "`service_tier`"),
-        (json!({"metadata": {"a": "b"}}), "`metadata`"),
+        (json!({"service_tier": 1}), "`service_tier` must be text"),
         (json!({"prompt": {"id": "p"}}), "`prompt`"),
         (
             json!({"text": {"verbosity": "loud"}}),
@@ -81,7 +80,22 @@ fn a_field_not_served_is_refused_by_name_not_dropped() {
     // What asks for nothing is taken.
     let ok = json!({"model": "m", "input": "x", "background": false, "truncation": "disabled",
         "service_tier": "auto", "metadata": {}, "top_logprobs": 0, "store": false});
-    assert!(decode(ok).is_ok());
+    assert!(decode(ok).unwrap().request.provider_options.is_empty());
+    // What only OpenAI's API has is asked of it, for a route to another to refuse.
+    let asked = decode(
+        json!({"model": "m", "input": "x", "service_tier": "priority",
+        "metadata": {"a": "b"}}),
+    )
+    .unwrap()
+    .request;
+    assert_eq!(
+        asked.provider_options.get(NAMESPACE, "service_tier"),
+        Some(&json!("priority"))
+    );
+    assert_eq!(
+        asked.foreign_option("chat").as_deref(),
+        Some("`responses.metadata`")
+    );
 }
 
 #[test]
