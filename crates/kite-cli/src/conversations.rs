@@ -173,6 +173,13 @@ fn lines(m: &Message, named: bool) -> Vec<String> {
             Part::ToolCall(c) => Some(format!("[tool] {}({})", c.name, c.arguments)),
             Part::ToolResult(r) => Some(format!("[tool] -> {}", r.text_content())),
             Part::Image { .. } => Some(format!("{who}[an image]")),
+            Part::Document(d) => Some(format!(
+                "{who}[a document{}]",
+                d.title
+                    .as_ref()
+                    .map(|t| format!(": {t}"))
+                    .unwrap_or_default()
+            )),
             _ => None,
         })
         .collect()

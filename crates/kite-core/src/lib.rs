@@ -41,7 +41,9 @@ pub use accumulate::ResponseBuilder;
 pub use duration::duration_from_secs;
 pub use error::{ApiError, ApiErrorKind, DecodeError, Error, TransportError, TransportErrorKind};
 pub use event::Event;
-pub use message::{ImageSource, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+pub use message::{
+    Document, DocumentSource, ImageSource, Message, Part, Reasoning, Role, ToolCall, ToolResult,
+};
 pub use metadata::Metadata;
 pub use model::{Capabilities, EventStream, Model, ModelFuture, collect};
 pub use request::{ReasoningConfig, Request, ResponseFormat, ToolChoice, ToolSpec};

@@ -59,6 +59,68 @@ pub enum Part {
         /// What the model said instead of an answer.
         text: String,
     },
+    /// A document the model reads: a PDF or text, inline or at a URL.
+    Document(Document),
+}
+
+/// A document the model reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// Where it comes from.
+    pub source: DocumentSource,
+    /// Its title or file name, told to the model where the provider takes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Provider data about it that goes back to that provider (Anthropic's `context` and
+    /// `citations` settings).
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+}
+
+/// Where a document comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DocumentSource {
+    /// A document at a URL, which the provider fetches.
+    Url {
+        /// The document's URL.
+        url: String,
+    },
+    /// A file sent inline (a PDF).
+    Base64 {
+        /// Its media type (`application/pdf`).
+        media_type: String,
+        /// Its bytes, base64-encoded.
+        data: String,
+    },
+    /// Plain text.
+    Text {
+        /// The text itself.
+        text: String,
+    },
+}
+
+impl Document {
+    /// A document with no title or metadata.
+    pub fn new(source: DocumentSource) -> Self {
+        Self {
+            source,
+            title: None,
+            metadata: Metadata::new(),
+        }
+    }
+
+    /// Its text with its title first, for providers that take documents only as text;
+    /// `None` for a file or a URL.
+    pub fn as_text(&self) -> Option<String> {
+        let DocumentSource::Text { text } = &self.source else {
+            return None;
+        };
+        Some(match &self.title {
+            Some(title) => format!("{title}\n\n{text}"),
+            None => text.clone(),
+        })
+    }
 }
 
 /// Where an image comes from.

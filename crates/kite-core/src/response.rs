@@ -81,7 +81,7 @@ impl Response {
                     out.push(Event::ToolCallEnd { index, call });
                     index += 1;
                 }
-                Part::Image { .. } | Part::ToolResult(_) => {}
+                Part::Image { .. } | Part::Document(_) | Part::ToolResult(_) => {}
             }
         }
         out.push(Event::Usage { usage: self.usage });

@@ -69,6 +69,10 @@ fn convert(m: &Message, out: &mut Vec<TemplateMessage>) {
         match p {
             Part::Text { text } | Part::Refusal { text } => content.push_str(text),
             Part::Image { .. } => content.push_str("[an image the model cannot see]"),
+            Part::Document(d) => match d.as_text() {
+                Some(text) => content.push_str(&text),
+                None => content.push_str("[a document the model cannot read]"),
+            },
             Part::ToolCall(c) => {
                 if !content.is_empty() {
                     content.push('\n');

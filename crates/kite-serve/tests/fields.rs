@@ -219,7 +219,10 @@ async fn messages_blocks_are_served_or_refused_by_name_and_thinking_goes_both_wa
             {"role": "user", "content": "And?"}]})
     };
     for (blocks, named) in [
-        (json!([{"type": "document", "source": {}}]), "`document`"),
+        (
+            json!([{"type": "document", "source": {}}]),
+            "document blocks belong in the user's messages",
+        ),
         (
             json!([{"type": "server_tool_use", "id": "s", "name": "web_search"}]),
             "server_tool_use",

@@ -284,6 +284,35 @@ pub(crate) fn param_of(message: &str) -> Option<&str> {
         .filter(|n| n.chars().all(path))
 }
 
+/// A file a client sends inline as a data URL (`data:application/pdf;base64,...`), named
+/// `name`, as a document: OpenAI's `file` and `input_file` parts. Files kept by the
+/// provider (`file_id`) are not: the gateway keeps none.
+pub(crate) fn inline_file(
+    file_data: Option<&str>,
+    file_id: Option<&Value>,
+    name: Option<&str>,
+) -> Result<kite_core::Part, String> {
+    if file_id.is_some_and(|f| !f.is_null()) {
+        return Err(
+            "a file by `file_id` is not served: this gateway keeps no stored \
+                    files; give `file_data`"
+                .into(),
+        );
+    }
+    let data = file_data.ok_or("a file part needs `file_data`")?;
+    let (media_type, data) = data
+        .strip_prefix("data:")
+        .and_then(|d| d.split_once(','))
+        .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
+        .ok_or("`file_data` must be a base64 data URL (data:TYPE;base64,...)")?;
+    let mut d = kite_core::Document::new(kite_core::DocumentSource::Base64 {
+        media_type: media_type.to_owned(),
+        data: data.to_owned(),
+    });
+    d.title = name.map(str::to_owned);
+    Ok(kite_core::Part::Document(d))
+}
+
 /// Refuses a field of the object `v` that `fields` does not name (a null one counts as
 /// absent): a field inside a message, part or tool that kite does not know is refused as a
 /// top-level one is, not dropped unseen. `what` names the object ("a message").

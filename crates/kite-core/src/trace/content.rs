@@ -29,6 +29,15 @@ fn part_json(part: &Part) -> Value {
         Part::ToolResult(r) => {
             json!({"type": "tool_call_response", "id": r.call_id, "response": r.text_content()})
         }
+        Part::Document(d) => match &d.source {
+            crate::DocumentSource::Url { url } => {
+                json!({"type": "uri", "modality": "document", "uri": url})
+            }
+            crate::DocumentSource::Base64 { media_type, .. } => {
+                json!({"type": "blob", "modality": "document", "mime_type": media_type})
+            }
+            crate::DocumentSource::Text { text } => json!({"type": "text", "content": text}),
+        },
         Part::Image { source, .. } => match source {
             crate::ImageSource::Url { url } => {
                 json!({"type": "uri", "modality": "image", "uri": url})

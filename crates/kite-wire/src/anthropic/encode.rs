@@ -2,7 +2,10 @@
 
 use super::NAMESPACE;
 use crate::codec::{Setting, refuse_foreign, refuse_lacking};
-use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
+use kite_core::{
+    Document, DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role,
+    ToolChoice,
+};
 use serde_json::{Map, Value, json};
 
 /// `max_tokens` when the request sets none: Anthropic requires one.
@@ -214,6 +217,7 @@ fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
                 blocks.push(json!({"type": "text", "text": text}));
             }
             Part::Image { source, .. } => blocks.push(image(source)),
+            Part::Document(d) => blocks.push(document(d)),
             Part::ToolCall(c) => {
                 let input = c.parse_arguments().unwrap_or_else(|_| json!({}));
                 blocks
@@ -225,6 +229,7 @@ fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
                     .iter()
                     .map(|c| match c {
                         Part::Image { source, .. } => image(source),
+                        Part::Document(d) => document(d),
                         other => json!({"type": "text", "text": match other {
                             Part::Text { text } => text.as_str(),
                             _ => "",
@@ -264,6 +269,28 @@ fn message(m: &Message) -> Result<(&'static str, Vec<Value>), Error> {
         }
     }
     Ok((role, blocks))
+}
+
+fn document(d: &Document) -> Value {
+    let source = match &d.source {
+        DocumentSource::Url { url } => json!({"type": "url", "url": url}),
+        DocumentSource::Base64 { media_type, data } => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+        DocumentSource::Text { text } => {
+            json!({"type": "text", "media_type": "text/plain", "data": text})
+        }
+    };
+    let mut block = json!({"type": "document", "source": source});
+    if let Some(title) = &d.title {
+        block["title"] = json!(title);
+    }
+    for key in ["context", "citations"] {
+        if let Some(v) = d.metadata.get(NAMESPACE, key) {
+            block[key] = v.clone();
+        }
+    }
+    block
 }
 
 fn image(source: &ImageSource) -> Value {

@@ -3,7 +3,9 @@
 use super::{Dialect, NAMESPACE};
 use crate::codec::{Setting, refuse_foreign, refuse_lacking};
 use crate::schema;
-use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
+use kite_core::{
+    DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice,
+};
 use serde_json::{Map, Value, json};
 
 /// The JSON body of a chat completion request. With `stream`, the body asks for an SSE
@@ -121,10 +123,15 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
             let mut texts = Vec::new();
             for c in &r.content {
                 match c {
-                    Part::Text { text } => texts.push(text.as_str()),
+                    Part::Text { text } => texts.push(text.clone()),
+                    Part::Document(d) if d.as_text().is_some() => {
+                        texts.extend(d.as_text());
+                    }
                     _ => {
                         return Err(Error::InvalidRequest(
-                            "chat completions tool results carry text only".into(),
+                            "chat completions tool results carry text only (and text \
+                             documents)"
+                                .into(),
                         ));
                     }
                 }
@@ -142,14 +149,24 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
             let content: Vec<&Part> = m
                 .parts
                 .iter()
-                .filter(|p| matches!(p, Part::Text { .. } | Part::Image { .. }))
+                .filter(|p| {
+                    matches!(
+                        p,
+                        Part::Text { .. } | Part::Image { .. } | Part::Document(_)
+                    )
+                })
                 .collect();
             if content.is_empty() {
                 return Ok(());
             }
             let value = match content.as_slice() {
                 [Part::Text { text }] => json!(text),
-                parts => Value::Array(parts.iter().map(|p| user_part(p)).collect()),
+                parts => Value::Array(
+                    parts
+                        .iter()
+                        .map(|p| user_part(p))
+                        .collect::<Result<_, _>>()?,
+                ),
             };
             out.push(json!({"role": "user", "content": value}));
             Ok(())
@@ -212,9 +229,20 @@ fn calls_or_refusal_empty(msg: &Map<String, Value>) -> bool {
     !msg.contains_key("tool_calls") && !msg.contains_key("refusal")
 }
 
-fn user_part(p: &Part) -> Value {
-    match p {
+fn user_part(p: &Part) -> Result<Value, Error> {
+    Ok(match p {
         Part::Text { text } => json!({"type": "text", "text": text}),
+        Part::Document(d) => match &d.source {
+            DocumentSource::Text { .. } => json!({"type": "text", "text": d.as_text()}),
+            DocumentSource::Base64 { media_type, data } => json!({"type": "file", "file": {
+                "filename": d.title.clone().unwrap_or_else(|| "document".into()),
+                "file_data": format!("data:{media_type};base64,{data}")}}),
+            DocumentSource::Url { .. } => {
+                return Err(Error::InvalidRequest(
+                    "Chat Completions takes documents inline only, not at a URL".into(),
+                ));
+            }
+        },
         Part::Image { source, detail } => {
             let url = match source {
                 ImageSource::Url { url } => url.clone(),
@@ -230,5 +258,5 @@ fn user_part(p: &Part) -> Value {
             json!({"type": "image_url", "image_url": image})
         }
         _ => Value::Null,
-    }
+    })
 }

@@ -4,7 +4,7 @@
 
 mod fields;
 
-use crate::client::{Fields, check, flag, known, number, shown, tokens};
+use crate::client::{Fields, check, flag, inline_file, known, number, shown, tokens};
 use fields::{PASSED, TAKEN, UNSERVED};
 use kite_core::{
     Error, Event, FinishReason, Message, Part, Request, Response, ResponseFormat, Role, ToolCall,
@@ -220,6 +220,13 @@ fn content_parts(content: Option<&Value>) -> Result<Vec<Part>, String> {
                             .map(str::to_owned);
                     }
                     Ok(part)
+                }
+                Some("file") => {
+                    known(p, "a file part", fields::FILE_PART)?;
+                    let file = p.get("file").ok_or("a file part needs `file`")?;
+                    known(file, "`file`", fields::FILE)?;
+                    let text = |k: &str| file.get(k).and_then(Value::as_str);
+                    inline_file(text("file_data"), file.get("file_id"), text("filename"))
                 }
                 other => Err(format!(
                     "content parts of type {} are not served",

@@ -3,7 +3,9 @@
 use super::NAMESPACE;
 use crate::codec::{Setting, refuse_foreign, refuse_lacking};
 use crate::schema;
-use kite_core::{Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice};
+use kite_core::{
+    DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice,
+};
 use serde_json::{Map, Value, json};
 
 /// How a Responses request carries the conversation.
@@ -186,7 +188,12 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) {
             let content: Vec<&Part> = m
                 .parts
                 .iter()
-                .filter(|p| matches!(p, Part::Text { .. } | Part::Image { .. }))
+                .filter(|p| {
+                    matches!(
+                        p,
+                        Part::Text { .. } | Part::Image { .. } | Part::Document(_)
+                    )
+                })
                 .collect();
             let value = match content.as_slice() {
                 [] => None,
@@ -255,7 +262,7 @@ fn tool_results(m: &Message, out: &mut Vec<Value>) {
     }
 }
 
-/// A text or image part as input content.
+/// A text, image or document part as input content.
 fn input_part(p: &Part) -> Option<Value> {
     Some(match p {
         Part::Image { source, detail } => {
@@ -268,6 +275,13 @@ fn input_part(p: &Part) -> Option<Value> {
             json!({"type": "input_image", "image_url": url, "detail": detail.as_deref().unwrap_or("auto")})
         }
         Part::Text { text } => json!({"type": "input_text", "text": text}),
+        Part::Document(d) => match &d.source {
+            DocumentSource::Text { .. } => json!({"type": "input_text", "text": d.as_text()}),
+            DocumentSource::Base64 { media_type, data } => json!({"type": "input_file",
+                "filename": d.title.clone().unwrap_or_else(|| "document".into()),
+                "file_data": format!("data:{media_type};base64,{data}")}),
+            DocumentSource::Url { url } => json!({"type": "input_file", "file_url": url}),
+        },
         _ => return None,
     })
 }

@@ -67,6 +67,15 @@ pub(super) const MESSAGE: &[&str] = &["role", "content", "output_config"];
 pub(super) const TEXT: &[&str] = &["type", "text", "cache_control", "citations"];
 pub(super) const IMAGE: &[&str] = &["type", "source", "cache_control"];
 pub(super) const IMAGE_SOURCE: &[&str] = &["type", "media_type", "data", "url"];
+pub(super) const DOCUMENT: &[&str] = &[
+    "type",
+    "source",
+    "title",
+    "context",
+    "citations",
+    "cache_control",
+];
+pub(super) const DOCUMENT_SOURCE: &[&str] = &["type", "media_type", "data", "url", "content"];
 pub(super) const TOOL_USE: &[&str] = &["type", "id", "name", "input", "cache_control"];
 pub(super) const TOOL_RESULT: &[&str] = &[
     "type",

@@ -8,7 +8,10 @@
 use super::fields;
 use crate::anthropic::NAMESPACE;
 use crate::client::{known, shown};
-use kite_core::{ImageSource, Message, Metadata, Part, Reasoning, Role, ToolCall, ToolResult};
+use kite_core::{
+    Document, DocumentSource, ImageSource, Message, Metadata, Part, Reasoning, Role, ToolCall,
+    ToolResult,
+};
 use serde_json::{Map, Value, json};
 
 /// Decodes one client message onto `out`: its tool results first, as their own messages,
@@ -47,6 +50,12 @@ pub(super) fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), St
         if !fields.is_empty() {
             known(b, &format!("a {} block", kind.unwrap_or_default()), fields)?;
         }
+        if role == Role::Assistant && matches!(kind, Some("image" | "document")) {
+            return Err(format!(
+                "{} blocks belong in the user's messages, not the assistant's",
+                kind.unwrap_or_default()
+            ));
+        }
         if role == Role::System && kind != Some("text") {
             return Err(format!(
                 "a system message takes text blocks only, not blocks of type {}",
@@ -62,6 +71,7 @@ pub(super) fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), St
                 b.get("text").and_then(Value::as_str).unwrap_or_default(),
             )),
             Some("image") => parts.push(image(b)?),
+            Some("document") => parts.push(document(b)?),
             Some("tool_use") => {
                 let id = b
                     .get("id")
@@ -155,6 +165,7 @@ fn result_content(content: Option<&Value>) -> Result<Vec<Part>, String> {
                     ))
                 }
                 Some("image") => image(b),
+                Some("document") => document(b),
                 other => Err(format!(
                     "tool_result.content: blocks of type {} are not served",
                     shown(other)
@@ -207,4 +218,58 @@ fn image(b: &Value) -> Result<Part, String> {
             detail: None,
         },
     })
+}
+
+/// A document block: a PDF or text inline, one at a URL, or text given as blocks. Its
+/// `context` and `citations` settings go back to Anthropic alone.
+fn document(b: &Value) -> Result<Part, String> {
+    known(b, "a document block", fields::DOCUMENT)?;
+    let source = b.get("source").ok_or("document.source: Field required")?;
+    known(source, "a document's source", fields::DOCUMENT_SOURCE)?;
+    let text_of = |key: &str| {
+        source
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("document.source.{key}: must be text"))
+    };
+    let source = match source.get("type").and_then(Value::as_str) {
+        Some("base64") => DocumentSource::Base64 {
+            media_type: text_of("media_type")?,
+            data: text_of("data")?,
+        },
+        Some("text") => DocumentSource::Text {
+            text: text_of("data")?,
+        },
+        Some("url") => DocumentSource::Url {
+            url: text_of("url")?,
+        },
+        Some("content") => DocumentSource::Text {
+            text: match source.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(blocks)) => blocks
+                    .iter()
+                    .map(|c| system_text(c).map(str::to_owned))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("document.source.content: {e}"))?
+                    .join("\n\n"),
+                _ => return Err("document.source.content: must be text or blocks".into()),
+            },
+        },
+        other => {
+            return Err(format!(
+                "document.source.type: {} is not served (files by id are not kept here); \
+                 give base64, text, url or content",
+                shown(other)
+            ));
+        }
+    };
+    let mut document = Document::new(source);
+    document.title = b.get("title").and_then(Value::as_str).map(str::to_owned);
+    for key in ["context", "citations"] {
+        if let Some(v) = b.get(key).filter(|v| !v.is_null()) {
+            document.metadata.insert(NAMESPACE, key, v.clone());
+        }
+    }
+    Ok(Part::Document(document))
 }

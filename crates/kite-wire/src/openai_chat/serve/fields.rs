@@ -139,6 +139,9 @@ pub(super) const MESSAGE: &[&str] = &[
 pub(super) const TEXT_PART: &[&str] = &["type", "text", "cache_control"];
 pub(super) const IMAGE_PART: &[&str] = &["type", "image_url"];
 pub(super) const IMAGE_URL: &[&str] = &["url", "detail"];
+/// The fields of a file part, and of its `file`.
+pub(super) const FILE_PART: &[&str] = &["type", "file"];
+pub(super) const FILE: &[&str] = &["file_data", "file_id", "filename"];
 /// The fields of a tool call an assistant message holds, and of its function (with what
 /// streamed answers and the SDKs' helpers leave on them: `index`, `parsed_arguments`).
 pub(super) const TOOL_CALL: &[&str] = &["id", "type", "function", "index"];

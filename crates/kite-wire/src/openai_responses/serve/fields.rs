@@ -134,6 +134,7 @@ pub(super) const REASONING: &[&str] = &[
 pub(super) const TEXT_PART: &[&str] = &["type", "text", "annotations", "logprobs"];
 pub(super) const REFUSAL_PART: &[&str] = &["type", "refusal"];
 pub(super) const IMAGE_PART: &[&str] = &["type", "image_url", "detail"];
+pub(super) const FILE_PART: &[&str] = &["type", "file_data", "file_id", "file_url", "filename"];
 /// The fields of a function tool, and of a `tool_choice` naming one.
 pub(super) const TOOL: &[&str] = &["type", "name", "description", "parameters", "strict"];
 pub(super) const CHOICE: &[&str] = &["type", "name", "namespace"];

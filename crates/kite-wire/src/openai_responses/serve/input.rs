@@ -5,8 +5,11 @@
 
 use super::tools::{ClientTools, Kind};
 use super::{NAMESPACE, fields, str_of};
-use crate::client::{known, shown};
-use kite_core::{ImageSource, Message, Metadata, Part, Reasoning, Role, ToolCall, ToolResult};
+use crate::client::{inline_file, known, shown};
+use kite_core::{
+    Document, DocumentSource, ImageSource, Message, Metadata, Part, Reasoning, Role, ToolCall,
+    ToolResult,
+};
 use serde_json::{Value, json};
 
 /// What the items so far have made: the conversation, the system prompt's texts, and the
@@ -216,6 +219,23 @@ fn content_part(p: &Value) -> Result<Part, String> {
                 .filter(|d| *d != "auto")
                 .map(str::to_owned);
             Ok(Part::Image { source, detail })
+        }
+        Some("input_file") => {
+            known(p, "a file part", fields::FILE_PART)?;
+            match str_of(p, "file_url") {
+                Some(url) => {
+                    let mut d = Document::new(DocumentSource::Url {
+                        url: url.to_owned(),
+                    });
+                    d.title = str_of(p, "filename").map(str::to_owned);
+                    Ok(Part::Document(d))
+                }
+                None => inline_file(
+                    str_of(p, "file_data"),
+                    p.get("file_id"),
+                    str_of(p, "filename"),
+                ),
+            }
         }
         other => Err(format!(
             "content parts of type {} are not served",
