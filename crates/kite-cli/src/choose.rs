@@ -290,6 +290,13 @@ fn local(args: &SessionArgs) -> Result<Chosen, Error> {
     if show {
         err!("\r\x1b[K");
     }
+    if let Some(asked) = args.context_size.filter(|c| *c > model.context_window()) {
+        errln!(
+            "kite: --context-size {asked} is more than the local model was trained with; \
+             using {}",
+            model.context_window()
+        );
+    }
     let why = if args.local {
         ""
     } else {

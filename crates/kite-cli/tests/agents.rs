@@ -3,7 +3,8 @@
 //! Responses, Anthropic Messages and an OpenAI-compatible server (each a loopback server
 //! scripted by what it is asked, `common::agents`). Each agent must give a plain answer,
 //! make a tool round trip that writes a file, make two calls at once, keep a session of 20
-//! turns, and resume a session.
+//! turns, and resume a session. In front of the local model, whose context holds less than
+//! either agent's prompt, each must be told so in words it shows its user.
 
 mod common;
 
@@ -317,4 +318,32 @@ async fn codex_set_to_another_model_in_front_of_responses() {
     // Its hosted web search is passed on to OpenAI.
     let sent = all_pass(Agent::CodexOtherModel, Upstream::Responses).await;
     all_hold(&sent, r#""type":"web_search""#, true);
+}
+
+/// The local model holds 8,192 tokens at most; Claude Code's prompt alone is some 20,000
+/// and Codex's 8,600. Each agent fails, showing its user why and what to do.
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_in_front_of_the_local_model_are_told_why_it_cannot_serve_them() {
+    let Some(model) = common::local_model() else {
+        return;
+    };
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("KITE_LOCAL_MODEL", &model)
+            .args(["--local", "--api-key", GATEWAY_KEY]),
+    );
+    for agent in [Agent::ClaudeCode, Agent::Codex] {
+        let desk = Desk::new(agent, &served);
+        let run = ask(agent, &served, &desk, "Say hi.", Then::Fresh).await;
+        assert!(!run.ok, "{agent:?}: {run:#?}");
+        assert!(
+            run.out.contains("the local model holds")
+                && run
+                    .out
+                    .contains("use a provider's model for prompts this long"),
+            "{agent:?}: {}",
+            run.out
+        );
+    }
 }

@@ -323,7 +323,10 @@ impl Shared {
             .max(1);
         if n_prompt >= n_ctx_max {
             return Err(Error::InvalidRequest(format!(
-                "the prompt has {n_prompt} tokens; the local model holds {n_ctx_max}"
+                "the prompt has {n_prompt} tokens; the local model holds {n_ctx_max} (at \
+                 most {}, with --context-size): shorten it, or use a provider's model for \
+                 prompts this long (a coding agent's are)",
+                self.model.n_ctx_train()
             )));
         }
         let max_new = plan

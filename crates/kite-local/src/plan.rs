@@ -39,13 +39,13 @@ impl Plan {
                  it out for this model"
             )));
         }
-        // The model answers at once: a setting for how long it thinks first would be
-        // dropped unseen. An effort of none asks for nothing.
-        if req
-            .reasoning
-            .as_ref()
-            .is_some_and(|r| r.effort.as_deref() != Some("none") || r.budget_tokens.is_some())
-        {
+        // The model answers at once: an effort of none, minimal or low asks for little
+        // thinking, which that meets (Codex asks for low by default), and a summary alone
+        // has none to sum up; more thinking, or a budget for it, would be dropped unseen.
+        let little = |e: &str| matches!(e, "none" | "minimal" | "low");
+        if req.reasoning.as_ref().is_some_and(|r| {
+            r.effort.as_deref().is_some_and(|e| !little(e)) || r.budget_tokens.is_some()
+        }) {
             return Err(Error::InvalidRequest(
                 "the local model does not reason before it answers; leave out the reasoning \
                  setting (`reasoning_effort`, `reasoning` or `thinking`; --reasoning)"
@@ -169,6 +169,7 @@ mod tests {
         assert!(Plan::of(&req).is_ok());
         for asked in [
             ReasoningConfig::effort("high"),
+            ReasoningConfig::effort("medium"),
             ReasoningConfig {
                 budget_tokens: Some(1024),
                 ..ReasoningConfig::default()
@@ -181,7 +182,15 @@ mod tests {
                 "{refused:?}"
             );
         }
-        req.reasoning = Some(ReasoningConfig::effort("none"));
+        for little in ["none", "minimal", "low"] {
+            req.reasoning = Some(ReasoningConfig::effort(little));
+            assert!(Plan::of(&req).is_ok(), "{little}");
+        }
+        // A summary alone (Codex asks for one by default) has nothing to sum up.
+        req.reasoning = Some(ReasoningConfig {
+            summary: Some("auto".into()),
+            ..ReasoningConfig::default()
+        });
         assert!(Plan::of(&req).is_ok());
     }
 }

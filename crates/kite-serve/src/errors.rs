@@ -58,16 +58,21 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
     (status, axum::Json(body)).into_response()
 }
 
-/// A caller without the right key; `token`: the gateway asks for its token (no key set).
-pub(crate) fn unauthorized(api: Api, token: bool) -> Response {
-    let message = match token {
-        true => {
-            "Incorrect API key provided. This gateway asks for the token kite serve printed \
-             when it started: give it as the API key, or open the web chat's address it printed."
-        }
-        false => "Incorrect API key provided.",
+/// A caller without the right key; `token`: the gateway asks for its token (no key set);
+/// `given`: the caller gave a key (a wrong one), not none.
+pub(crate) fn unauthorized(api: Api, token: bool, given: bool) -> Response {
+    let said = match given {
+        true => "Incorrect API key provided.",
+        false => "No API key provided (as a bearer token, or in x-api-key).",
     };
-    error(api, StatusCode::UNAUTHORIZED, message, Kind::Auth)
+    let message = match token {
+        true => format!(
+            "{said} This gateway asks for the token kite serve printed when it started: give \
+             it as the API key, or open the web chat's address it printed."
+        ),
+        false => said.to_owned(),
+    };
+    error(api, StatusCode::UNAUTHORIZED, &message, Kind::Auth)
 }
 
 pub(crate) fn unknown_model(api: Api, name: &str) -> Response {

@@ -284,7 +284,10 @@ impl Gateway {
         counted: bool,
     ) -> Result<Caller, Box<Response>> {
         let Some(caller) = self.keys.caller(headers) else {
-            return Err(Box::new(unauthorized(api, self.keys.is_empty())));
+            let given = ["authorization", "x-api-key"]
+                .iter()
+                .any(|h| headers.contains_key(*h));
+            return Err(Box::new(unauthorized(api, self.keys.is_empty(), given)));
         };
         if !counted {
             return Ok(caller);

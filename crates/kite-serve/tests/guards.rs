@@ -299,3 +299,31 @@ async fn the_upstreams_key_never_reaches_a_client_however_the_model_splits_it() 
         assert!(said.contains("keep it."), "{path}: {said}");
     }
 }
+
+/// A caller with no key is told it gave none, one with a wrong key that it is wrong.
+#[tokio::test]
+async fn no_key_and_a_wrong_key_are_told_apart() {
+    let gateway = kite_serve::Gateway::new(Vec::new(), false).key("sk-right-key-0123456789");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        std::sync::Arc::new(gateway),
+        std::future::pending(),
+    ));
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/models");
+    let none: serde_json::Value = client.get(&url).send().await.unwrap().json().await.unwrap();
+    let said = none["error"]["message"].as_str().unwrap();
+    assert!(said.starts_with("No API key provided"), "{said}");
+    let wrong = client
+        .get(&url)
+        .bearer_auth("sk-wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let wrong: serde_json::Value = wrong.json().await.unwrap();
+    let said = wrong["error"]["message"].as_str().unwrap();
+    assert!(said.starts_with("Incorrect API key"), "{said}");
+}
