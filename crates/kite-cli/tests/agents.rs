@@ -270,10 +270,17 @@ async fn claude_code_in_front_of_anthropic() {
     for own in [
         r#""cache_control":{"type":"ephemeral"}"#,
         "clear_thinking_20251015",
-        r#""type":"adaptive""#,
     ] {
         all_hold(&sent, own, true);
     }
+    // Its thinking too, but for turns going on from calls the scripted provider made
+    // without thinking, which Anthropic would refuse to think in.
+    let thinks = |r: &RecordedRequest| r.body_text().contains(r#""type":"adaptive""#);
+    assert!(sent.iter().any(thinks));
+    assert!(
+        sent.iter()
+            .any(|r| r.body_text().contains("tool_result") && !thinks(r))
+    );
     for r in &sent {
         let betas = r.header("anthropic-beta").unwrap_or_default();
         assert!(betas.contains("claude-code-20250219"), "{betas}");

@@ -108,10 +108,11 @@ impl Request {
         self
     }
 
-    /// The first of [`provider_options`](Self::provider_options) meant for an API other
-    /// than the one whose codec writes `own`, named `namespace.key` (with the types of the
-    /// objects it lists, for tools): a codec refuses a request that has one.
-    pub fn foreign_option(&self, own: &str) -> Option<String> {
+    /// Why a model speaking `api` (its codec's namespace `own`) refuses this request, when
+    /// it asks another API for something in that API's terms
+    /// ([`provider_options`](Self::provider_options)): the field named as the client named
+    /// it (with the types of the tools it lists), and whose it is.
+    pub fn foreign_option(&self, own: &str, api: &str) -> Option<String> {
         let (ns, key, value) = self.provider_options.iter().find(|(ns, _, _)| *ns != own)?;
         let kinds: Vec<&str> = value
             .as_array()
@@ -119,10 +120,24 @@ impl Request {
             .flatten()
             .filter_map(|v| v.get("type")?.as_str())
             .collect();
-        Some(match kinds.is_empty() {
-            true => format!("`{ns}.{key}`"),
-            false => format!("`{ns}.{key}` ({})", kinds.join(", ")),
-        })
+        let field = match kinds.is_empty() {
+            true => format!("`{key}`"),
+            false => format!("`{key}` ({})", kinds.join(", ")),
+        };
+        let whose = match ns {
+            "chat" => "OpenAI Chat Completions",
+            "responses" => "OpenAI Responses",
+            "anthropic" => "Anthropic Messages",
+            other => other,
+        };
+        let own = match whose.ends_with('s') {
+            true => format!("{whose}'"),
+            false => format!("{whose}'s"),
+        };
+        Some(format!(
+            "{field} is {own} own, and this route's model ({api}) does not take it; leave \
+             it out, or ask a model served through {whose}"
+        ))
     }
 
     /// Sets one provider-specific field of the wire body.

@@ -33,11 +33,8 @@ impl Plan {
                     .into(),
             ));
         }
-        if let Some(what) = req.foreign_option("local") {
-            return Err(Error::InvalidRequest(format!(
-                "{what} is asked of another API and is not taken by the local model; leave \
-                 it out for this model"
-            )));
+        if let Some(why) = req.foreign_option("local", "the local model") {
+            return Err(Error::InvalidRequest(why));
         }
         // The model answers at once: an effort of none, minimal or low asks for little
         // thinking, which that meets (Codex asks for low by default), and a summary alone

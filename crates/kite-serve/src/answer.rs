@@ -62,6 +62,9 @@ impl Gateway {
                     tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
                     failure = Some(e);
                 }
+                // A fallback that cannot take what the client asked (another API's field)
+                // is no answer: what the route before it met is.
+                Some(Err(Error::InvalidRequest(_))) if failure.is_some() => {}
                 // The request itself is at fault: no other route will do better.
                 Some(Err(e)) => return Err(Box::new(upstream_error(api, &e))),
                 first => return Ok((first, events)),

@@ -264,20 +264,7 @@ pub(crate) async fn anthropic(
         Ok(c) => c,
         Err(e) => return invalid(Api::Messages, &e),
     };
-    let betas = betas(&headers);
-    if !betas.is_empty() {
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            tracing::info!(
-                "anthropic-beta features are passed on to Anthropic; other providers \
-                 answer without them"
-            );
-        });
-        client
-            .request
-            .provider_hints
-            .insert("anthropic", "beta", json!(betas));
-    }
+    offer_betas(&headers, &mut client.request);
     let public = client.request.model.clone();
     let id = gw.next_id("msg_kite_");
     let encoder = messages::EventEncoder::new(id.clone(), public.clone());
@@ -294,9 +281,28 @@ pub(crate) async fn anthropic(
     .await
 }
 
+/// Offers Anthropic the beta features a Messages client turns on (other providers answer
+/// without them, as the log says once).
+pub(crate) fn offer_betas(headers: &axum::http::HeaderMap, request: &mut kite_core::Request) {
+    let betas = betas(headers);
+    if betas.is_empty() {
+        return;
+    }
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        tracing::info!(
+            "anthropic-beta features are passed on to Anthropic; other providers answer \
+             without them"
+        );
+    });
+    request
+        .provider_hints
+        .insert("anthropic", "beta", json!(betas));
+}
+
 /// The beta features a Messages client turns on (`anthropic-beta`, comma-separated, in
 /// one header or several).
-pub(crate) fn betas(headers: &axum::http::HeaderMap) -> Vec<String> {
+fn betas(headers: &axum::http::HeaderMap) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for value in headers.get_all("anthropic-beta") {
         for beta in value.to_str().unwrap_or_default().split(',') {

@@ -1,6 +1,8 @@
-//! What becomes of the tools only OpenAI runs (`web_search`, `file_search`, ...) that a
-//! Responses client sends: passed on where a route's provider is OpenAI Responses, and
-//! elsewhere dropped (said once in the log) or refused, as `[serve] hosted_tools` says.
+//! What becomes of the web search only OpenAI runs (`web_search`) when a Responses client
+//! sends it: passed on where a route's provider is OpenAI Responses, and elsewhere dropped
+//! (said once in the log) or refused, as `[serve] hosted_tools` says. (The hosted tools
+//! that would reach the gateway's own OpenAI account, `file_search` and the like, are
+//! refused by the decoder.)
 
 use crate::Gateway;
 use kite_wire::openai_responses::{NAMESPACE, serve::ClientRequest};
@@ -37,7 +39,7 @@ impl Gateway {
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| {
                     tracing::info!(
-                        "hosted tools (web_search and the like) are passed on to OpenAI \
+                        "hosted web search is passed on to OpenAI \
                          Responses and left out for other providers ([serve] hosted_tools)"
                     );
                 });

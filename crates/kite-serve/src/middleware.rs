@@ -72,7 +72,9 @@ pub(crate) async fn gate(
             Kind::Auth,
         );
     }
-    let counted = request.method() == axum::http::Method::POST;
+    // A question spends a key's requests; a count of tokens asks none.
+    let counted =
+        request.method() == axum::http::Method::POST && path != "/v1/messages/count_tokens";
     match gw.admit(api, request.headers(), counted) {
         Ok(caller) => {
             request.extensions_mut().insert(caller);

@@ -76,6 +76,7 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
         (json!({"modalities": ["text", "audio"]}), "`modalities`"),
         (json!({"audio": {"voice": "alloy"}}), "`audio`"),
         (json!({"store": true}), "`store`"),
+        (json!({"metadata": {"team": "a"}}), "`metadata`"),
         (json!({"functions": [{"name": "f"}]}), "`functions`"),
         // `{}` asks for a search with the defaults.
         (json!({"web_search_options": {}}), "`web_search_options`"),
@@ -137,7 +138,7 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
     );
     // What only OpenAI's API has is asked of it: a route to another refuses it.
     let only_openai = json!({"logit_bias": {"50256": -100}, "service_tier": "flex",
-        "prediction": {"type": "content", "content": "x"}, "metadata": {"team": "a"}});
+        "prediction": {"type": "content", "content": "x"}});
     let (status, said) = post(addr, "chat/completions", &with(&base, only_openai.clone())).await;
     assert_eq!(status, 200, "{said}");
     let r = model.last();

@@ -243,11 +243,39 @@ pub(crate) fn refuse_foreign(
     own: &str,
     api: &str,
 ) -> Result<(), kite_core::Error> {
-    match req.foreign_option(own) {
-        Some(what) => Err(kite_core::Error::InvalidRequest(format!(
-            "{what} is asked of another API and is not taken by {api}; leave it out for \
-             this model"
-        ))),
+    match req.foreign_option(own, api) {
+        Some(why) => Err(kite_core::Error::InvalidRequest(why)),
         None => Ok(()),
     }
+}
+
+/// What `req` asks of the API whose codec writes `own`, in that API's terms.
+pub(crate) fn own_options<'a>(
+    req: &'a kite_core::Request,
+    own: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a serde_json::Value)> {
+    req.provider_options
+        .iter()
+        .filter(move |(ns, ..)| *ns == own)
+        .map(|(_, k, v)| (k, v))
+}
+
+/// The longest end-user id OpenAI takes (`user`, `safety_identifier`).
+const MAX_END_USER: usize = 64;
+
+/// An end-user id as OpenAI takes it: as given, or, when longer than it takes (Claude
+/// Code's is a JSON object of device and session ids), a hash of it that stays the same
+/// for the same user and shows nothing of it.
+pub(crate) fn end_user(id: &str) -> String {
+    match id.len() <= MAX_END_USER {
+        true => id.to_owned(),
+        false => format!("kite-{:016x}", fnv1a(id)),
+    }
+}
+
+/// FNV-1a, 64 bits: a hash that is the same in every build and on every machine.
+pub(crate) fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

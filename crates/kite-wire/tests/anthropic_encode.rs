@@ -230,6 +230,25 @@ fn a_json_format_is_asked_through_a_tool_and_answered_as_text() {
         .clone()
         .tool(ToolSpec::new("add", "", json!({"type": "object"})));
     assert_eq!(encode(&with_tools)["tool_choice"], json!({"type": "any"}));
+    // A tool the client forces goes first; none allowed leaves the answer's alone.
+    let mut forced = with_tools.clone();
+    forced.tool_choice = Some(ToolChoice::Tool("add".into()));
+    assert_eq!(
+        encode(&forced)["tool_choice"],
+        json!({"type": "tool", "name": "add"})
+    );
+    forced.tool_choice = Some(ToolChoice::None);
+    assert_eq!(
+        encode(&forced)["tool_choice"],
+        json!({"type": "tool", "name": "kite_structured_answer"})
+    );
+    // The name is kept: a client tool of its own by it is refused, not swallowed.
+    let taken = req.clone().tool(ToolSpec::new(
+        "kite_structured_answer",
+        "",
+        json!({"type": "object"}),
+    ));
+    assert!(encode_request(&taken, false).is_err());
     let mut thinking = req.clone();
     thinking.reasoning = Some(kite_core::ReasoningConfig::effort("low"));
     assert_eq!(encode(&thinking)["tool_choice"], json!({"type": "auto"}));
@@ -302,4 +321,39 @@ fn settings_anthropic_lacks_are_refused_and_top_k_and_one_call_at_a_time_are_wri
         body["tool_choice"],
         json!({"type": "auto", "disable_parallel_tool_use": true})
     );
+}
+
+/// Anthropic refuses to think on from tool calls made without its own thinking (another
+/// provider's, or a client that kept none): such a turn goes without, and a new question
+/// thinks again.
+#[test]
+fn a_turn_after_calls_made_without_anthropics_thinking_does_not_think() {
+    let mut req = Request::new("claude")
+        .message(Message::user("Add 1 and 2."))
+        .message(Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCall::new(
+                "t1",
+                "add",
+                r#"{"a":1,"b":2}"#,
+            ))],
+        ))
+        .message(Message::tool_result(ToolResult::text("t1", "3")));
+    req.reasoning = Some(kite_core::ReasoningConfig::effort("low"));
+    req.provider_hints
+        .insert("anthropic", "thinking", json!({"type": "adaptive"}));
+    assert_eq!(encode(&req).get("thinking"), None);
+    // With the signed thinking that made the calls, it thinks on.
+    let mut signed = req.clone();
+    signed.messages[1].parts.insert(
+        0,
+        Part::Reasoning(kite_core::Reasoning {
+            text: "Adding.".into(),
+            metadata: kite_core::Metadata::with("anthropic", "signature", json!("sig")),
+        }),
+    );
+    assert_eq!(encode(&signed)["thinking"], json!({"type": "adaptive"}));
+    // A new question after the results starts a new turn, which may think.
+    let asked = req.message(Message::user("And 3 and 4?"));
+    assert_eq!(encode(&asked)["thinking"], json!({"type": "adaptive"}));
 }

@@ -243,16 +243,19 @@ fn every_request_field_is_written() {
 }
 
 #[test]
-fn requests_a_chat_server_cannot_take_are_refused_with_a_reason() {
+fn requests_a_chat_server_cannot_take_are_refused_or_carried_otherwise() {
+    // An image in a tool's result, which a tool message cannot hold, follows it.
     let mut result = ToolResult::text("c1", "see picture");
     result
         .content
         .push(Part::image_url("https://example.com/x.png"));
     let req = Request::new("m").message(Message::tool_result(result));
-    assert!(matches!(
-        encode_request(&req, Dialect::OpenAi, false),
-        Err(Error::InvalidRequest(m)) if m.contains("text only")
-    ));
+    let sent = encode(&req, Dialect::OpenAi, false);
+    assert_eq!(
+        sent["messages"][1],
+        json!({"role": "user", "content": [{"type": "image_url",
+            "image_url": {"url": "https://example.com/x.png"}}]})
+    );
     assert!(matches!(
         encode_request(&Request::new(""), Dialect::OpenAi, false),
         Err(Error::InvalidRequest(_))
@@ -327,4 +330,63 @@ fn penalties_top_k_and_verbosity_go_where_a_dialect_takes_them_and_are_refused_e
             "{dialect:?}"
         );
     }
+}
+
+/// A system message among the others (Claude Code's) stays where it is for OpenAI, and is
+/// folded into the first for servers that take one only there.
+#[test]
+fn system_messages_stay_in_place_for_openai_and_are_folded_for_the_others() {
+    let req = Request::new("m")
+        .system("Be brief.")
+        .message(Message::user("Hi"))
+        .message(Message::system("Today is Thursday."));
+    let openai = encode(&req, Dialect::OpenAi, false);
+    let roles: Vec<&str> = openai["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "system"]);
+    for dialect in [Dialect::Mistral, Dialect::Compatible, Dialect::Groq] {
+        let sent = encode(&req, dialect, false);
+        assert_eq!(
+            sent["messages"],
+            json!([{"role": "system", "content": "Be brief.\n\nToday is Thursday."},
+                {"role": "user", "content": "Hi"}]),
+            "{dialect:?}"
+        );
+    }
+}
+
+/// OpenAI's own fields reach OpenAI and servers copying its API, and no other dialect.
+#[test]
+fn openais_own_fields_go_to_openai_alone() {
+    let mut req = Request::new("m").message(Message::user("Hi"));
+    req.provider_options
+        .insert("chat", "logit_bias", json!({"50256": -100}));
+    assert_eq!(
+        encode(&req, Dialect::OpenAi, false)["logit_bias"],
+        json!({"50256": -100})
+    );
+    let refused = encode_request(&req, Dialect::Mistral, false);
+    assert!(
+        matches!(&refused, Err(Error::InvalidRequest(m)) if m.starts_with("`logit_bias`")),
+        "{refused:?}"
+    );
+}
+
+/// An end-user id longer than OpenAI takes (Claude Code's) goes as a hash of it.
+#[test]
+fn a_long_end_user_id_goes_as_a_hash() {
+    let long = format!("{{\"device_id\":\"{}\"}}", "d".repeat(120));
+    let mut req = Request::new("m").message(Message::user("Hi"));
+    req.user = Some(long.clone());
+    let sent = encode(&req, Dialect::OpenAi, false);
+    let user = sent["user"].as_str().unwrap();
+    assert!(user.starts_with("kite-") && user.len() <= 64, "{user}");
+    assert!(!user.contains("device"));
+    assert_eq!(encode(&req, Dialect::OpenAi, false)["user"], user);
+    req.user = Some("user-7".into());
+    assert_eq!(encode(&req, Dialect::OpenAi, false)["user"], "user-7");
 }

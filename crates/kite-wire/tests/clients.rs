@@ -1,5 +1,7 @@
 //! The real requests of coding agents (testdata/clients: Claude Code and Codex, captured
-//! unmodified), each decoded by the gateway's decoder for its API.
+//! unmodified), each decoded by the gateway's decoder for its API: every one is served,
+//! and every call in its history names a tool the model is offered, as the model knows
+//! it (else the upstream would be asked about a tool it never saw).
 
 use std::path::PathBuf;
 
@@ -23,12 +25,25 @@ fn bodies(client: &str) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// What is wrong with a decoded request: a call in its history of a tool not offered.
+fn unknown_calls(name: &str, request: &kite_core::Request) -> Vec<String> {
+    let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    request
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .filter(|c| !offered.contains(&c.name.as_str()))
+        .map(|c| format!("{name}: a call of `{}`, not among {offered:?}", c.name))
+        .collect()
+}
+
 #[test]
 fn every_claude_code_request_is_served() {
     let mut failed = Vec::new();
     for (name, body) in bodies("claude-code") {
-        if let Err(e) = kite_wire::anthropic::serve::decode_request(&body) {
-            failed.push(format!("{name}: {e}"));
+        match kite_wire::anthropic::serve::decode_request(&body) {
+            Ok(c) => failed.extend(unknown_calls(&name, &c.request)),
+            Err(e) => failed.push(format!("{name}: {e}")),
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
@@ -38,8 +53,9 @@ fn every_claude_code_request_is_served() {
 fn every_codex_request_is_served() {
     let mut failed = Vec::new();
     for (name, body) in bodies("codex") {
-        if let Err(e) = kite_wire::openai_responses::serve::decode_request(&body) {
-            failed.push(format!("{name}: {e}"));
+        match kite_wire::openai_responses::serve::decode_request(&body) {
+            Ok(c) => failed.extend(unknown_calls(&name, &c.request)),
+            Err(e) => failed.push(format!("{name}: {e}")),
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");

@@ -116,12 +116,20 @@ fn openai_takes_documents_as_files() {
         sent["input"][0]["content"][0]["file_url"],
         "https://example.com/a.pdf"
     );
-    // A PDF in a tool's result is more than Chat Completions can carry: said, not dropped.
+    // A PDF in a tool's result, which a tool message cannot hold, follows it in a user
+    // message of its own.
     let result = Request::new("m").message(Message::tool_result(ToolResult {
-        content: vec![Part::Document(Document::new(pdf()))],
+        content: vec![Part::text("Here: "), Part::Document(Document::new(pdf()))],
         ..ToolResult::text("t1", "")
     }));
-    assert!(chat(&result).is_err());
+    let sent = chat(&result).unwrap();
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "tool", "tool_call_id": "t1",
+            "content": "Here: [shown in the next message]"})
+    );
+    assert_eq!(sent["messages"][1]["role"], "user");
+    assert_eq!(sent["messages"][1]["content"][0]["type"], "file");
 }
 
 #[test]

@@ -21,6 +21,12 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         return Err(Error::InvalidRequest("no model named".into()));
     }
     refuse_foreign(req, NAMESPACE, "Anthropic Messages")?;
+    if req.tools.iter().any(|t| t.name == ANSWER_TOOL) {
+        return Err(Error::InvalidRequest(format!(
+            "the tool name `{ANSWER_TOOL}` is kept for structured answers; name the tool \
+             otherwise"
+        )));
+    }
     refuse_lacking(
         req,
         "Anthropic Messages",
@@ -50,8 +56,15 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
-    // Thinking counts against max_tokens, which must exceed its budget.
-    let budget = req.reasoning.as_ref().and_then(|r| r.budget());
+    // Thinking counts against max_tokens, which must exceed its budget. A turn that goes on
+    // from tool calls made without Anthropic's own thinking (another provider's, or none
+    // kept) cannot think: Anthropic refuses such a turn with thinking on.
+    let can_think = !unsigned_tool_turn(&messages);
+    let budget = req
+        .reasoning
+        .as_ref()
+        .and_then(|r| r.budget())
+        .filter(|_| can_think);
     body.insert(
         "max_tokens".into(),
         json!(
@@ -68,7 +81,9 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     // What a client of Anthropic's own API asked for goes back as it came.
     for name in ["thinking", "output_config", "context_management"] {
         if let Some(v) = req.provider_hints.get(NAMESPACE, name) {
-            body.insert(name.into(), v.clone());
+            if name != "thinking" || can_think {
+                body.insert(name.into(), v.clone());
+            }
         }
     }
     body.insert(
@@ -100,10 +115,14 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
     let mut choice = req.tool_choice.clone();
     if let Some((tool, forced)) = answer_tool {
         tools.push(tool);
-        choice = match (forced, req.tools.is_empty()) {
+        // Some call must be made, and with no tool of the client's to call (none offered,
+        // or none allowed), the answer's; a tool the client forces keeps its turn first.
+        choice = match (forced, &req.tool_choice) {
             (false, _) => Some(ToolChoice::Auto),
-            (true, true) => Some(ToolChoice::Tool(ANSWER_TOOL.into())),
-            (true, false) => Some(ToolChoice::Required),
+            (true, Some(ToolChoice::Tool(name))) => Some(ToolChoice::Tool(name.clone())),
+            (true, Some(ToolChoice::None)) => Some(ToolChoice::Tool(ANSWER_TOOL.into())),
+            (true, _) if req.tools.is_empty() => Some(ToolChoice::Tool(ANSWER_TOOL.into())),
+            (true, _) => Some(ToolChoice::Required),
         };
     }
     if !tools.is_empty() {
@@ -148,6 +167,23 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         body.insert(k.clone(), v.clone());
     }
     serde_json::to_vec(&Value::Object(body)).map_err(|e| Error::InvalidRequest(e.to_string()))
+}
+
+/// Whether the conversation ends in tool results answering an assistant turn that made
+/// its calls without a thinking block: one that cannot go on with thinking.
+fn unsigned_tool_turn(messages: &[(&'static str, Vec<Value>)]) -> bool {
+    let Some(at) = messages.iter().rposition(|(role, _)| *role == "assistant") else {
+        return false;
+    };
+    let last_assistant = &messages[at].1;
+    let only_results = messages[at + 1..]
+        .iter()
+        .all(|(_, blocks)| blocks.iter().all(|b| b["type"] == "tool_result"));
+    let calls = only_results && last_assistant.iter().any(|b| b["type"] == "tool_use");
+    let thought = last_assistant
+        .iter()
+        .any(|b| matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")));
+    calls && !thought
 }
 
 /// The tool whose input is a JSON answer (see [`answer_tool`]).

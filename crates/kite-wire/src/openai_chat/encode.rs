@@ -1,7 +1,7 @@
 //! Request encoding.
 
 use super::{Dialect, NAMESPACE};
-use crate::codec::{Setting, refuse_foreign, refuse_lacking};
+use crate::codec::{Setting, end_user, own_options, refuse_foreign, refuse_lacking};
 use crate::schema;
 use kite_core::{
     DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice,
@@ -24,10 +24,26 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
         refuse_lacking(req, dialect.name(), &[Setting::TopK])?;
     }
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
-    if let Some(system) = &req.system {
-        messages.push(json!({"role": "system", "content": system}));
+    // OpenAI takes system messages anywhere; other servers (Mistral, many chat templates)
+    // only first, so theirs are folded into one, in order.
+    let fold = dialect != Dialect::OpenAi;
+    let mut system: Vec<String> = req.system.iter().cloned().collect();
+    if fold {
+        system.extend(
+            req.messages
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .map(Message::text),
+        );
     }
-    for m in &req.messages {
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system.join("\n\n")}));
+    }
+    for m in req
+        .messages
+        .iter()
+        .filter(|m| !fold || m.role != Role::System)
+    {
         encode_message(m, &mut messages)?;
     }
 
@@ -82,9 +98,9 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
     put(
         "user",
         req.user
-            .clone()
+            .as_deref()
             .filter(|_| dialect.sends_user())
-            .map(Value::from),
+            .map(|u| Value::from(end_user(u))),
     );
     put(
         "response_format",
@@ -102,12 +118,15 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
     }
-    // What a client of this API asked for in its terms (through a gateway).
-    for (_, k, v) in req
-        .provider_options
-        .iter()
-        .filter(|(ns, ..)| *ns == NAMESPACE)
-    {
+    // What a client of this API asked for in its terms (through a gateway): OpenAI's own
+    // fields, which only OpenAI and the servers that copy its API take.
+    for (k, v) in own_options(req, NAMESPACE) {
+        if !matches!(dialect, Dialect::OpenAi | Dialect::Compatible) {
+            return Err(Error::InvalidRequest(format!(
+                "`{k}` is OpenAI's own, and {} does not take it; leave it out for this model",
+                dialect.name()
+            )));
+        }
         body.insert(k.to_owned(), v.clone());
     }
     for (k, v) in &req.extra {
@@ -117,27 +136,28 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
 }
 
 fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
-    // Tool results become one `tool` message each, whatever message carried them.
+    // Tool results become one `tool` message each, whatever message carried them. A tool
+    // message holds text alone: what else a result holds (an image, a PDF) follows them in
+    // a user message of its own, which the tool message points to.
+    let mut shown = Vec::new();
     for p in &m.parts {
         if let Part::ToolResult(r) = p {
             let mut texts = Vec::new();
             for c in &r.content {
                 match c {
                     Part::Text { text } => texts.push(text.clone()),
-                    Part::Document(d) if d.as_text().is_some() => {
-                        texts.extend(d.as_text());
-                    }
-                    _ => {
-                        return Err(Error::InvalidRequest(
-                            "chat completions tool results carry text only (and text \
-                             documents)"
-                                .into(),
-                        ));
+                    Part::Document(d) if d.as_text().is_some() => texts.extend(d.as_text()),
+                    other => {
+                        texts.push("[shown in the next message]".into());
+                        shown.push(user_part(other)?);
                     }
                 }
             }
             out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": texts.concat()}));
         }
+    }
+    if !shown.is_empty() {
+        out.push(json!({"role": "user", "content": shown}));
     }
     match m.role {
         Role::Tool => Ok(()),
@@ -257,6 +277,10 @@ fn user_part(p: &Part) -> Result<Value, Error> {
             }
             json!({"type": "image_url", "image_url": image})
         }
-        _ => Value::Null,
+        _ => {
+            return Err(Error::InvalidRequest(
+                "Chat Completions cannot carry a part of this kind in a message".into(),
+            ));
+        }
     })
 }

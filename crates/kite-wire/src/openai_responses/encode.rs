@@ -1,7 +1,7 @@
 //! Request encoding.
 
 use super::NAMESPACE;
-use crate::codec::{Setting, refuse_foreign, refuse_lacking};
+use crate::codec::{Setting, end_user, own_options, refuse_foreign, refuse_lacking};
 use crate::schema;
 use kite_core::{
     DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice,
@@ -119,7 +119,10 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
     put("temperature", req.temperature.map(Value::from));
     put("top_p", req.top_p.map(Value::from));
     put("max_output_tokens", req.max_tokens.map(Value::from));
-    put("safety_identifier", req.user.clone().map(Value::from));
+    put(
+        "safety_identifier",
+        req.user.as_deref().map(|u| Value::from(end_user(u))),
+    );
     put(
         "reasoning",
         req.reasoning.as_ref().map(|r| {
@@ -154,14 +157,8 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
     body.insert("stream".into(), json!(stream));
     // What a client of this API asked for in its terms (through a gateway); its hosted
     // tools are with the others.
-    for (_, k, v) in req
-        .provider_options
-        .iter()
-        .filter(|(ns, ..)| *ns == NAMESPACE)
-    {
-        if k != "tools" {
-            body.insert(k.to_owned(), v.clone());
-        }
+    for (k, v) in own_options(req, NAMESPACE).filter(|(k, _)| *k != "tools") {
+        body.insert(k.to_owned(), v.clone());
     }
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());

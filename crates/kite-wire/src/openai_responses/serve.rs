@@ -3,14 +3,18 @@
 //! as a whole `response` object or as the stream events ([`EventEncoder`]).
 //!
 //! Only stateless requests are served: the client sends the whole conversation in `input`
-//! (messages, `function_call` and `function_call_output` items, and back the `reasoning`
-//! items it was given). `previous_response_id` and `conversation`, which name what the
-//! server would have stored, are refused; `store` is taken and left (nothing is stored).
-//! Only function tools are served.
+//! (messages, calls and their outputs, and back the `reasoning` items it was given; see
+//! `serve/input.rs`). `previous_response_id` and `conversation`, which name what the server
+//! would have stored, are refused; `store` is taken and left (nothing is stored). The
+//! client's tools (functions, namespaces, custom, `local_shell`, `apply_patch`) become
+//! functions, and OpenAI's hosted web search is set aside for the gateway's policy; see
+//! `serve/tools.rs`.
 //!
 //! An answer's parts become output items in order: a text (or refusal) part a `message`
-//! item, reasoning a `reasoning` item, a tool call a `function_call` item. Item ids are made from the response id and the item's place, so
-//! the streamed items and the final response name them alike.
+//! item, reasoning a `reasoning` item, a tool call the item its tool asks for
+//! (`function_call`, `custom_tool_call`, `local_shell_call`, `apply_patch_call`). Item ids
+//! are made from the response id and the item's place, so the streamed items and the
+//! final response name them alike.
 
 mod events;
 mod input;

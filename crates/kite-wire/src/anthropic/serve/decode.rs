@@ -26,12 +26,10 @@ pub fn decode_count_request(body: &[u8]) -> Result<Request, Error> {
     let mut v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
     if let Some(o) = v.as_object_mut() {
-        if let Some(stream) = o.get("stream").filter(|s| !s.is_null()) {
-            return Err(bad(format!(
-                "stream: a count is not streamed, not {}",
-                stream
-            )));
+        if o.get("stream").is_some_and(|s| s == true) {
+            return Err(bad("stream: a count is not streamed"));
         }
+        o.remove("stream");
         o.entry("max_tokens").or_insert(json!(1));
     }
     Ok(decode_value(&v)?.request)

@@ -29,7 +29,6 @@ pub(super) const TAKEN: &[&str] = &[
     "prompt_cache_retention",
     "logit_bias",
     "service_tier",
-    "metadata",
     "prediction",
 ];
 
@@ -45,11 +44,6 @@ pub(super) const PASSED: &[Passed] = &[
         name: "service_tier",
         shape: Shape::Text,
         asks_nothing: default_tier,
-    },
-    Passed {
-        name: "metadata",
-        shape: Shape::Object,
-        asks_nothing: nothing,
     },
     Passed {
         name: "prediction",
@@ -89,6 +83,12 @@ pub(super) const UNSERVED: &[Unserved] = &[
         shape: Shape::Object,
         accepts: nothing,
         why: "answers are text only",
+    },
+    Unserved {
+        name: "metadata",
+        shape: Shape::Object,
+        accepts: nothing,
+        why: "OpenAI takes it only with `store: true`, and completions are not stored",
     },
     Unserved {
         name: "store",

@@ -156,16 +156,22 @@ impl Input<'_> {
             _ => return Err("`content` must be text or an array of parts".into()),
         };
         match str_of(m, "role") {
-            Some("system" | "developer") => self.system.push(
-                parts
+            // Instructions before the conversation are its system prompt; later ones stay
+            // where they are, so the prompt before them stays the same (and cached).
+            Some("system" | "developer") => {
+                let text = parts
                     .iter()
                     .map(|p| match p {
                         Part::Text { text } => Ok(text.as_str()),
                         _ => Err("a system message takes text only"),
                     })
                     .collect::<Result<Vec<_>, _>>()?
-                    .join(""),
-            ),
+                    .join("\n\n");
+                match self.messages.is_empty() {
+                    true => self.system.push(text),
+                    false => self.messages.push(Message::system(text)),
+                }
+            }
             Some("user") => self.messages.push(Message::new(Role::User, parts)),
             Some("assistant") => assistant(self.messages).extend(parts),
             other => {

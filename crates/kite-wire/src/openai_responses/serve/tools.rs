@@ -9,11 +9,13 @@
 //! for providers (64 characters) is cut and ends in a hash of the whole, so it stays the
 //! same from one request to the next.
 //!
-//! Hosted tools (`web_search`, `file_search`, ...), which only OpenAI can run, are not
-//! functions: the decoder hands them back for the gateway's policy to pass on or refuse.
+//! OpenAI's hosted web search, which only OpenAI can run, is not a function: the decoder
+//! hands it back for the gateway's policy to pass on or refuse. The other hosted tools are
+//! refused: each would reach the gateway's own OpenAI account.
 
 use super::fields;
 use crate::client::{known, shown};
+use crate::codec::fnv1a;
 use kite_core::ToolSpec;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -41,12 +43,19 @@ pub struct ClientTools {
     by_flat: HashMap<String, Given>,
 }
 
-/// The types of the tools OpenAI runs itself.
+/// The hosted tools passed on (by the gateway's policy): OpenAI's web search, which
+/// reads only the public web.
 pub(crate) const HOSTED: &[&str] = &[
     "web_search",
     "web_search_preview",
     "web_search_2025_08_26",
     "web_search_preview_2025_03_11",
+];
+
+/// The hosted tools refused: each reaches what belongs to the gateway's own OpenAI account
+/// (its vector stores and files, containers, connectors and MCP servers, spending on
+/// images), which a client's key must not, or acts through calls kite cannot carry back.
+const REFUSED_HOSTED: &[&str] = &[
     "file_search",
     "code_interpreter",
     "computer_use",
@@ -79,13 +88,6 @@ fn flat(namespace: Option<&str>, name: &str) -> String {
         cut -= 1;
     }
     format!("{}_{:016x}", &whole[..cut], fnv1a(&whole))
-}
-
-/// FNV-1a, 64 bits: a hash that is the same in every build, for a cut name's end.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 impl ClientTools {
@@ -137,10 +139,16 @@ impl ClientTools {
                 hosted.push(t.clone());
                 return Ok(());
             }
+            Some(h) if REFUSED_HOSTED.contains(&h) => {
+                return Err(format!(
+                    "the hosted tool `{h}` is not served: it would reach the gateway's own \
+                     OpenAI account (its files, containers, connectors or spending)"
+                ));
+            }
             other => {
                 return Err(format!(
                     "tools of type {} are not served; function, custom, namespace, \
-                     local_shell, apply_patch and OpenAI's hosted tools are",
+                     local_shell, apply_patch and web_search are",
                     shown(other)
                 ));
             }
@@ -160,14 +168,27 @@ impl ClientTools {
         Ok(())
     }
 
-    /// The name the model knows a client's tool by (one no longer offered included).
+    /// The name the model knows a client's tool by (one no longer offered included). A
+    /// call named without its namespace (Codex echoes those of its `functions` namespace
+    /// so) is the tool of that name in the one namespace that has it.
     pub(crate) fn flat_name(&self, namespace: Option<&str>, name: &str, kind: Kind) -> String {
         let named = match kind {
             Kind::LocalShell => "local_shell",
             Kind::ApplyPatch => "apply_patch",
             Kind::Function | Kind::Custom => name,
         };
-        flat(namespace, named)
+        let whole = flat(namespace, named);
+        if namespace.is_some() || self.by_flat.contains_key(&whole) {
+            return whole;
+        }
+        let mut same = self
+            .by_flat
+            .iter()
+            .filter(|(_, g)| g.name == named && g.kind == kind);
+        match (same.next(), same.next()) {
+            (Some((flat_name, _)), None) => flat_name.clone(),
+            _ => whole,
+        }
     }
 
     /// The kind of tool the model's `flat_name` stands for.
@@ -197,12 +218,27 @@ impl ClientTools {
                 "name": given.name}),
             Kind::Custom => json!({"type": "custom_tool_call", "name": given.name,
                 "input": custom_input(arguments)}),
-            Kind::LocalShell => {
-                let mut action = args().as_object().cloned().unwrap_or_default();
-                action.insert("type".into(), json!("exec"));
-                json!({"type": "local_shell_call", "action": action})
-            }
-            Kind::ApplyPatch => json!({"type": "apply_patch_call", "operation": args()}),
+            // A call whose arguments the client could not read as its tool's goes back as a
+            // function call, which the client answers as one it does not know.
+            Kind::LocalShell => match args()
+                .as_object()
+                .filter(|a| a.get("command").is_some_and(Value::is_array))
+            {
+                Some(action) => {
+                    let mut action = action.clone();
+                    action.insert("type".into(), json!("exec"));
+                    json!({"type": "local_shell_call", "action": action})
+                }
+                None => json!({"type": "function_call", "arguments": arguments,
+                    "name": "local_shell"}),
+            },
+            Kind::ApplyPatch => match args() {
+                op if op["type"].is_string() && op["path"].is_string() => {
+                    json!({"type": "apply_patch_call", "operation": op})
+                }
+                _ => json!({"type": "function_call", "arguments": arguments,
+                    "name": "apply_patch"}),
+            },
         };
         item["id"] = json!(id);
         item["status"] = json!(status);
@@ -316,4 +352,97 @@ fn apply_patch() -> ToolSpec {
             "diff": {"type": "string"}},
             "required": ["type", "path"]}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools(given: Value) -> (ClientTools, Vec<ToolSpec>, Vec<Value>) {
+        let mut tools = ClientTools::default();
+        let (mut specs, mut hosted) = (Vec::new(), Vec::new());
+        for t in given.as_array().unwrap() {
+            tools.add(None, t, &mut specs, &mut hosted).unwrap();
+        }
+        (tools, specs, hosted)
+    }
+
+    #[test]
+    fn each_kind_of_call_goes_back_as_its_tool_asks() {
+        let (tools, specs, hosted) = tools(json!([
+            {"type": "namespace", "name": "ns", "description": "",
+                "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]},
+            {"type": "custom", "name": "exec", "format": {"type": "grammar",
+                "syntax": "lark", "definition": "start: /.+/"}},
+            {"type": "local_shell"},
+            {"type": "apply_patch"},
+            {"type": "web_search"}]));
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ns__f", "exec", "local_shell", "apply_patch"]);
+        assert!(specs[1].description.contains("start: /.+/"));
+        assert_eq!(hosted, vec![json!({"type": "web_search"})]);
+
+        let item = |name: &str, args: &str| tools.call_item("fc_1", "completed", "c1", name, args);
+        let f = item("ns__f", r#"{"a":1}"#);
+        assert_eq!(
+            (&f["type"], &f["namespace"], &f["name"]),
+            (&json!("function_call"), &json!("ns"), &json!("f"))
+        );
+        let c = item("exec", r#"{"input":"ls -l"}"#);
+        assert_eq!(
+            (&c["type"], &c["input"]),
+            (&json!("custom_tool_call"), &json!("ls -l"))
+        );
+        let l = item("local_shell", r#"{"command":["ls"]}"#);
+        assert_eq!(l["type"], "local_shell_call");
+        assert_eq!(l["action"], json!({"type": "exec", "command": ["ls"]}));
+        let p = item(
+            "apply_patch",
+            r#"{"type":"create_file","path":"a","diff":"x"}"#,
+        );
+        assert_eq!(p["type"], "apply_patch_call");
+        assert_eq!(p["operation"]["path"], "a");
+        // A call of a tool the client did not give, or one it could not read, goes back
+        // as a function call.
+        assert_eq!(item("other", "{}")["type"], "function_call");
+        assert_eq!(
+            item("local_shell", r#"{"cmd":"ls"}"#)["type"],
+            "function_call"
+        );
+        assert_eq!(item("apply_patch", "not json")["type"], "function_call");
+    }
+
+    #[test]
+    fn long_names_are_cut_and_hashed_the_same_way_each_time() {
+        let long = "n".repeat(60);
+        let given = json!([{"type": "namespace", "name": long, "description": "",
+            "tools": [{"type": "function", "name": "first"}, {"type": "function", "name": "second"}]}]);
+        let (once, specs, _) = tools(given.clone());
+        let (_, again, _) = tools(given);
+        assert!(specs.iter().all(|s| s.name.len() <= MAX_NAME));
+        assert_ne!(specs[0].name, specs[1].name);
+        assert_eq!(specs[0].name, again[0].name);
+        let back = once.call_item("fc", "completed", "c", &specs[1].name, "{}");
+        assert_eq!(
+            (&back["namespace"], &back["name"]),
+            (&json!(long), &json!("second"))
+        );
+    }
+
+    #[test]
+    fn a_tool_given_twice_and_account_tools_are_refused() {
+        let mut tools = ClientTools::default();
+        let (mut specs, mut hosted) = (Vec::new(), Vec::new());
+        let f = json!({"type": "function", "name": "a__b"});
+        tools.add(None, &f, &mut specs, &mut hosted).unwrap();
+        let ns =
+            json!({"type": "namespace", "name": "a", "tools": [{"type": "function", "name": "b"}]});
+        let twice = tools.add(None, &ns, &mut specs, &mut hosted).unwrap_err();
+        assert!(twice.contains("given twice"), "{twice}");
+        let search = json!({"type": "file_search", "vector_store_ids": ["vs_1"]});
+        let refused = tools
+            .add(None, &search, &mut specs, &mut hosted)
+            .unwrap_err();
+        assert!(refused.contains("file_search"), "{refused}");
+    }
 }
