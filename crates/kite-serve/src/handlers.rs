@@ -167,7 +167,30 @@ async fn answer<E: Encoder>(
             }))
         })
         .map(Ok::<_, std::convert::Infallible>);
-    event_stream(body)
+    let ping = match api {
+        Api::Messages => "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        Api::Chat => ": keep-alive\n\n",
+    };
+    let every = gw.deadlines.keep_alive;
+    event_stream(kept_alive(body, ping, every))
+}
+
+/// `body`, with `ping` (Anthropic's ping event, or an SSE comment every client skips)
+/// after each `every` of silence ([`Deadlines::keep_alive`](crate::Deadlines)).
+fn kept_alive<S>(
+    body: S,
+    ping: &'static str,
+    every: std::time::Duration,
+) -> impl futures_util::Stream<Item = Result<String, std::convert::Infallible>> + Send
+where
+    S: futures_util::Stream<Item = Result<String, std::convert::Infallible>> + Send + 'static,
+{
+    futures_util::stream::unfold(Box::pin(body), move |mut body| async move {
+        tokio::select! {
+            next = body.next() => next.map(|item| (item, body)),
+            () = tokio::time::sleep(every) => Some((Ok(ping.to_owned()), body)),
+        }
+    })
 }
 
 /// `events`, ended by an error (503, "stopping") once `stop` is cancelled: a stream cut off

@@ -143,6 +143,10 @@ pub struct Deadlines {
     pub headers: std::time::Duration,
     /// For the body, once the headers are in (default 60 s).
     pub body: std::time::Duration,
+    /// Of silence in a streamed answer before it says it is alive (default 15 s): a
+    /// thought or a large call held until whole can take minutes, and a proxy between
+    /// may give up first.
+    pub keep_alive: std::time::Duration,
 }
 
 impl Default for Deadlines {
@@ -151,6 +155,7 @@ impl Default for Deadlines {
             first_byte: std::time::Duration::from_secs(5),
             headers: std::time::Duration::from_secs(30),
             body: std::time::Duration::from_secs(60),
+            keep_alive: std::time::Duration::from_secs(15),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Clients that send their request slowly, a byte at a time or not at all, are cut off at
 //! the gateway's deadlines: the connection for a first byte or headers that never come, a
 //! 408 in the client's shape for a body that never ends; and thousands of connections that
-//! say nothing, or trickle a body, do not keep out those that ask.
+//! say nothing, or trickle a body, do not keep out those that ask. And an answer slow to
+//! come says it is alive while it is on its way.
 
 use kite_core::{Event, EventStream, FinishReason, Model, Request};
 use kite_serve::{Deadlines, Gateway, Route};
@@ -27,6 +28,7 @@ async fn serve() -> std::net::SocketAddr {
         first_byte: Duration::from_millis(500),
         headers: Duration::from_millis(500),
         body: Duration::from_millis(500),
+        ..Deadlines::default()
     })
     .await
 }
@@ -227,4 +229,65 @@ async fn idle_connections_do_not_keep_out_those_that_ask() {
         }
         stop.cancel();
     }
+}
+
+/// Starts, then thinks for a while before it goes on.
+struct Thinks;
+
+impl Model for Thinks {
+    fn stream(&self, _: &Request) -> EventStream {
+        let first = futures_util::stream::iter([Ok(Event::text(0, "Working. "))]);
+        let then = futures_util::stream::once(async {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            Ok(Event::text(0, "Done."))
+        });
+        Box::pin(futures_util::StreamExt::chain(first, then))
+    }
+}
+
+#[tokio::test]
+async fn a_silent_stream_says_it_is_alive_in_its_apis_way() {
+    let gateway =
+        Gateway::new(vec![Route::new("m", Arc::new(Thinks), "m")], false).deadlines(Deadlines {
+            keep_alive: Duration::from_millis(100),
+            ..Deadlines::default()
+        });
+    let listener = kite_serve::bind(([127, 0, 0, 1], 0).into()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        Arc::new(gateway),
+        std::future::pending(),
+    ));
+    let client = reqwest::Client::new();
+    let ask = |path: &str, body: serde_json::Value| {
+        client
+            .post(format!("http://{addr}/v1/{path}"))
+            .json(&body)
+            .send()
+    };
+    let messages = ask(
+        "messages",
+        serde_json::json!({"model": "m", "max_tokens": 10, "stream": true,
+            "messages": [{"role": "user", "content": "Hi"}]}),
+    )
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(messages.matches("event: ping").count() >= 3, "{messages}");
+    assert!(messages.contains("Done."), "{messages}");
+    let chat = ask(
+        "chat/completions",
+        serde_json::json!({"model": "m", "stream": true,
+            "messages": [{"role": "user", "content": "Hi"}]}),
+    )
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(chat.matches(": keep-alive").count() >= 3, "{chat}");
+    assert!(chat.trim_end().ends_with("data: [DONE]"), "{chat}");
 }

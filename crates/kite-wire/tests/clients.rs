@@ -60,3 +60,26 @@ fn every_codex_request_is_served() {
     }
     assert!(failed.is_empty(), "{failed:#?}");
 }
+
+/// Claude Code's requests, sent on to Anthropic, keep what Anthropic reads of them as they
+/// came: the system blocks and tools (cache breakpoints, deferred loading), the thinking,
+/// effort and context settings, and each message's breakpoints.
+#[test]
+fn claude_codes_requests_reach_anthropic_as_they_came() {
+    for (name, body) in bodies("claude-code") {
+        let given: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let request = kite_wire::anthropic::serve::decode_request(&body)
+            .unwrap()
+            .request;
+        let sent: serde_json::Value = serde_json::from_slice(
+            &kite_wire::anthropic::encode_request(&request, true).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(sent["tools"], given["tools"], "{name}");
+        for key in ["thinking", "output_config", "context_management", "max_tokens"] {
+            assert_eq!(sent[key], given[key], "{name}: {key}");
+        }
+        let marks = |v: &serde_json::Value| v.to_string().matches("cache_control").count();
+        assert_eq!(marks(&sent), marks(&given), "{name}: cache breakpoints");
+    }
+}

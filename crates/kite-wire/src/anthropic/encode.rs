@@ -79,7 +79,12 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         );
     }
     // What a client of Anthropic's own API asked for goes back as it came.
-    for name in ["thinking", "output_config", "context_management"] {
+    for name in [
+        "thinking",
+        "output_config",
+        "context_management",
+        "cache_control",
+    ] {
         if let Some(v) = req.provider_hints.get(NAMESPACE, name) {
             if name != "thinking" || can_think {
                 body.insert(name.into(), v.clone());
@@ -102,13 +107,7 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         let texts: Vec<&str> = system.iter().filter_map(|b| b["text"].as_str()).collect();
         body.insert("system".into(), json!(texts.join("\n\n")));
     }
-    let mut tools: Vec<Value> = req
-        .tools
-        .iter()
-        .map(
-            |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
-        )
-        .collect();
+    let mut tools = tool_blocks(req);
     // A JSON answer is asked for as a call of a tool whose input is the answer (the
     // decoders turn it back into text), unless the client asked Anthropic's own way.
     let answer_tool = answer_tool(req, budget.is_some());
@@ -217,6 +216,27 @@ fn answer_tool(req: &Request, thinks: bool) -> Option<(Value, bool)> {
     });
     let tool = json!({"name": ANSWER_TOOL, "description": description, "input_schema": schema});
     Some((tool, !thinks))
+}
+
+/// The tools: a client's own (with what only Anthropic reads of them) when they came
+/// through a gateway unchanged, else each spec's name, description and schema.
+fn tool_blocks(req: &Request) -> Vec<Value> {
+    if let Some(Value::Array(given)) = req.provider_hints.get(NAMESPACE, "tools") {
+        let same = given.len() == req.tools.len()
+            && given
+                .iter()
+                .zip(&req.tools)
+                .all(|(g, t)| g["name"] == t.name.as_str());
+        if same {
+            return given.clone();
+        }
+    }
+    req.tools
+        .iter()
+        .map(
+            |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+        )
+        .collect()
 }
 
 /// The system prompt as text blocks: the client's own blocks (cache breakpoints and all)

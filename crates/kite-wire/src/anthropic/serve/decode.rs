@@ -126,10 +126,24 @@ fn decode_value(v: &Value) -> Result<ClientRequest, Error> {
     output_config(f.get("output_config"), &mut request)?;
     // Anthropic's own settings go to Anthropic as they came; for the other providers,
     // the conversation is sent whole and the model thinks as it does by default.
-    for name in ["thinking", "output_config", "context_management"] {
+    for name in [
+        "thinking",
+        "output_config",
+        "context_management",
+        "cache_control",
+    ] {
         if let Some(v) = f.get(name) {
             hint(&mut request, name, v.clone());
         }
+    }
+    // The tools themselves too, with what only Anthropic reads of them (cache breakpoints,
+    // `strict`, deferred loading, examples).
+    if !request.tools.is_empty() {
+        hint(
+            &mut request,
+            "tools",
+            Value::Array(f.array("tools")?.to_vec()),
+        );
     }
     check(&request, "messages")?;
     Ok(ClientRequest {
