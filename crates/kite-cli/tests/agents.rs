@@ -299,7 +299,9 @@ async fn codex_in_front_of_chat_completions() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_in_front_of_responses() {
-    all_pass(Agent::Codex, Upstream::Responses).await;
+    let sent = all_pass(Agent::Codex, Upstream::Responses).await;
+    // Its cache key routes its requests to where OpenAI holds its prompt.
+    all_hold(&sent, r#""prompt_cache_key""#, true);
 }
 
 #[tokio::test(flavor = "multi_thread")]

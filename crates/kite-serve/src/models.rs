@@ -4,12 +4,13 @@
 //! `after_id` and `before_id`; any other, OpenAI's.
 
 use crate::Gateway;
-use crate::errors::{Api, unknown_model};
+use crate::errors::{Api, Kind, error, unknown_model};
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// When the gateway's models are said to have been made: nothing better is known.
@@ -36,36 +37,45 @@ fn entry(name: &str, anthropic: bool) -> Value {
     }
 }
 
-/// Anthropic's paging of the list.
-#[derive(Deserialize)]
-pub(crate) struct Page {
-    limit: Option<usize>,
-    after_id: Option<String>,
-    before_id: Option<String>,
-}
-
 pub(crate) async fn models(
     State(gw): State<Arc<Gateway>>,
     headers: HeaderMap,
-    Query(page): Query<Page>,
+    Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let names = names(&gw);
     if !anthropic(&headers) {
         let data: Vec<Value> = names.iter().map(|n| entry(n, false)).collect();
         return axum::Json(json!({"object": "list", "data": data})).into_response();
     }
-    let limit = page.limit.unwrap_or(20).clamp(1, 1000);
-    let at = |id: &Option<String>| {
-        id.as_ref()
-            .and_then(|id| names.iter().position(|n| n == id))
+    // Anthropic's paging: `limit` (1 to 1000, default 20), `after_id`, `before_id`.
+    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
+        None => 20,
+        Some(Ok(l)) if (1..=1000).contains(&l) => l,
+        Some(_) => {
+            return error(
+                Api::Messages,
+                StatusCode::BAD_REQUEST,
+                "limit: must be a whole number from 1 to 1000",
+                Kind::Invalid,
+            );
+        }
     };
-    let (from, to) = match (at(&page.after_id), at(&page.before_id)) {
+    let (after, before) = (query.get("after_id"), query.get("before_id"));
+    if let Some(unknown) = [after, before]
+        .into_iter()
+        .flatten()
+        .find(|id| !names.contains(&id.as_str()))
+    {
+        return unknown_model(Api::Messages, unknown);
+    }
+    let at = |id: Option<&String>| id.and_then(|id| names.iter().position(|n| n == id));
+    let (from, to) = match (at(after), at(before)) {
         (Some(after), _) => (after + 1, (after + 1 + limit).min(names.len())),
         (None, Some(before)) => (before.saturating_sub(limit), before),
         (None, None) => (0, limit.min(names.len())),
     };
     let shown = &names[from..to.max(from)];
-    let has_more = match page.before_id.is_some() && page.after_id.is_none() {
+    let has_more = match before.is_some() && after.is_none() {
         true => from > 0,
         false => to < names.len(),
     };

@@ -144,6 +144,18 @@ impl<'a> Fields<'a> {
         Ok(())
     }
 
+    /// Offers the API whose codec writes `namespace` its cache hints
+    /// (`prompt_cache_key`, `prompt_cache_retention`), text each: they route a request to
+    /// where its prompt is cached, and the other providers do without.
+    pub(crate) fn cache_hints(&self, namespace: &str, request: &mut Request) -> Result<(), Error> {
+        for name in ["prompt_cache_key", "prompt_cache_retention"] {
+            if let Some(hint) = self.string(name)? {
+                request.provider_hints.insert(namespace, name, hint.into());
+            }
+        }
+        Ok(())
+    }
+
     /// A text field, refused when it is anything else.
     pub(crate) fn string(&self, name: &str) -> Result<Option<&'a str>, Error> {
         match self.get(name) {
@@ -304,6 +316,7 @@ pub(crate) fn inline_file(
         .strip_prefix("data:")
         .and_then(|d| d.split_once(','))
         .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
+        .filter(|(media_type, _)| !media_type.is_empty())
         .ok_or("`file_data` must be a base64 data URL (data:TYPE;base64,...)")?;
     let mut d = kite_core::Document::new(kite_core::DocumentSource::Base64 {
         media_type: media_type.to_owned(),
@@ -386,7 +399,12 @@ pub(crate) fn tokens(name: &str, field: Option<&Value>) -> Result<Option<u32>, E
     match field {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_u64() {
-            Some(t) if t >= 1 => Ok(Some(u32::try_from(t).unwrap_or(u32::MAX))),
+            Some(t) if t >= 1 => u32::try_from(t).map(Some).map_err(|_| {
+                bad(format!(
+                    "`{name}` must be a whole number of tokens up to {}, not {n}",
+                    u32::MAX
+                ))
+            }),
             _ => Err(bad(format!(
                 "`{name}` must be a whole number of tokens from 1, not {n}"
             ))),

@@ -357,3 +357,22 @@ fn a_turn_after_calls_made_without_anthropics_thinking_does_not_think() {
     let asked = req.message(Message::user("And 3 and 4?"));
     assert_eq!(encode(&asked)["thinking"], json!({"type": "adaptive"}));
 }
+
+/// A thinking budget as large as a client may write does not overflow the answer's
+/// length: it holds at the most Anthropic could be asked.
+#[test]
+fn the_largest_thinking_budget_does_not_overflow() {
+    let mut req = Request::new("claude").message(Message::user("think"));
+    req.reasoning = Some(kite_core::ReasoningConfig {
+        budget_tokens: Some(u32::MAX),
+        ..Default::default()
+    });
+    assert_eq!(encode(&req)["max_tokens"], json!(u32::MAX));
+    req.max_tokens = Some(2000);
+    assert_eq!(encode(&req)["max_tokens"], json!(2000));
+    // And a client's number past what a token count holds is refused, not cut.
+    let body = json!({"model": "m", "max_tokens": 1_000_000_000_000u64,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let e = kite_wire::anthropic::serve::decode_request(body.to_string().as_bytes());
+    assert!(format!("{e:?}").contains("up to"), "{e:?}");
+}

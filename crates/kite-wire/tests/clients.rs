@@ -71,12 +71,16 @@ fn claude_codes_requests_reach_anthropic_as_they_came() {
         let request = kite_wire::anthropic::serve::decode_request(&body)
             .unwrap()
             .request;
-        let sent: serde_json::Value = serde_json::from_slice(
-            &kite_wire::anthropic::encode_request(&request, true).unwrap(),
-        )
-        .unwrap();
+        let sent: serde_json::Value =
+            serde_json::from_slice(&kite_wire::anthropic::encode_request(&request, true).unwrap())
+                .unwrap();
         assert_eq!(sent["tools"], given["tools"], "{name}");
-        for key in ["thinking", "output_config", "context_management", "max_tokens"] {
+        for key in [
+            "thinking",
+            "output_config",
+            "context_management",
+            "max_tokens",
+        ] {
             assert_eq!(sent[key], given[key], "{name}: {key}");
         }
         let marks = |v: &serde_json::Value| v.to_string().matches("cache_control").count();

@@ -69,7 +69,7 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         "max_tokens".into(),
         json!(
             req.max_tokens
-                .unwrap_or(DEFAULT_MAX_TOKENS + budget.unwrap_or(0))
+                .unwrap_or_else(|| DEFAULT_MAX_TOKENS.saturating_add(budget.unwrap_or(0)))
         ),
     );
     if let Some(budget) = budget {

@@ -129,6 +129,16 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
         }
         body.insert(k.to_owned(), v.clone());
     }
+    // Its cache hints, for OpenAI alone.
+    if dialect == Dialect::OpenAi {
+        for (_, k, v) in req
+            .provider_hints
+            .iter()
+            .filter(|(ns, ..)| *ns == NAMESPACE)
+        {
+            body.insert(k.to_owned(), v.clone());
+        }
+    }
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());
     }

@@ -95,8 +95,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
         .map(str::to_owned);
     // Cache hints: the answer is the same with or without them.
     f.pass_on(PASSED, super::NAMESPACE, &mut request)?;
-    f.string("prompt_cache_key")?;
-    f.string("prompt_cache_retention")?;
+    f.cache_hints(super::NAMESPACE, &mut request)?;
     check(&request, "messages")?;
     Ok(ClientRequest {
         request,

@@ -160,6 +160,16 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
     for (k, v) in own_options(req, NAMESPACE).filter(|(k, _)| *k != "tools") {
         body.insert(k.to_owned(), v.clone());
     }
+    // And its cache hints.
+    for (_, k, v) in req
+        .provider_hints
+        .iter()
+        .filter(|(ns, ..)| *ns == NAMESPACE)
+    {
+        if k != "tools" {
+            body.insert(k.to_owned(), v.clone());
+        }
+    }
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());
     }

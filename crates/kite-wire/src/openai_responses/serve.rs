@@ -191,8 +191,7 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     // The usage always comes, in `response.completed`.
     f.include_usage()?;
     f.pass_on(PASSED, NAMESPACE, &mut request)?;
-    f.string("prompt_cache_key")?;
-    f.string("prompt_cache_retention")?;
+    f.cache_hints(NAMESPACE, &mut request)?;
     check(&request, "input")?;
     Ok(ClientRequest {
         request,

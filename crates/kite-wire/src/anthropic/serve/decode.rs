@@ -2,7 +2,7 @@
 
 use super::ClientRequest;
 use super::fields::{self, TAKEN, UNSERVED};
-use super::messages::{decode_message, system_text};
+use super::messages::{cache_breakpoint, decode_message, system_text};
 use crate::anthropic::NAMESPACE;
 use crate::client::{Fields, check, flag, known, number, shown, tokens};
 use kite_core::{Error, Request, ResponseFormat, ToolChoice, ToolSpec};
@@ -26,7 +26,7 @@ pub fn decode_count_request(body: &[u8]) -> Result<Request, Error> {
     let mut v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
     if let Some(o) = v.as_object_mut() {
-        if o.get("stream").is_some_and(|s| s == true) {
+        if flag("stream", o.get("stream"))? == Some(true) {
             return Err(bad("stream: a count is not streamed"));
         }
         o.remove("stream");
@@ -124,6 +124,12 @@ fn decode_value(v: &Value) -> Result<ClientRequest, Error> {
     }
     request.reasoning = thinking(f.get("thinking"))?;
     output_config(f.get("output_config"), &mut request)?;
+    if let Some(c) = f.get("cache_control") {
+        cache_breakpoint(c).map_err(bad)?;
+    }
+    if f.get("context_management").is_some_and(|c| !c.is_object()) {
+        return Err(bad("context_management: must be an object"));
+    }
     // Anthropic's own settings go to Anthropic as they came; for the other providers,
     // the conversation is sent whole and the model thinks as it does by default.
     for name in [
@@ -159,8 +165,8 @@ fn decode_tool(t: &Value) -> Result<ToolSpec, String> {
         None | Some("custom") => known(t, "a client tool", fields::TOOL)?,
         Some(other) => {
             return Err(format!(
-                "tools of type `{other}` are Anthropic's own and are not served; only \
-                 client tools are"
+                "tools of type `{other}` are not served: only client tools (with no type, or \
+                 `custom`) are; Anthropic's server tools run on its side alone"
             ));
         }
     }

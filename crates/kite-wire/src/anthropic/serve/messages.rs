@@ -63,6 +63,9 @@ pub(super) fn decode_message(m: &Value, out: &mut Vec<Message>) -> Result<(), St
             ));
         }
         let cache = b.get("cache_control").filter(|c| !c.is_null());
+        if let Some(c) = cache {
+            cache_breakpoint(c)?;
+        }
         if let (Some(cache), true) = (cache, kind != Some("tool_result")) {
             breakpoints.insert(parts.len().to_string(), cache.clone());
         }
@@ -249,9 +252,15 @@ fn document(b: &Value) -> Result<Part, String> {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Array(blocks)) => blocks
                     .iter()
-                    .map(|c| system_text(c).map(str::to_owned))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("document.source.content: {e}"))?
+                    .map(|c| match c.get("type").and_then(Value::as_str) {
+                        Some("text") => system_text(c).map(str::to_owned),
+                        other => Err(format!(
+                            "document.source.content: takes text blocks only, not blocks \
+                             of type {}",
+                            shown(other)
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
                     .join("\n\n"),
                 _ => return Err("document.source.content: must be text or blocks".into()),
             },
@@ -272,4 +281,18 @@ fn document(b: &Value) -> Result<Part, String> {
         }
     }
     Ok(Part::Document(document))
+}
+
+/// Refuses a cache breakpoint that is not one: `{"type": "ephemeral"}`, with a `ttl` of
+/// `5m` or `1h` at most.
+pub(super) fn cache_breakpoint(c: &Value) -> Result<(), String> {
+    known(c, "`cache_control`", &["type", "ttl"])?;
+    if c.get("type").and_then(Value::as_str) != Some("ephemeral") {
+        return Err("cache_control.type: must be `ephemeral`".into());
+    }
+    match c.get("ttl") {
+        None | Some(Value::Null) => Ok(()),
+        Some(t) if t == "5m" || t == "1h" => Ok(()),
+        Some(_) => Err("cache_control.ttl: must be `5m` or `1h`".into()),
+    }
 }

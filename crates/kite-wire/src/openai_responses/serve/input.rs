@@ -39,8 +39,11 @@ impl Input<'_> {
             }
             Some("additional_tools") => {
                 known(item, "an additional_tools item", fields::ADDITIONAL_TOOLS)?;
-                let tools = item.get("tools").and_then(Value::as_array);
-                for (i, t) in tools.into_iter().flatten().enumerate() {
+                let tools = item
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .ok_or("an additional_tools item needs its `tools`, an array")?;
+                for (i, t) in tools.iter().enumerate() {
                     self.tools
                         .add(None, t, self.specs, self.hosted)
                         .map_err(|e| format!("tools[{i}]: {e}"))?;
@@ -58,7 +61,11 @@ impl Input<'_> {
             }
             Some("custom_tool_call") => {
                 known(item, "a custom_tool_call", fields::CUSTOM_CALL)?;
-                let input = str_of(item, "input").unwrap_or_default();
+                let input = match item.get("input") {
+                    None | Some(Value::Null) => "",
+                    Some(Value::String(s)) => s,
+                    Some(_) => return Err("a custom_tool_call's `input` must be text".into()),
+                };
                 self.call(item, Kind::Custom, json!({"input": input}).to_string())
             }
             Some("local_shell_call") => {
@@ -105,6 +112,12 @@ impl Input<'_> {
             }
             Some("reasoning") => {
                 known(item, "a reasoning item", fields::REASONING)?;
+                if item
+                    .get("summary")
+                    .is_some_and(|s| !s.is_array() && !s.is_null())
+                {
+                    return Err("a reasoning item's `summary` must be an array".into());
+                }
                 let text: Vec<&str> = item
                     .get("summary")
                     .and_then(Value::as_array)

@@ -109,13 +109,17 @@ impl ClientTools {
                     .and_then(Value::as_str)
                     .filter(|n| !n.is_empty())
                     .ok_or("a namespace needs a name")?;
-                let tools = t.get("tools").and_then(Value::as_array);
-                for (i, inner) in tools.into_iter().flatten().enumerate() {
+                let tools = t
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .ok_or("a namespace needs its `tools`, an array")?;
+                for (i, inner) in tools.iter().enumerate() {
                     self.add(Some(ns), inner, out, hosted)
-                        .map_err(|e| format!("tools[{i}]: {e}"))?;
+                        .map_err(|e| format!("in its tools[{i}]: {e}"))?;
                 }
                 return Ok(());
             }
+            Some("namespace") => return Err("a namespace cannot hold another".into()),
             Some("function") => {
                 known(t, "a function tool", fields::TOOL)?;
                 let mut spec = ToolSpec::new(
@@ -138,6 +142,9 @@ impl ClientTools {
             Some(h) if HOSTED.contains(&h) && namespace.is_none() => {
                 hosted.push(t.clone());
                 return Ok(());
+            }
+            Some(h) if HOSTED.contains(&h) => {
+                return Err(format!("the hosted tool `{h}` cannot be in a namespace"));
             }
             Some(h) if REFUSED_HOSTED.contains(&h) => {
                 return Err(format!(
