@@ -7,7 +7,8 @@ scripts/fuzz.sh into CORPUS/TARGET/seed-*; a seed already there is left as it is
 - serve_requests: the JSON bodies the gateway's tests send (`json!({...})` and raw
   strings in crates/kite-serve/tests, crates/kite-cli/tests/serve*.rs and the Responses
   decoder's tests), those that are plain JSON; a body that only adds fields is also put
-  into each API's smallest request, as the tests do.
+  into each API's smallest request, as the tests do; and the coding agents' real requests
+  in testdata/clients.
 - skill_archive: the test skills zipped (a folder at the top, a SKILL.md at the top, an
   executable script), and the hostile shapes the loader refuses (`../`, a link, a member
   twice, no skill).
@@ -107,6 +108,9 @@ def serve_requests(corpus):
         if "model" not in body:
             for base in BASES:
                 put(corpus, "serve_requests", json.dumps({**base, **body}).encode())
+    # The coding agents' own requests, as they sent them.
+    for f in sorted((ROOT / "testdata/clients").glob("*/*.json")):
+        put(corpus, "serve_requests", f.read_bytes())
 
 
 def zipped(members, compression=zipfile.ZIP_DEFLATED):
