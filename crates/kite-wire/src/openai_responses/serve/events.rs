@@ -344,6 +344,16 @@ impl EventEncoder {
                 }
                 self.close_call(&mut out, at);
             }
+            // An item of the upstream's own (a hosted tool's call, which only a Responses
+            // upstream makes): passed on whole, in its place, for the client to send back.
+            Event::Unknown { kind, data }
+                if kind == "responses.output_item" && data.get("type").is_some() =>
+            {
+                self.send_reasoning(&mut out, &Metadata::new());
+                self.close_message(&mut out);
+                let index = self.open_item(&mut out, data.clone());
+                self.close_item(&mut out, index, data.clone());
+            }
             Event::Usage { usage } => self.usage = *usage,
             Event::Finish { reason } => self.reason = Some(reason.clone()),
             _ => {}

@@ -1,6 +1,7 @@
 //! The items of a client's Responses `input`, in kite's terms: messages, the calls the
 //! model made (of functions, custom tools, `local_shell` and `apply_patch`) and their
-//! outputs, and reasoning. Calls are named as the model knows their tools
+//! outputs, reasoning, and the hosted web searches an upstream made (which go back to it
+//! whole, as reasoning items do). Calls are named as the model knows their tools
 //! ([`ClientTools`]).
 
 use super::tools::{ClientTools, Kind};
@@ -135,6 +136,17 @@ impl Input<'_> {
                 if !text.is_empty() || !metadata.is_empty() {
                     assistant(self.messages).push(Part::Reasoning(Reasoning { text, metadata }));
                 }
+                Ok(())
+            }
+            // A hosted web search the upstream made: only a Responses upstream can take it
+            // back, whole, as it takes back its reasoning items (the other encoders leave
+            // those out).
+            Some("web_search_call") => {
+                let item = Metadata::with(NAMESPACE, "item", item.clone());
+                assistant(self.messages).push(Part::Reasoning(Reasoning {
+                    text: String::new(),
+                    metadata: item,
+                }));
                 Ok(())
             }
             Some("item_reference") => Err("item references are not served: this gateway keeps \
