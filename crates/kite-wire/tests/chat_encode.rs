@@ -390,3 +390,47 @@ fn a_long_end_user_id_goes_as_a_hash() {
     req.user = Some("user-7".into());
     assert_eq!(encode(&req, Dialect::OpenAi, false)["user"], "user-7");
 }
+
+/// An Anthropic client's cache breakpoints reach OpenRouter on the same text parts (it
+/// caches by them for the models that do), and no other server.
+#[test]
+fn cache_breakpoints_go_to_openrouter_on_their_parts() {
+    let cache = json!({"type": "ephemeral"});
+    let mut req =
+        Request::new("anthropic/claude-sonnet-4.5").system("You are terse.\n\nUse tools.");
+    req.provider_hints.insert(
+        "anthropic",
+        "system",
+        json!([{"type": "text", "text": "You are terse."},
+            {"type": "text", "text": "Use tools.", "cache_control": cache}]),
+    );
+    let mut asked = Message::user("Go");
+    asked.metadata = kite_core::Metadata::with("anthropic", "cache_control", json!({"0": cache}));
+    let mut result = Message::tool_result(ToolResult::text("t1", "3"));
+    result.metadata = asked.metadata.clone();
+    req = req
+        .message(asked)
+        .message(Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(kite_core::ToolCall::new("t1", "add", "{}"))],
+        ))
+        .message(result);
+    let sent = encode(&req, Dialect::OpenRouter, false);
+    assert_eq!(
+        sent["messages"][0]["content"],
+        json!([{"type": "text", "text": "You are terse."},
+            {"type": "text", "text": "Use tools.", "cache_control": cache}])
+    );
+    assert_eq!(
+        sent["messages"][1]["content"],
+        json!([{"type": "text", "text": "Go", "cache_control": cache}])
+    );
+    assert_eq!(
+        sent["messages"][3]["content"],
+        json!([{"type": "text", "text": "3", "cache_control": cache}])
+    );
+    for dialect in [Dialect::OpenAi, Dialect::Groq, Dialect::Compatible] {
+        let sent = encode(&req, dialect, false);
+        assert!(!sent.to_string().contains("cache_control"), "{dialect:?}");
+    }
+}

@@ -1,6 +1,7 @@
 //! Request encoding.
 
 use super::{Dialect, NAMESPACE};
+use crate::anthropic::NAMESPACE as ANTHROPIC;
 use crate::codec::{Setting, end_user, own_options, refuse_foreign, refuse_lacking};
 use crate::schema;
 use kite_core::{
@@ -44,7 +45,16 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
         .iter()
         .filter(|m| !fold || m.role != Role::System)
     {
-        encode_message(m, &mut messages)?;
+        // OpenRouter takes Anthropic's cache breakpoints on text parts, for the models
+        // that cache by them; the others cache prompts by themselves.
+        let marks = match dialect {
+            Dialect::OpenRouter => m.metadata.get(ANTHROPIC, "cache_control"),
+            _ => None,
+        };
+        encode_message(m, marks, &mut messages)?;
+    }
+    if dialect == Dialect::OpenRouter {
+        mark_system(req, &mut messages);
     }
 
     let mut body = Map::new();
@@ -145,12 +155,55 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
     Ok(Value::Object(body))
 }
 
-fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
+/// The cache breakpoint `marks` (by part index) put on part `i`, if any.
+fn breakpoint(marks: Option<&Value>, i: usize) -> Option<&Value> {
+    marks?.get(i.to_string())
+}
+
+/// The system message as text parts with the client's cache breakpoints, when the system
+/// prompt came from an Anthropic client's blocks unchanged.
+fn mark_system(req: &Request, messages: &mut [Value]) {
+    let Some(Value::Array(blocks)) = req.provider_hints.get(ANTHROPIC, "system") else {
+        return;
+    };
+    let joined = blocks
+        .iter()
+        .map(|b| b["text"].as_str().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let Some(first) = messages.first_mut().filter(|m| m["role"] == "system") else {
+        return;
+    };
+    let Some(text) = first["content"].as_str() else {
+        return;
+    };
+    if req.system.as_deref() != Some(joined.as_str()) || !text.starts_with(&joined) {
+        return;
+    }
+    let mut parts: Vec<Value> = blocks
+        .iter()
+        .map(|b| {
+            let mut part = json!({"type": "text", "text": b["text"]});
+            if let Some(c) = b.get("cache_control") {
+                part["cache_control"] = c.clone();
+            }
+            part
+        })
+        .collect();
+    // System messages folded in after it.
+    let rest = text[joined.len()..].trim_start_matches("\n\n");
+    if !rest.is_empty() {
+        parts.push(json!({"type": "text", "text": rest}));
+    }
+    first["content"] = Value::Array(parts);
+}
+
+fn encode_message(m: &Message, marks: Option<&Value>, out: &mut Vec<Value>) -> Result<(), Error> {
     // Tool results become one `tool` message each, whatever message carried them. A tool
     // message holds text alone: what else a result holds (an image, a PDF) follows them in
     // a user message of its own, which the tool message points to.
     let mut shown = Vec::new();
-    for p in &m.parts {
+    for (i, p) in m.parts.iter().enumerate() {
         if let Part::ToolResult(r) = p {
             let mut texts = Vec::new();
             for c in &r.content {
@@ -163,7 +216,11 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
                     }
                 }
             }
-            out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": texts.concat()}));
+            let content = match breakpoint(marks, i) {
+                Some(c) => json!([{"type": "text", "text": texts.concat(), "cache_control": c}]),
+                None => json!(texts.concat()),
+            };
+            out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": content}));
         }
     }
     if !shown.is_empty() {
@@ -176,10 +233,11 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
             Ok(())
         }
         Role::User => {
-            let content: Vec<&Part> = m
+            let content: Vec<(usize, &Part)> = m
                 .parts
                 .iter()
-                .filter(|p| {
+                .enumerate()
+                .filter(|(_, p)| {
                     matches!(
                         p,
                         Part::Text { .. } | Part::Image { .. } | Part::Document(_)
@@ -189,13 +247,20 @@ fn encode_message(m: &Message, out: &mut Vec<Value>) -> Result<(), Error> {
             if content.is_empty() {
                 return Ok(());
             }
+            let marked = content.iter().any(|(i, _)| breakpoint(marks, *i).is_some());
             let value = match content.as_slice() {
-                [Part::Text { text }] => json!(text),
+                [(_, Part::Text { text })] if !marked => json!(text),
                 parts => Value::Array(
                     parts
                         .iter()
-                        .map(|p| user_part(p))
-                        .collect::<Result<_, _>>()?,
+                        .map(|(i, p)| {
+                            let mut part = user_part(p)?;
+                            if let (Some(c), Part::Text { .. }) = (breakpoint(marks, *i), p) {
+                                part["cache_control"] = c.clone();
+                            }
+                            Ok(part)
+                        })
+                        .collect::<Result<_, Error>>()?,
                 ),
             };
             out.push(json!({"role": "user", "content": value}));
