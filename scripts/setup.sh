@@ -53,14 +53,15 @@ if [ ! -x "$peers/node_modules/.bin/mcp-server-everything" ] ||
 fi
 # ...the Agent Skills reference validator (`agentskills`), which kite's must agree with, the
 # OpenTelemetry protocol's messages, which the tests' OTLP receiver decodes, and the price
-# calculator whose data kite carries (the same release as crates/kite-prices/data), and the
-# OpenAI and Anthropic SDKs, the gateway's clients in its tests.
-if ! "$peers/venv/bin/python" -c 'import mcp, skills_ref, opentelemetry.proto, genai_prices, openai, anthropic' 2>/dev/null; then
-  echo "setup: installing the Python MCP SDK, skills-ref, opentelemetry-proto, genai-prices, openai and anthropic into $peers/venv" >&2
+# calculator whose data kite carries (the same release as crates/kite-prices/data), the
+# OpenAI and Anthropic SDKs, the gateway's clients in its tests, and Prometheus's own
+# parser of the metrics it serves.
+if ! "$peers/venv/bin/python" -c 'import mcp, skills_ref, opentelemetry.proto, genai_prices, openai, anthropic, prometheus_client' 2>/dev/null; then
+  echo "setup: installing the Python MCP SDK, skills-ref, opentelemetry-proto, genai-prices, openai, anthropic and prometheus-client into $peers/venv" >&2
   python3 -m venv "$peers/venv"
   "$peers/venv/bin/pip" install -q --disable-pip-version-check 'mcp==2.3.0' 'skills-ref==0.1.1' \
     'opentelemetry-proto==1.45.2' 'genai-prices==0.2.3' 'openai==3.54.0' \
-    'anthropic==2.12.0'
+    'anthropic==2.12.0' 'prometheus-client==0.26.0'
 fi
 
 command -v python3 >/dev/null || { echo "setup: python3 with pip is needed to fetch the model" >&2; exit 1; }

@@ -12,6 +12,38 @@ use futures_util::StreamExt;
 use kite_core::{Error, Event, EventStream};
 use std::sync::Arc;
 
+/// An answer begun: its first event, the rest, and the route that gives it.
+pub(crate) struct Opened {
+    pub first: Option<Result<Event, Error>>,
+    pub events: EventStream,
+    pub route: String,
+}
+
+/// The kind of a failure, as `/metrics` names it.
+fn error_kind(e: &Error) -> &'static str {
+    use kite_core::ApiErrorKind as K;
+    match e {
+        Error::Api(a) => match a.kind {
+            K::Authentication => "authentication",
+            K::PermissionDenied => "permission_denied",
+            K::NotFound => "not_found",
+            K::InvalidRequest => "invalid_request",
+            K::ContextLengthExceeded => "context_length_exceeded",
+            K::RateLimited => "rate_limited",
+            K::RequestTooLarge => "request_too_large",
+            K::QuotaExceeded => "quota_exceeded",
+            K::Overloaded => "overloaded",
+            K::Server => "server",
+            K::Timeout => "timeout",
+            _ => "other",
+        },
+        Error::InvalidRequest(_) => "refused",
+        Error::Transport(_) => "transport",
+        Error::Decode(_) => "decode",
+        _ => "other",
+    }
+}
+
 impl Gateway {
     /// Starts answering `request` on the route its model names, or on that route's
     /// fallbacks in turn while each fails before its first event: the first event and the
@@ -21,7 +53,7 @@ impl Gateway {
         api: Api,
         caller: Caller,
         mut request: kite_core::Request,
-    ) -> Result<(Option<Result<Event, Error>>, EventStream), Box<Response>> {
+    ) -> Result<Opened, Box<Response>> {
         let public = request.model.clone();
         let Some((route, upstream)) = self.route(&public) else {
             return Err(Box::new(unknown_model(api, &public)));
@@ -57,6 +89,9 @@ impl Gateway {
                     return Err(Box::new(r));
                 }
             };
+            if let Some(Err(e)) = &first {
+                self.metrics.upstream_error(error_kind(e));
+            }
             match first {
                 Some(Err(e)) if worth_another_route(&e) => {
                     tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
@@ -67,7 +102,13 @@ impl Gateway {
                 Some(Err(Error::InvalidRequest(_))) if failure.is_some() => {}
                 // The request itself is at fault: no other route will do better.
                 Some(Err(e)) => return Err(Box::new(upstream_error(api, &e))),
-                first => return Ok((first, events)),
+                first => {
+                    return Ok(Opened {
+                        first,
+                        events,
+                        route: route.name.clone(),
+                    });
+                }
             }
         }
         let e = failure.unwrap_or(Error::Cancelled);
@@ -87,6 +128,8 @@ impl Gateway {
         let provider = route.model.origin().provider;
         let model = model.to_owned();
         let mut counted = keys::Spent::default();
+        let mut seen = kite_core::Usage::default();
+        let route = route.name.clone();
         Box::pin(events.inspect(move |e| {
             let Ok(Event::Usage { usage }) = e else {
                 return;
@@ -96,8 +139,31 @@ impl Gateway {
                 pricer(&provider, &model, usage)
             });
             let now = keys::Spent::of(usage, cost);
-            gw.keys.spent(caller, now.beyond(&counted));
+            let new = now.beyond(&counted);
+            gw.keys.spent(caller, new);
             counted = counted.most(now);
+            // A provider that reports usage again reports what it has used so far.
+            let more = kite_core::Usage {
+                input_tokens: usage.input_tokens.saturating_sub(seen.input_tokens),
+                output_tokens: usage.output_tokens.saturating_sub(seen.output_tokens),
+                cached_input_tokens: usage
+                    .cached_input_tokens
+                    .saturating_sub(seen.cached_input_tokens),
+                cache_write_tokens: usage
+                    .cache_write_tokens
+                    .saturating_sub(seen.cache_write_tokens),
+                reasoning_tokens: usage.reasoning_tokens.saturating_sub(seen.reasoning_tokens),
+                ..kite_core::Usage::default()
+            };
+            seen = kite_core::Usage {
+                input_tokens: seen.input_tokens.max(usage.input_tokens),
+                output_tokens: seen.output_tokens.max(usage.output_tokens),
+                cached_input_tokens: seen.cached_input_tokens.max(usage.cached_input_tokens),
+                cache_write_tokens: seen.cache_write_tokens.max(usage.cache_write_tokens),
+                reasoning_tokens: seen.reasoning_tokens.max(usage.reasoning_tokens),
+                ..seen
+            };
+            gw.metrics.used(&route, &more, Some(new.cost));
         }))
     }
 

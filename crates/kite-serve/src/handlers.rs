@@ -144,16 +144,27 @@ async fn answer<E: Encoder>(
     whole_body: impl FnOnce(&kite_core::Response) -> Value,
     encoder: E,
 ) -> Response {
-    let (first, events) = match gw.open(api, caller, request).await {
+    let crate::answer::Opened {
+        first,
+        events,
+        route,
+    } = match gw.open(api, caller, request).await {
         Ok(opened) => opened,
         Err(refused) => return *refused,
     };
+    // Who answered whom, for the request's metrics.
+    let served = Answered {
+        route,
+        key: gw.keys.label(caller),
+    };
     let events = until_stopped(events, gw.stop.clone());
     if !stream {
-        return match whole(first, events).await {
+        let mut answer = match whole(first, events).await {
             Ok(r) => axum::Json(whole_body(&r)).into_response(),
             Err(e) => upstream_error(api, &e),
         };
+        answer.extensions_mut().insert(served);
+        return answer;
     }
     let body = futures_util::stream::iter(first)
         .chain(events)
@@ -172,7 +183,54 @@ async fn answer<E: Encoder>(
         Api::Chat => ": keep-alive\n\n",
     };
     let every = gw.deadlines.keep_alive;
-    event_stream(kept_alive(body, ping, every))
+    let mut answer = event_stream(kept_alive(body, ping, every));
+    answer.extensions_mut().insert(served);
+    answer
+}
+
+/// The route that answered a request and the key that asked, on its response for the
+/// metrics `log_request` keeps.
+#[derive(Clone, Debug)]
+pub(crate) struct Answered {
+    pub route: String,
+    pub key: String,
+}
+
+/// `GET /metrics`: what the gateway has served, as Prometheus scrapes it.
+pub(crate) async fn metrics(State(gw): State<Arc<Gateway>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        gw.metrics.text(),
+    )
+        .into_response()
+}
+
+/// `GET /ready`: 200 while the gateway takes requests and its store answers; 503 while it
+/// drains, or its store does not answer within 2 s.
+pub(crate) async fn ready(State(gw): State<Arc<Gateway>>) -> Response {
+    let unready = |why: &str| {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({"status": "unavailable", "why": why})),
+        )
+            .into_response()
+    };
+    if gw.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        return unready("draining");
+    }
+    // A store that says a conversation does not exist has answered.
+    if let Some(store) = gw.store_for(Caller::Anyone) {
+        let asked = store.get("kite-ready-probe");
+        match tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
+            Ok(Ok(_) | Err(kite_store::StoreError::NotFound(_))) => {}
+            Ok(Err(_)) => return unready("the store fails"),
+            Err(_) => return unready("the store does not answer"),
+        }
+    }
+    axum::Json(json!({"status": "ready"})).into_response()
 }
 
 /// `body`, with `ping` (Anthropic's ping event, or an SSE comment every client skips)

@@ -144,6 +144,17 @@ pub(crate) enum Caller {
 }
 
 impl Keys {
+    /// How `/metrics` names the key `caller` gave: the start of its digest, which tells
+    /// keys apart and shows nothing of them; `-` for no key.
+    pub(crate) fn label(&self, caller: Caller) -> String {
+        match caller {
+            Caller::Key(i) => self.keys.get(i).map_or("-".into(), |k| {
+                k.digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+            }),
+            Caller::Anyone => "-".into(),
+        }
+    }
+
     /// Adds `key` (an empty one is never a key).
     pub(crate) fn add(&mut self, key: &str, limits: Limits) {
         if key.trim().is_empty() {

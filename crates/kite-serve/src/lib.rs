@@ -27,6 +27,7 @@ mod handlers;
 mod hosted;
 mod keys;
 mod listen;
+mod metrics;
 mod middleware;
 mod models;
 mod web;
@@ -131,6 +132,8 @@ pub struct Gateway {
     pub(crate) listed: Vec<String>,
     /// What becomes of hosted tools a route's provider cannot run.
     hosted: HostedTools,
+    /// What it has served, for `GET /metrics`.
+    pub(crate) metrics: metrics::Metrics,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -178,6 +181,7 @@ impl Gateway {
             secrets: Vec::new(),
             listed: Vec::new(),
             hosted: HostedTools::default(),
+            metrics: metrics::Metrics::default(),
         }
     }
 
@@ -298,6 +302,7 @@ impl Gateway {
             return Ok(caller);
         }
         self.keys.admit(caller).map_err(|wait| {
+            self.metrics.refused("per_minute");
             let mut r = error(
                 api,
                 StatusCode::TOO_MANY_REQUESTS,
@@ -333,6 +338,8 @@ impl Gateway {
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/health", get(handlers::health))
+        .route("/ready", get(handlers::ready))
+        .route("/metrics", get(handlers::metrics))
         .route("/v1/models", get(models::models))
         .route("/v1/models/{id}", get(models::model))
         .route("/v1/usage", get(usage))
@@ -359,7 +366,10 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn_with_state(gateway.clone(), gate))
-        .layer(axum::middleware::from_fn(log_request))
+        .layer(axum::middleware::from_fn_with_state(
+            gateway.clone(),
+            log_request,
+        ))
         .with_state(gateway)
 }
 

@@ -22,7 +22,8 @@ pub(crate) async fn gate(
     next: axum::middleware::Next,
 ) -> Response {
     let path = request.uri().path();
-    if path == "/health" || crate::web::PUBLIC.contains(&path) {
+    // Probes (a load balancer's, an orchestrator's) ask with no key.
+    if matches!(path, "/health" | "/ready") || crate::web::PUBLIC.contains(&path) {
         return next.run(request).await;
     }
     // Anthropic's endpoints, and the shared ones asked by an Anthropic client, answer in
@@ -157,6 +158,7 @@ pub(crate) fn loopback_host(headers: &HeaderMap) -> bool {
 /// starts: method, path, status and milliseconds, at target `kite::serve`. Nothing of the
 /// headers or the body is logged.
 pub(crate) async fn log_request(
+    State(gw): State<Arc<Gateway>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -193,8 +195,25 @@ pub(crate) async fn log_request(
         started,
         armed: true,
     };
+    let flying = InFlight::new(gw.clone());
     let mut response = next.run(request).instrument(span.clone()).await;
     unanswered.armed = false;
+    let answered = response
+        .extensions()
+        .get::<crate::handlers::Answered>()
+        .cloned();
+    let route = answered
+        .as_ref()
+        .map_or("-".to_owned(), |a| a.route.clone());
+    gw.metrics.answered(
+        crate::metrics::Served {
+            route: route.clone(),
+            key: answered.map_or("-".to_owned(), |a| a.key),
+            status: response.status().as_u16(),
+        },
+        started.elapsed().as_secs_f64(),
+    );
+    let flying = flying.answering(route, started);
     span.record("http.response.status_code", response.status().as_u16());
     if response.status().is_server_error() {
         span.record("otel.status_code", "ERROR");
@@ -215,16 +234,50 @@ pub(crate) async fn log_request(
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if !streamed || span.is_disabled() {
+    if !streamed {
         return response;
     }
-    // A streamed answer's span lasts as long as its stream: it ends with the last event,
-    // or when the client leaves.
+    // A streamed answer's span (and its place among those in flight) lasts as long as its
+    // stream: it ends with the last event, or when the client leaves.
     let (parts, body) = response.into_parts();
-    let body = body
-        .into_data_stream()
-        .map(move |chunk| span.in_scope(|| chunk));
+    let body = body.into_data_stream().map(move |chunk| {
+        let _ = &flying;
+        span.in_scope(|| chunk)
+    });
     Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// A request among those in flight, until dropped: with its answer, when it streams.
+struct InFlight {
+    gw: Arc<Gateway>,
+    /// The route that answers, and when the request came, once its answer began.
+    answering: Option<(String, std::time::Instant)>,
+}
+
+impl InFlight {
+    fn new(gw: Arc<Gateway>) -> Self {
+        gw.metrics.in_flight.inc();
+        Self {
+            gw,
+            answering: None,
+        }
+    }
+
+    fn answering(mut self, route: String, started: std::time::Instant) -> Self {
+        self.answering = Some((route, started));
+        self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gw.metrics.in_flight.dec();
+        if let Some((route, started)) = &self.answering {
+            self.gw
+                .metrics
+                .ended(route, started.elapsed().as_secs_f64());
+        }
+    }
 }
 
 /// Logs a request whose client left before its answer started, when dropped armed.

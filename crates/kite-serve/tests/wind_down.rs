@@ -109,6 +109,8 @@ async fn while_draining_new_requests_get_503_and_it_ends_once_nothing_is_under_w
     let _ = stream.chunk().await.unwrap();
     let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
     assert_eq!(health.status(), 200);
+    let ready = reqwest::get(format!("http://{addr}/ready")).await.unwrap();
+    assert_eq!(ready.status(), 200);
     let mut waiting = tokio::net::TcpStream::connect(addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.send(()).unwrap();
@@ -136,6 +138,8 @@ async fn while_draining_new_requests_get_503_and_it_ends_once_nothing_is_under_w
     let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
     assert_eq!(health.status(), 503);
     assert_eq!(health.text().await.unwrap(), r#"{"status":"draining"}"#);
+    let ready = reqwest::get(format!("http://{addr}/ready")).await.unwrap();
+    assert_eq!(ready.status(), 503);
     // The stream under way keeps it serving; ended, it lets it return.
     assert!(!served.is_finished());
     gateway.wind_down().await;

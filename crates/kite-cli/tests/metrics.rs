@@ -1,0 +1,186 @@
+//! `GET /metrics` and `GET /ready` of `kite serve`: the metrics, read by Prometheus's own
+//! parser, count the requests sent (by route, key and status), their tokens and the
+//! refusals; the key is named by the start of its digest, never by itself.
+
+mod common;
+
+use common::KEY;
+use common::serve::{GATEWAY_KEY, kite_serve, start};
+use kite::{FinishReason, Message, Response, Usage};
+use kite_testkit::render::{Shape, sse};
+use kite_testkit::{ReplayServer, Reply, mcp};
+use serde_json::{Value, json};
+
+fn hello(n: usize) -> Reply {
+    let mut r = Response::empty(FinishReason::Stop);
+    r.message = Message::assistant("Hello.");
+    r.usage = Usage {
+        input_tokens: 10,
+        output_tokens: 2,
+        total_tokens: 12,
+        ..Usage::default()
+    };
+    Reply::sse(sse(Shape::Chat, &r, n))
+}
+
+/// Each sample of `text`, as Prometheus's parser reads it.
+fn parsed(text: &str) -> Vec<Value> {
+    use std::io::Write;
+    let mut child = std::process::Command::new(mcp::python())
+        .arg(mcp::own("metrics_parse.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The value of the sample `name` whose labels include `labels`.
+fn value(samples: &[Value], name: &str, labels: Value) -> f64 {
+    let fits = |s: &&Value| {
+        s["name"] == name
+            && labels
+                .as_object()
+                .unwrap()
+                .iter()
+                .all(|(k, v)| &s["labels"][k] == v)
+    };
+    samples
+        .iter()
+        .filter(fits)
+        .map(|s| s["value"].as_f64().unwrap())
+        .sum()
+}
+
+#[tokio::test]
+async fn metrics_count_what_was_served_and_prometheus_reads_them() {
+    let upstream = ReplayServer::start(vec![hello(1), hello(2), hello(3)]).await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .args(["--api-key", GATEWAY_KEY])
+            .arg("--base-url")
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let client = reqwest::Client::new();
+    let ask = |stream: bool| {
+        client
+            .post(format!("{}/chat/completions", served.base))
+            .bearer_auth(GATEWAY_KEY)
+            .json(&json!({"model": "gpt-5-nano", "stream": stream,
+                "messages": [{"role": "user", "content": "Hi"}]}))
+            .send()
+    };
+    for stream in [false, true, true] {
+        let r = ask(stream).await.unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap();
+    }
+    let bad = client
+        .post(format!("{}/chat/completions", served.base))
+        .bearer_auth(GATEWAY_KEY)
+        .json(&json!({"model": "gpt-5-nano", "n": 3,
+            "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let stranger = client
+        .get(format!("{}/models", served.base))
+        .bearer_auth("sk-not-a-key")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), 401);
+
+    let site = served.site();
+    let ready = client.get(format!("{site}/ready")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    // The metrics ask for a key, as every other path does.
+    let refused = client.get(format!("{site}/metrics")).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let text = client
+        .get(format!("{site}/metrics"))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains(GATEWAY_KEY) && !text.contains(KEY));
+    let samples = parsed(&text);
+    let route = "gpt-5-nano";
+    assert_eq!(
+        value(
+            &samples,
+            "kite_requests_total",
+            json!({"route": route, "status": "200"})
+        ),
+        3.0
+    );
+    assert_eq!(
+        value(&samples, "kite_requests_total", json!({"status": "400"})),
+        1.0
+    );
+    assert_eq!(
+        value(&samples, "kite_requests_total", json!({"status": "401"})),
+        2.0,
+        "the stranger and the keyless scrape"
+    );
+    let keys: Vec<&str> = samples
+        .iter()
+        .filter(|s| s["name"] == "kite_requests_total" && s["labels"]["route"] == route)
+        .map(|s| s["labels"]["key"].as_str().unwrap())
+        .collect();
+    assert!(
+        keys.iter()
+            .all(|k| k.len() == 12 && k.chars().all(|c| c.is_ascii_hexdigit())),
+        "{keys:?}"
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "kite_tokens_total",
+            json!({"route": route, "kind": "input"})
+        ),
+        30.0
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "kite_tokens_total",
+            json!({"route": route, "kind": "output"})
+        ),
+        6.0
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "kite_time_to_first_byte_seconds_count",
+            json!({"route": route})
+        ),
+        3.0
+    );
+    // The scrape itself is the one request in flight.
+    assert_eq!(value(&samples, "kite_requests_in_flight", json!({})), 1.0);
+}
