@@ -10,9 +10,9 @@
 //! The gateway reads the whole body, decodes it, re-encodes it for the upstream and decodes
 //! the answer's events to encode them again: on a 200 KB body, that is what is measured.
 
-use axum::response::IntoResponse;
+mod loopback;
+
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,60 +86,6 @@ fn request_body() -> String {
     body.to_string()
 }
 
-/// A loopback Anthropic upstream on its own thread, answering at once.
-fn upstream() -> SocketAddr {
-    let body: Arc<str> = upstream_body().into();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = axum::Router::new()
-                .route(
-                    "/v1/messages",
-                    // The request is read whole first, as a provider does.
-                    axum::routing::post(move |_request: axum::body::Bytes| {
-                        let body = body.clone();
-                        async move {
-                            ([("content-type", "text/event-stream")], body.to_string())
-                                .into_response()
-                        }
-                    }),
-                )
-                .layer(axum::extract::DefaultBodyLimit::max(16 << 20));
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    rx.recv().unwrap()
-}
-
-/// kite's gateway in front of `upstream`, on its own thread and runtime.
-fn kite_gateway(upstream: SocketAddr) -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let model = kite::Anthropic::new(format!("http://{upstream}/v1")).api_key("sk-bench");
-            let route =
-                kite::serve::Route::new("claude-opus-5-5", Arc::new(model), "claude-opus-5-5");
-            let gateway = kite::serve::Gateway::new(vec![route], true);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            kite::serve::serve(listener, Arc::new(gateway), std::future::pending())
-                .await
-                .unwrap();
-        });
-    });
-    rx.recv().unwrap()
-}
-
 /// One request: the time to the first text delta.
 async fn once(client: &reqwest::Client, url: &str, body: &str) -> Option<Duration> {
     let started = Instant::now();
@@ -191,8 +137,9 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let upstream = upstream();
-        let kite = kite_gateway(upstream);
+        let upstream = loopback::upstream("/v1/messages", upstream_body());
+        let model = kite::Anthropic::new(format!("http://{upstream}/v1")).api_key("sk-bench");
+        let kite = loopback::kite_gateway("claude-opus-5-5", Arc::new(model));
         let client = reqwest::Client::new();
         println!(
             "Claude Code's request grown to 20 turns and 50 tools: {} KB, {n} requests one at a time\n",

@@ -14,7 +14,8 @@
 //! The load is open-loop: each request starts at its time whatever the others do, so a slow
 //! gateway shows as latency, not as fewer requests.
 
-use axum::response::IntoResponse;
+mod loopback;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,61 +59,6 @@ fn upstream_body() -> String {
     ));
     body.push_str("data: [DONE]\n\n");
     body
-}
-
-/// A loopback OpenAI-compatible upstream on its own thread, answering at once.
-fn upstream() -> SocketAddr {
-    let body: Arc<str> = upstream_body().into();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(move || {
-                    let body = body.clone();
-                    async move {
-                        ([("content-type", "text/event-stream")], body.to_string()).into_response()
-                    }
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    rx.recv().unwrap()
-}
-
-/// kite's gateway in front of `upstream`, on its own thread and runtime.
-fn kite_gateway(upstream: SocketAddr) -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        // As `kite serve` runs: a worker per core.
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(cores())
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let model = kite::OpenAiCompatible::new(
-                format!("http://{upstream}/v1"),
-                kite::wire::openai_chat::Dialect::OpenAi,
-            )
-            .api_key("sk-bench-upstream");
-            let route = kite::serve::Route::new(MODEL, Arc::new(model), MODEL);
-            let gateway = kite::serve::Gateway::new(vec![route], true);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            kite::serve::serve(listener, Arc::new(gateway), std::future::pending())
-                .await
-                .unwrap();
-        });
-    });
-    rx.recv().unwrap()
 }
 
 /// LiteLLM's proxy, when installed.
@@ -313,8 +259,13 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let upstream = upstream();
-        let kite = kite_gateway(upstream);
+        let upstream = loopback::upstream("/v1/chat/completions", upstream_body());
+        let model = kite::OpenAiCompatible::new(
+            format!("http://{upstream}/v1"),
+            kite::wire::openai_chat::Dialect::OpenAi,
+        )
+        .api_key("sk-bench-upstream");
+        let kite = loopback::kite_gateway(MODEL, Arc::new(model));
         let litellm = litellm(upstream).await;
         let mut targets = vec![
             ("direct", format!("http://{upstream}/v1/chat/completions")),

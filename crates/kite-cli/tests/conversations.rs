@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fresh_store, kite, run};
+use common::{fresh_store, kite, run, signal_once_begun};
 use kite_testkit::{ReplayServer, Reply, fixture};
 
 const TEXT: &str = "openai/chat-completions/stream-text-with-usage/response.sse";
@@ -408,20 +408,8 @@ async fn ctrl_c_or_sigterm_mid_answer_keeps_the_question() {
             .spawn()
             .unwrap();
         // The answer has begun, then stalls.
-        let mut stdout = child.stdout.take().unwrap();
-        let mut first = [0u8; 1];
-        tokio::time::timeout(
-            std::time::Duration::from_secs(20),
-            stdout.read_exact(&mut first),
-        )
-        .await
-        .expect("the answer began")
-        .unwrap();
-        let pid = child.id().unwrap().to_string();
-        std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap();
+        let mut stdout =
+            signal_once_begun(&mut child, sig, std::time::Duration::from_secs(20)).await;
         let mut rest = String::new();
         stdout.read_to_string(&mut rest).await.unwrap();
         let out =
@@ -520,20 +508,8 @@ async fn a_local_answer_cut_short_still_costs_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut first = [0u8; 1];
-    tokio::time::timeout(
-        std::time::Duration::from_secs(120),
-        stdout.read_exact(&mut first),
-    )
-    .await
-    .expect("the answer began")
-    .unwrap();
-    let pid = child.id().unwrap().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
+    let mut stdout =
+        signal_once_begun(&mut child, "-TERM", std::time::Duration::from_secs(120)).await;
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).await.unwrap();
     let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())

@@ -5,7 +5,7 @@
 mod common;
 
 use common::KEY;
-use common::serve::{GATEWAY_KEY, kite_serve, start};
+use common::serve::{GATEWAY_KEY, serve_with};
 use kite::{FinishReason, Message, Response, Usage};
 use kite_testkit::render::{Shape, sse};
 use kite_testkit::{ReplayServer, Reply, mcp};
@@ -72,15 +72,7 @@ fn value(samples: &[Value], name: &str, labels: Value) -> f64 {
 #[tokio::test]
 async fn metrics_count_what_was_served_and_prometheus_reads_them() {
     let upstream = ReplayServer::start(vec![hello(1), hello(2), hello(3)]).await;
-    let served = start(
-        kite_serve()
-            .env("KITE_LOG", "off")
-            .env("OPENAI_API_KEY", KEY)
-            .args(["--provider", "openai", "--model", "gpt-5-nano"])
-            .args(["--api-key", GATEWAY_KEY])
-            .arg("--base-url")
-            .arg(format!("{}/v1", upstream.url())),
-    );
+    let served = serve_with(&upstream, &[]);
     let client = reqwest::Client::new();
     let ask = |stream: bool| {
         client

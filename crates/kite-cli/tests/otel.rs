@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{KEY, answer, kite, run};
+use common::{KEY, answer, kite, run, signal_once_begun};
 use kite_testkit::{ReplayServer, Reply, mcp};
 use serde_json::Value;
 use std::io::BufRead;
@@ -274,7 +274,6 @@ async fn an_mcp_call_is_a_child_of_its_tool_span() {
 
 #[tokio::test]
 async fn ctrl_c_mid_answer_still_sends_the_spans() {
-    use tokio::io::AsyncReadExt;
     let dir = tempfile::tempdir().unwrap();
     let receiver = Receiver::start(dir.path());
     let body = kite_testkit::fixture("openai/chat-completions/stream-text-with-usage/response.sse");
@@ -286,17 +285,7 @@ async fn ctrl_c_mid_answer_still_sends_the_spans() {
         .spawn()
         .unwrap();
     // The answer has begun, then stalls: Ctrl-C.
-    let mut stdout = child.stdout.take().unwrap();
-    let mut first = [0u8; 1];
-    tokio::time::timeout(Duration::from_secs(20), stdout.read_exact(&mut first))
-        .await
-        .expect("the answer began")
-        .unwrap();
-    let pid = child.id().unwrap().to_string();
-    std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap();
+    let _stdout = signal_once_begun(&mut child, "-INT", Duration::from_secs(20)).await;
     let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await
         .expect("kite ended")

@@ -5,7 +5,7 @@
 mod common;
 
 use common::serve::{
-    GATEWAY_KEY, by_check, kite_serve, sdk, serve, serve_config, serve_with, start,
+    GATEWAY_KEY, by_check, kite_serve, sdk, serve, serve_config, serve_provider, serve_with, start,
 };
 use common::{KEY, answer, kite};
 use kite::{FinishReason, Message, Part, Response, Role, ToolCall, Usage};
@@ -545,15 +545,7 @@ async fn the_anthropic_sdk_talks_to_the_gateway() {
 #[tokio::test]
 async fn a_count_of_tokens_in_front_of_anthropic_is_anthropics() {
     let upstream = ReplayServer::start(vec![Reply::json(200, r#"{"input_tokens": 1234}"#)]).await;
-    let served = start(
-        kite_serve()
-            .env("KITE_LOG", "off")
-            .env("ANTHROPIC_API_KEY", KEY)
-            .args(["--provider", "anthropic", "--model", "claude-haiku-4-5"])
-            .args(["--api-key", GATEWAY_KEY])
-            .arg("--base-url")
-            .arg(format!("{}/v1", upstream.url())),
-    );
+    let served = serve_provider("anthropic", "claude-haiku-4-5", &upstream, &[]);
     let r = reqwest::Client::new()
         .post(format!("{}/messages/count_tokens", served.base))
         .header("x-api-key", GATEWAY_KEY)
@@ -748,15 +740,7 @@ async fn structured_output_in_front_of_anthropic_comes_back_as_content() {
     .unwrap()
     .replace(r#""name":"weather""#, r#""name":"kite_structured_answer""#);
     let upstream = ReplayServer::start(vec![Reply::sse(recorded.into_bytes())]).await;
-    let served = start(
-        kite_serve()
-            .env("KITE_LOG", "off")
-            .env("ANTHROPIC_API_KEY", KEY)
-            .args(["--provider", "anthropic", "--model", "claude-haiku-4-5"])
-            .args(["--api-key", GATEWAY_KEY])
-            .arg("--base-url")
-            .arg(format!("{}/v1", upstream.url())),
-    );
+    let served = serve_provider("anthropic", "claude-haiku-4-5", &upstream, &[]);
     let schema = json!({"type": "object", "properties": {"latitude": {"type": "string"},
         "longitude": {"type": "string"}}, "required": ["latitude", "longitude"]});
     let said: Value = reqwest::Client::new()

@@ -6,21 +6,12 @@
 
 mod common;
 
-use common::KEY;
-use common::serve::{GATEWAY_KEY, Served, kite_serve, start};
+use common::serve::{GATEWAY_KEY, Served, serve_provider};
 use kite_testkit::{ReplayServer, Reply, fixture};
 use serde_json::{Value, json};
 
-fn gateway(provider: &str, key_var: &str, upstream: &ReplayServer) -> Served {
-    start(
-        kite_serve()
-            .env("KITE_LOG", "off")
-            .env(key_var, KEY)
-            .args(["--provider", provider, "--model", "claude-sonnet-4-5"])
-            .args(["--api-key", GATEWAY_KEY])
-            .arg("--base-url")
-            .arg(format!("{}/v1", upstream.url())),
-    )
+fn gateway(provider: &str, upstream: &ReplayServer) -> Served {
+    serve_provider(provider, "claude-sonnet-4-5", upstream, &[])
 }
 
 /// The content blocks of a streamed Messages answer, assembled from its events.
@@ -96,7 +87,7 @@ async fn anthropics_thinking_comes_back_to_it_byte_for_byte() {
         Reply::sse(fixture("anthropic/messages/stream-text/response.sse")),
     ])
     .await;
-    let served = gateway("anthropic", "ANTHROPIC_API_KEY", &upstream);
+    let served = gateway("anthropic", &upstream);
     let ask = json!({"model": "claude-sonnet-4-5", "max_tokens": 4000, "stream": true,
         "thinking": {"type": "enabled", "budget_tokens": 2000},
         "tools": [{"name": "fixed_version", "description": "The version with the fix.",
@@ -136,7 +127,7 @@ async fn redacted_thinking_comes_back_whole() {
         Reply::sse(fixture("anthropic/messages/stream-text/response.sse")),
     ])
     .await;
-    let served = gateway("anthropic", "ANTHROPIC_API_KEY", &upstream);
+    let served = gateway("anthropic", &upstream);
     let ask = json!({"model": "claude-sonnet-4-5", "max_tokens": 4000, "stream": true,
         "thinking": {"type": "enabled", "budget_tokens": 2000},
         "messages": [{"role": "user", "content": "Think about it."}]});
@@ -176,7 +167,7 @@ async fn another_providers_thinking_never_carries_a_signature() {
         "mistral/chat-completions/stream-magistral-thinking/response.sse",
     ))])
     .await;
-    let served = gateway("mistral", "MISTRAL_API_KEY", &upstream);
+    let served = gateway("mistral", &upstream);
     let ask = json!({"model": "magistral-small", "max_tokens": 4000, "stream": true,
         "messages": [
             {"role": "user", "content": "Hi"},

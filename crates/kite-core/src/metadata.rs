@@ -70,6 +70,13 @@ impl Metadata {
         })
     }
 
+    /// The fields of `namespace`, as `(key, value)`.
+    pub fn fields<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = (&'a str, &'a Value)> {
+        self.iter()
+            .filter(move |(ns, _, _)| *ns == namespace)
+            .map(|(_, k, v)| (k, v))
+    }
+
     /// True when nothing is stored.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

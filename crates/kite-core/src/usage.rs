@@ -34,6 +34,29 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+impl Usage {
+    /// The counts of `self` beyond `earlier`'s, each at least zero, and no cost: what a
+    /// report of an answer's usage adds to an earlier report of it (providers report what
+    /// is used so far), so that `earlier + self.beyond(&earlier)` holds the most of each.
+    pub fn beyond(&self, earlier: &Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            total_tokens: self.total_tokens.saturating_sub(earlier.total_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_sub(earlier.cached_input_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_sub(earlier.cache_write_tokens),
+            reasoning_tokens: self
+                .reasoning_tokens
+                .saturating_sub(earlier.reasoning_tokens),
+            cost: None,
+        }
+    }
+}
+
 impl AddAssign for Usage {
     fn add_assign(&mut self, rhs: Usage) {
         self.input_tokens += rhs.input_tokens;

@@ -19,31 +19,6 @@ pub(crate) struct Opened {
     pub route: String,
 }
 
-/// The kind of a failure, as `/metrics` names it.
-fn error_kind(e: &Error) -> &'static str {
-    use kite_core::ApiErrorKind as K;
-    match e {
-        Error::Api(a) => match a.kind {
-            K::Authentication => "authentication",
-            K::PermissionDenied => "permission_denied",
-            K::NotFound => "not_found",
-            K::InvalidRequest => "invalid_request",
-            K::ContextLengthExceeded => "context_length_exceeded",
-            K::RateLimited => "rate_limited",
-            K::RequestTooLarge => "request_too_large",
-            K::QuotaExceeded => "quota_exceeded",
-            K::Overloaded => "overloaded",
-            K::Server => "server",
-            K::Timeout => "timeout",
-            _ => "other",
-        },
-        Error::InvalidRequest(_) => "refused",
-        Error::Transport(_) => "transport",
-        Error::Decode(_) => "decode",
-        _ => "other",
-    }
-}
-
 impl Gateway {
     /// Starts answering `request` on the route its model names, or on that route's
     /// fallbacks in turn while each fails before its first event: the first event and the
@@ -90,7 +65,7 @@ impl Gateway {
                 }
             };
             if let Some(Err(e)) = &first {
-                self.metrics.upstream_error(error_kind(e));
+                self.metrics.upstream_error(kite_core::trace::error_type(e));
             }
             match first {
                 Some(Err(e)) if worth_another_route(&e) => {
@@ -143,26 +118,8 @@ impl Gateway {
             gw.keys.spent(caller, new);
             counted = counted.most(now);
             // A provider that reports usage again reports what it has used so far.
-            let more = kite_core::Usage {
-                input_tokens: usage.input_tokens.saturating_sub(seen.input_tokens),
-                output_tokens: usage.output_tokens.saturating_sub(seen.output_tokens),
-                cached_input_tokens: usage
-                    .cached_input_tokens
-                    .saturating_sub(seen.cached_input_tokens),
-                cache_write_tokens: usage
-                    .cache_write_tokens
-                    .saturating_sub(seen.cache_write_tokens),
-                reasoning_tokens: usage.reasoning_tokens.saturating_sub(seen.reasoning_tokens),
-                ..kite_core::Usage::default()
-            };
-            seen = kite_core::Usage {
-                input_tokens: seen.input_tokens.max(usage.input_tokens),
-                output_tokens: seen.output_tokens.max(usage.output_tokens),
-                cached_input_tokens: seen.cached_input_tokens.max(usage.cached_input_tokens),
-                cache_write_tokens: seen.cache_write_tokens.max(usage.cache_write_tokens),
-                reasoning_tokens: seen.reasoning_tokens.max(usage.reasoning_tokens),
-                ..seen
-            };
+            let more = usage.beyond(&seen);
+            seen += more;
             gw.metrics.used(&route, &more, Some(new.cost));
         }))
     }

@@ -34,7 +34,7 @@ struct Tokens {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Kind {
-    kind: &'static str,
+    kind: String,
 }
 
 type Seconds = Family<Route, Histogram, fn() -> Histogram>;
@@ -156,12 +156,13 @@ impl Metrics {
     }
 
     /// A request refused at a key's limit of `kind` (`requests`, `tokens`).
-    pub(crate) fn refused(&self, kind: &'static str) {
+    pub(crate) fn refused(&self, kind: &str) {
+        let kind = kind.to_owned();
         self.refused.get_or_create(&Kind { kind }).inc();
     }
 
-    /// An upstream failure of `kind`.
-    pub(crate) fn upstream_error(&self, kind: &'static str) {
+    /// An upstream failure of `kind` (as traces name it: the status, or what failed).
+    pub(crate) fn upstream_error(&self, kind: String) {
         self.upstream_errors.get_or_create(&Kind { kind }).inc();
     }
 

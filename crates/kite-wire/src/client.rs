@@ -296,6 +296,12 @@ pub(crate) fn param_of(message: &str) -> Option<&str> {
         .filter(|n| n.chars().all(path))
 }
 
+/// The media type and base64 data of a `data:TYPE;base64,DATA` URL.
+pub(crate) fn data_url(url: &str) -> Option<(&str, &str)> {
+    let (head, data) = url.strip_prefix("data:")?.split_once(',')?;
+    Some((head.strip_suffix(";base64")?, data))
+}
+
 /// A file a client sends inline as a data URL (`data:application/pdf;base64,...`), named
 /// `name`, as a document: OpenAI's `file` and `input_file` parts. Files kept by the
 /// provider (`file_id`) are not: the gateway keeps none.
@@ -312,10 +318,7 @@ pub(crate) fn inline_file(
         );
     }
     let data = file_data.ok_or("a file part needs `file_data`")?;
-    let (media_type, data) = data
-        .strip_prefix("data:")
-        .and_then(|d| d.split_once(','))
-        .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
+    let (media_type, data) = data_url(data)
         .filter(|(media_type, _)| !media_type.is_empty())
         .ok_or("`file_data` must be a base64 data URL (data:TYPE;base64,...)")?;
     let mut d = kite_core::Document::new(kite_core::DocumentSource::Base64 {

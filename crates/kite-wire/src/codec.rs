@@ -249,17 +249,6 @@ pub(crate) fn refuse_foreign(
     }
 }
 
-/// What `req` asks of the API whose codec writes `own`, in that API's terms.
-pub(crate) fn own_options<'a>(
-    req: &'a kite_core::Request,
-    own: &'a str,
-) -> impl Iterator<Item = (&'a str, &'a serde_json::Value)> {
-    req.provider_options
-        .iter()
-        .filter(move |(ns, ..)| *ns == own)
-        .map(|(_, k, v)| (k, v))
-}
-
 /// The longest end-user id OpenAI takes (`user`, `safety_identifier`).
 const MAX_END_USER: usize = 64;
 

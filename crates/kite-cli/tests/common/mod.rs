@@ -186,3 +186,27 @@ pub(crate) fn local_model_installed() -> bool {
     );
     false
 }
+
+/// Waits (for at most `within`) until `child` has written the first byte of its answer,
+/// then sends it `signal` (`-INT` as Ctrl-C does, `-TERM` as a service manager does): its
+/// stdout, for what it says after.
+pub(crate) async fn signal_once_begun(
+    child: &mut tokio::process::Child,
+    signal: &str,
+    within: Duration,
+) -> tokio::process::ChildStdout {
+    use tokio::io::AsyncReadExt;
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut first = [0u8; 1];
+    tokio::time::timeout(within, stdout.read_exact(&mut first))
+        .await
+        .expect("the answer began")
+        .unwrap();
+    let pid = child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args([signal, &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    stdout
+}

@@ -109,11 +109,28 @@ pub(crate) fn start(cmd: &mut std::process::Command) -> Served {
 
 /// The gateway, with a client key, in front of OpenAI's API served by `upstream`.
 pub(crate) fn serve_with(upstream: &ReplayServer, extra: &[&str]) -> Served {
+    serve_provider("openai", "gpt-5-nano", upstream, extra)
+}
+
+/// The gateway, with a client key, in front of `provider`'s API (its key in the
+/// provider's variable) served by `upstream`, answering as `model`.
+pub(crate) fn serve_provider(
+    provider: &str,
+    model: &str,
+    upstream: &ReplayServer,
+    extra: &[&str],
+) -> Served {
+    let key_var = match provider {
+        "openai" | "openai-responses" => "OPENAI_API_KEY",
+        "anthropic" => "ANTHROPIC_API_KEY",
+        "mistral" => "MISTRAL_API_KEY",
+        other => panic!("no key variable known for {other}"),
+    };
     start(
         kite_serve()
             .env("KITE_LOG", "off")
-            .env("OPENAI_API_KEY", KEY)
-            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .env(key_var, KEY)
+            .args(["--provider", provider, "--model", model])
             .args(["--api-key", GATEWAY_KEY])
             .args(extra)
             .arg("--base-url")

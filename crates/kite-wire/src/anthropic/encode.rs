@@ -1,6 +1,6 @@
 //! Request encoding.
 
-use super::NAMESPACE;
+use super::{NAMESPACE, OWN_SETTINGS};
 use crate::codec::{Setting, refuse_foreign, refuse_lacking};
 use kite_core::{
     Document, DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role,
@@ -79,12 +79,7 @@ pub fn encode_request(req: &Request, stream: bool) -> Result<Vec<u8>, Error> {
         );
     }
     // What a client of Anthropic's own API asked for goes back as it came.
-    for name in [
-        "thinking",
-        "output_config",
-        "context_management",
-        "cache_control",
-    ] {
+    for name in OWN_SETTINGS {
         if let Some(v) = req.provider_hints.get(NAMESPACE, name) {
             if name != "thinking" || can_think {
                 body.insert(name.into(), v.clone());

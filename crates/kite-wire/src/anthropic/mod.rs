@@ -21,6 +21,15 @@ pub use whole::{decode_response, response_events};
 /// The metadata namespace this codec writes.
 pub const NAMESPACE: &str = "anthropic";
 
+/// Settings a Messages client gives in Anthropic's own terms, which go back to Anthropic
+/// as they came (through a gateway, as `provider_hints`) and to no other provider.
+pub(crate) const OWN_SETTINGS: [&str; 4] = [
+    "thinking",
+    "output_config",
+    "context_management",
+    "cache_control",
+];
+
 use crate::{Api, Auth, Codec, StreamDecoder};
 use kite_core::{Error, Event, Request};
 use serde_json::Value;

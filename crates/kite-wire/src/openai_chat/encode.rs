@@ -2,7 +2,7 @@
 
 use super::{Dialect, NAMESPACE};
 use crate::anthropic::NAMESPACE as ANTHROPIC;
-use crate::codec::{Setting, end_user, own_options, refuse_foreign, refuse_lacking};
+use crate::codec::{Setting, end_user, refuse_foreign, refuse_lacking};
 use crate::schema;
 use kite_core::{
     DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice,
@@ -130,7 +130,7 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
     }
     // What a client of this API asked for in its terms (through a gateway): OpenAI's own
     // fields, which only OpenAI and the servers that copy its API take.
-    for (k, v) in own_options(req, NAMESPACE) {
+    for (k, v) in req.provider_options.fields(NAMESPACE) {
         if !matches!(dialect, Dialect::OpenAi | Dialect::Compatible) {
             return Err(Error::InvalidRequest(format!(
                 "`{k}` is OpenAI's own, and {} does not take it; leave it out for this model",
@@ -141,11 +141,7 @@ fn encode_value(req: &Request, dialect: Dialect, stream: bool) -> Result<Value, 
     }
     // Its cache hints, for OpenAI alone.
     if dialect == Dialect::OpenAi {
-        for (_, k, v) in req
-            .provider_hints
-            .iter()
-            .filter(|(ns, ..)| *ns == NAMESPACE)
-        {
+        for (k, v) in req.provider_hints.fields(NAMESPACE) {
             body.insert(k.to_owned(), v.clone());
         }
     }

@@ -1,7 +1,7 @@
 //! Request encoding.
 
 use super::NAMESPACE;
-use crate::codec::{Setting, end_user, own_options, refuse_foreign, refuse_lacking};
+use crate::codec::{Setting, end_user, refuse_foreign, refuse_lacking};
 use crate::schema;
 use kite_core::{
     DocumentSource, Error, ImageSource, Message, Part, Request, ResponseFormat, Role, ToolChoice,
@@ -155,17 +155,10 @@ pub fn encode_request(req: &Request, opts: &Options, stream: bool) -> Result<Vec
     }
     put("text", (!text.is_empty()).then_some(Value::Object(text)));
     body.insert("stream".into(), json!(stream));
-    // What a client of this API asked for in its terms (through a gateway); its hosted
-    // tools are with the others.
-    for (k, v) in own_options(req, NAMESPACE).filter(|(k, _)| *k != "tools") {
-        body.insert(k.to_owned(), v.clone());
-    }
-    // And its cache hints.
-    for (_, k, v) in req
-        .provider_hints
-        .iter()
-        .filter(|(ns, ..)| *ns == NAMESPACE)
-    {
+    // What a client of this API asked for and was offered in its terms (through a
+    // gateway: OpenAI's own fields, its cache hints); its hosted tools are with the others.
+    let own = req.provider_options.fields(NAMESPACE);
+    for (k, v) in own.chain(req.provider_hints.fields(NAMESPACE)) {
         if k != "tools" {
             body.insert(k.to_owned(), v.clone());
         }

@@ -3,7 +3,7 @@
 use super::ClientRequest;
 use super::fields::{self, TAKEN, UNSERVED};
 use super::messages::{cache_breakpoint, decode_message, system_text};
-use crate::anthropic::NAMESPACE;
+use crate::anthropic::{NAMESPACE, OWN_SETTINGS};
 use crate::client::{Fields, check, flag, known, number, shown, tokens};
 use kite_core::{Error, Request, ResponseFormat, ToolChoice, ToolSpec};
 use serde_json::{Value, json};
@@ -132,12 +132,7 @@ fn decode_value(v: &Value) -> Result<ClientRequest, Error> {
     }
     // Anthropic's own settings go to Anthropic as they came; for the other providers,
     // the conversation is sent whole and the model thinks as it does by default.
-    for name in [
-        "thinking",
-        "output_config",
-        "context_management",
-        "cache_control",
-    ] {
+    for name in OWN_SETTINGS {
         if let Some(v) = f.get(name) {
             hint(&mut request, name, v.clone());
         }

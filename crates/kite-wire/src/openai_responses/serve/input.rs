@@ -6,7 +6,7 @@
 
 use super::tools::{ClientTools, Kind};
 use super::{NAMESPACE, fields, str_of};
-use crate::client::{inline_file, known, shown};
+use crate::client::{data_url, inline_file, known, shown};
 use kite_core::{
     Document, DocumentSource, ImageSource, Message, Metadata, Part, Reasoning, Role, ToolCall,
     ToolResult,
@@ -233,11 +233,7 @@ fn content_part(p: &Value) -> Result<Part, String> {
             known(p, "an image part", fields::IMAGE_PART)?;
             let url = str_of(p, "image_url")
                 .ok_or("an input_image needs an image_url (stored files are not served)")?;
-            let source = match url
-                .strip_prefix("data:")
-                .and_then(|d| d.split_once(','))
-                .and_then(|(head, data)| Some((head.strip_suffix(";base64")?, data)))
-            {
+            let source = match data_url(url) {
                 Some((media_type, data)) => ImageSource::Base64 {
                     media_type: media_type.to_owned(),
                     data: data.to_owned(),

@@ -1,0 +1,59 @@
+//! What the gateway benchmarks share: a loopback upstream that answers at once, and kite's
+//! gateway in front of a model, each on a thread and runtime of its own.
+
+use axum::response::IntoResponse;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// A loopback upstream answering `POST path` with the SSE `body`, once it has read the
+/// request whole, as a provider does.
+pub(crate) fn upstream(path: &'static str, body: String) -> SocketAddr {
+    let body: Arc<str> = body.into();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new()
+                .route(
+                    path,
+                    axum::routing::post(move |_request: axum::body::Bytes| {
+                        let body = body.clone();
+                        async move {
+                            ([("content-type", "text/event-stream")], body.to_string())
+                                .into_response()
+                        }
+                    }),
+                )
+                .layer(axum::extract::DefaultBodyLimit::max(16 << 20));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// kite's gateway serving `model` as `name` (and any other name, as `kite serve` does with
+/// no routes), with a worker per core as `kite serve` runs.
+pub(crate) fn kite_gateway(name: &'static str, model: Arc<dyn kite::Model>) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let route = kite::serve::Route::new(name, model, name);
+            let gateway = kite::serve::Gateway::new(vec![route], true);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            kite::serve::serve(listener, Arc::new(gateway), std::future::pending())
+                .await
+                .unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
