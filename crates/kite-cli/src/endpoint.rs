@@ -13,7 +13,7 @@ use std::time::Duration;
 pub(crate) struct EndpointArgs {
     /// Send requests here instead (llama.cpp, vLLM, Ollama, a proxy). Without --provider,
     /// the key is taken from KITE_API_KEY, if set.
-    #[arg(long, env = "KITE_BASE_URL")]
+    #[arg(long, env = "KITE_BASE_URL", value_parser = base_url)]
     pub base_url: Option<String>,
     /// Record the HTTP traffic into the cassette folder PATH, or replay it from there:
     /// KITE_CASSETTE=replay|record|auto (default auto: replay what is recorded, record
@@ -62,4 +62,15 @@ pub(crate) fn compatible<A: Api + Clone>(
         m = m.api_key(key);
     }
     endpoint.carry(m)
+}
+
+/// A base URL as `--base-url` takes it: http or https, with a host (a mistake caught at the
+/// start, not at every request).
+fn base_url(s: &str) -> Result<String, String> {
+    let hint = "give an http:// or https:// URL with a host, like http://127.0.0.1:8080/v1";
+    let uri = http::Uri::try_from(s).map_err(|e| format!("not a URL ({e}); {hint}"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(s.to_owned()),
+        _ => Err(hint.to_owned()),
+    }
 }

@@ -1,6 +1,7 @@
 //! `GET /metrics` and `GET /ready` of `kite serve`: the metrics, read by Prometheus's own
-//! parser, count the requests sent (by route, key and status), their tokens and the
-//! refusals; the key is named by the start of its digest, never by itself.
+//! parser, count the requests sent (by route, key and status), their tokens, the refusals
+//! and the upstream's failures, midway through an answer too; a key is named by its place,
+//! never by itself.
 
 mod common;
 
@@ -11,7 +12,8 @@ use kite_testkit::render::{Shape, sse};
 use kite_testkit::{ReplayServer, Reply, mcp};
 use serde_json::{Value, json};
 
-fn hello(n: usize) -> Reply {
+/// "Hello.", streamed as OpenAI would, with its usage.
+fn hello_body(n: usize) -> Vec<u8> {
     let mut r = Response::empty(FinishReason::Stop);
     r.message = Message::assistant("Hello.");
     r.usage = Usage {
@@ -20,7 +22,18 @@ fn hello(n: usize) -> Reply {
         total_tokens: 12,
         ..Usage::default()
     };
-    Reply::sse(sse(Shape::Chat, &r, n))
+    sse(Shape::Chat, &r, n)
+}
+
+fn hello(n: usize) -> Reply {
+    Reply::sse(hello_body(n))
+}
+
+/// The same answer, its connection cut halfway through.
+fn cut(n: usize) -> Reply {
+    let body = hello_body(n);
+    let half = body.len() / 2;
+    Reply::sse(body).reset_after(half)
 }
 
 /// Each sample of `text`, as Prometheus's parser reads it.
@@ -71,7 +84,7 @@ fn value(samples: &[Value], name: &str, labels: Value) -> f64 {
 
 #[tokio::test]
 async fn metrics_count_what_was_served_and_prometheus_reads_them() {
-    let upstream = ReplayServer::start(vec![hello(1), hello(2), hello(3)]).await;
+    let upstream = ReplayServer::start(vec![hello(1), hello(2), hello(3), cut(4), cut(5)]).await;
     let served = serve_with(&upstream, &[]);
     let client = reqwest::Client::new();
     let ask = |stream: bool| {
@@ -87,6 +100,16 @@ async fn metrics_count_what_was_served_and_prometheus_reads_them() {
         assert_eq!(r.status(), 200);
         r.text().await.unwrap();
     }
+    // The upstream cuts its answer midway: a whole one is a 502 no client should retry
+    // (the gateway has), a streamed one ends with an error event.
+    let whole = ask(false).await.unwrap();
+    assert_eq!(whole.status(), 502);
+    assert_eq!(
+        whole.headers().get("x-should-retry").map(|v| v.as_bytes()),
+        Some(&b"false"[..])
+    );
+    let streamed = ask(true).await.unwrap().text().await.unwrap();
+    assert!(streamed.contains("error"), "{streamed}");
     let bad = client
         .post(format!("{}/chat/completions", served.base))
         .bearer_auth(GATEWAY_KEY)
@@ -128,7 +151,13 @@ async fn metrics_count_what_was_served_and_prometheus_reads_them() {
             "kite_requests_total",
             json!({"route": route, "status": "200"})
         ),
-        3.0
+        4.0,
+        "three answers, and the stream whose head was sent before it failed"
+    );
+    assert_eq!(
+        value(&samples, "kite_upstream_errors_total", json!({})),
+        2.0,
+        "both answers cut midway"
     );
     assert_eq!(
         value(&samples, "kite_requests_total", json!({"status": "400"})),
@@ -144,11 +173,7 @@ async fn metrics_count_what_was_served_and_prometheus_reads_them() {
         .filter(|s| s["name"] == "kite_requests_total" && s["labels"]["route"] == route)
         .map(|s| s["labels"]["key"].as_str().unwrap())
         .collect();
-    assert!(
-        keys.iter()
-            .all(|k| k.len() == 12 && k.chars().all(|c| c.is_ascii_hexdigit())),
-        "{keys:?}"
-    );
+    assert!(keys.iter().all(|k| *k == "key-1"), "{keys:?}");
     assert_eq!(
         value(
             &samples,
@@ -171,7 +196,7 @@ async fn metrics_count_what_was_served_and_prometheus_reads_them() {
             "kite_time_to_first_byte_seconds_count",
             json!({"route": route})
         ),
-        3.0
+        5.0
     );
     // The scrape itself is the one request in flight.
     assert_eq!(value(&samples, "kite_requests_in_flight", json!({})), 1.0);

@@ -64,12 +64,9 @@ impl Gateway {
                     return Err(Box::new(r));
                 }
             };
-            if let Some(Err(e)) = &first {
-                self.metrics.upstream_error(kite_core::trace::error_type(e));
-            }
             match first {
                 Some(Err(e)) if worth_another_route(&e) => {
-                    tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed; trying the next");
+                    tracing::warn!(target: "kite::serve", route = %route.name, error = %e, "route failed");
                     failure = Some(e);
                 }
                 // A fallback that cannot take what the client asked (another API's field)
@@ -106,8 +103,14 @@ impl Gateway {
         let mut seen = kite_core::Usage::default();
         let route = route.name.clone();
         Box::pin(events.inspect(move |e| {
-            let Ok(Event::Usage { usage }) = e else {
-                return;
+            let usage = match e {
+                Ok(Event::Usage { usage }) => usage,
+                // Failures of the upstream, before its answer began or in the middle.
+                Err(e) => {
+                    gw.metrics.upstream_error(kite_core::trace::error_type(e));
+                    return;
+                }
+                Ok(_) => return,
             };
             let cost = usage.cost.or_else(|| {
                 let pricer = gw.pricer.as_ref()?;

@@ -129,7 +129,16 @@ pub(crate) fn upstream_error(api: Api, e: &Error) -> Response {
         Error::Transport(_) => (StatusCode::BAD_GATEWAY, Kind::Upstream),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, Kind::Upstream),
     };
-    error(api, status, &e.to_string(), kind)
+    let mut answer = error(api, status, &e.to_string(), kind);
+    // The gateway has retried already: a client that retries too (the official SDKs, and
+    // the agents on them, honour this) would only make its user wait minutes longer.
+    if status.is_server_error() {
+        answer.headers_mut().insert(
+            "x-should-retry",
+            axum::http::HeaderValue::from_static("false"),
+        );
+    }
+    answer
 }
 
 /// Whether another route may do better: the provider was busy, failing, unreachable or

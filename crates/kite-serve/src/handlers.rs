@@ -161,19 +161,26 @@ async fn answer<E: Encoder>(
     if !stream {
         let mut answer = match whole(first, events).await {
             Ok(r) => axum::Json(whole_body(&r)).into_response(),
-            Err(e) => upstream_error(api, &e),
+            Err(e) => {
+                failed_midway(&served.route, &e);
+                upstream_error(api, &e)
+            }
         };
         answer.extensions_mut().insert(served);
         return answer;
     }
+    let route = served.route.clone();
     let body = futures_util::stream::iter(first)
         .chain(events)
         .map(Some)
         .chain(futures_util::stream::once(async { None }))
-        .scan(encoder, |enc, item| {
+        .scan(encoder, move |enc, item| {
             std::future::ready(Some(match item {
                 Some(Ok(e)) => enc.event(&e),
-                Some(Err(e)) => enc.failed(&e),
+                Some(Err(e)) => {
+                    failed_midway(&route, &e);
+                    enc.failed(&e)
+                }
                 None => enc.finish(),
             }))
         })
@@ -186,6 +193,12 @@ async fn answer<E: Encoder>(
     let mut answer = event_stream(kept_alive(body, ping, every));
     answer.extensions_mut().insert(served);
     answer
+}
+
+/// Says in the log that an answer begun on `route` failed before its end: its request's
+/// line shows the status its head was sent with.
+fn failed_midway(route: &str, e: &kite_core::Error) {
+    tracing::warn!(target: "kite::serve", route = %route, error = %e, "answer failed midway");
 }
 
 /// The route that answered a request and the key that asked, on its response for the

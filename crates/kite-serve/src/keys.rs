@@ -144,13 +144,12 @@ pub(crate) enum Caller {
 }
 
 impl Keys {
-    /// How `/metrics` names the key `caller` gave: the start of its digest, which tells
-    /// keys apart and shows nothing of them; `-` for no key.
+    /// How `/metrics` names the key `caller` gave: by its place among the keys given
+    /// (`key-1`, ...), which shows nothing of it (a digest's start would let a weak key be
+    /// guessed); `-` for no key.
     pub(crate) fn label(&self, caller: Caller) -> String {
         match caller {
-            Caller::Key(i) => self.keys.get(i).map_or("-".into(), |k| {
-                k.digest[..6].iter().map(|b| format!("{b:02x}")).collect()
-            }),
+            Caller::Key(i) => format!("key-{}", i + 1),
             Caller::Anyone => "-".into(),
         }
     }

@@ -356,9 +356,13 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
                 Kind::Missing,
             )
         })
-        .method_not_allowed_fallback(|| async {
+        .method_not_allowed_fallback(|uri: axum::http::Uri| async move {
+            let api = match uri.path().starts_with("/v1/messages") {
+                true => Api::Messages,
+                false => Api::Chat,
+            };
             error(
-                Api::Chat,
+                api,
                 StatusCode::METHOD_NOT_ALLOWED,
                 "this endpoint does not take that method",
                 Kind::Invalid,

@@ -1,8 +1,9 @@
 //! `GET /metrics`: what the gateway has served, in the OpenMetrics text format Prometheus
 //! scrapes (written by `prometheus-client`): requests by route, key and status; the time to
 //! an answer's first byte and to its end; tokens and cost by route; refusals at a key's
-//! limits; upstream failures by kind; requests in flight. A key is labelled by the start of
-//! its SHA-256 digest, never by itself. Asked with a client key, as every `/v1` path is.
+//! limits; upstream failures by kind (midway through an answer too); requests in flight.
+//! A key is labelled by its place among the keys given (`key-1`), never by itself nor by
+//! its digest. Asked with a client key, as every `/v1` path is.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
