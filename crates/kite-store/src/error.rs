@@ -17,6 +17,9 @@ pub enum StoreError {
         /// The version found.
         found: i64,
     },
+    /// Something of this name is there already (a key, a team).
+    #[error("there is already {0}")]
+    Exists(String),
     /// No conversation has this id.
     #[error("no conversation {0}")]
     NotFound(String),

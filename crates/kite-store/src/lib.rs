@@ -28,6 +28,7 @@
 
 pub mod compact;
 mod error;
+pub mod fleet;
 mod model;
 mod postgres;
 mod sqlite;
@@ -37,6 +38,7 @@ mod tls;
 mod tokens;
 
 pub use error::StoreError;
+pub use fleet::Fleet;
 pub use model::{Conversation, StoredTurn, Turn, history};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

@@ -4,15 +4,24 @@
 //! `kite_schema` table. A turn is one transaction that locks its conversation's row
 //! (`SELECT ... FOR UPDATE`) and checks the version first, so writers on other machines are
 //! refused rather than interleaved. Connections use TLS as the URL's `sslmode` and
-//! `sslrootcert` say, as with libpq (`tls.rs`).
+//! `sslrootcert` say, as with libpq (`tls.rs`), and come from a small pool
+//! (deadpool-postgres) that replaces one the server dropped: a database that restarts
+//! fails the requests made while it is away, and serves the next ones.
 
 use crate::model::now_ms;
 use crate::{Conversation, Store, StoreError, StoreFuture, StoredTurn, Turn};
-use tokio::sync::Mutex;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use std::sync::Arc;
 use tokio_postgres::{Client, Row};
 
+mod fleet;
+
+/// How many connections one store keeps at most.
+const POOL: usize = 8;
+
 /// The schema, one step per version.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE conversations (
         id TEXT PRIMARY KEY,
         title TEXT NOT NULL,
@@ -31,14 +40,19 @@ const MIGRATIONS: &[&str] = &["
         PRIMARY KEY (conversation, number)
     );
     CREATE INDEX conversations_by_update ON conversations (updated_ms DESC);
-"];
+",
+    fleet::TABLES,
+];
 
 /// How long reaching the database, and its first answers, may take.
 const CONNECT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Conversations in a Postgres database.
+#[derive(Clone)]
 pub struct PostgresStore {
-    client: Mutex<Client>,
+    pool: Pool,
+    /// Whose conversations these are (empty: the user's own).
+    owner: Arc<str>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -49,6 +63,15 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 fn db(e: tokio_postgres::Error) -> StoreError {
+    // A unique column's clash (23505).
+    if e.as_db_error().map(|d| d.code().code()) == Some("23505") {
+        return StoreError::Exists(
+            e.as_db_error()
+                .and_then(|d| d.constraint())
+                .unwrap_or("that")
+                .to_owned(),
+        );
+    }
     StoreError::Backend(match e.as_db_error() {
         Some(d) => format!("{}: {}", d.code().code(), d.message()),
         None => {
@@ -77,24 +100,57 @@ impl PostgresStore {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let reach = |m: String| StoreError::Backend(format!("cannot reach the database: {m}"));
         let (url, tls) = crate::tls::prepare(url)?;
-        let (mut client, connection) =
-            tokio::time::timeout(CONNECT, tokio_postgres::connect(&url, tls))
-                .await
-                .map_err(|_| reach(format!("no answer within {} s", CONNECT.as_secs())))?
-                .map_err(|e| match db(e) {
-                    StoreError::Backend(m) => reach(m),
-                    other => other,
-                })?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "the conversation database connection ended");
-            }
-        });
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| reach(format!("the URL is not one: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            tls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT))
+            .create_timeout(Some(CONNECT))
+            .recycle_timeout(Some(CONNECT))
+            .build()
+            .map_err(|e| reach(e.to_string()))?;
+        let store = Self {
+            pool,
+            owner: Arc::from(""),
+        };
+        let mut client = store.client().await.map_err(|e| match e {
+            StoreError::Backend(m) => reach(m),
+            other => other,
+        })?;
         tokio::time::timeout(CONNECT, migrate(&mut client))
             .await
             .map_err(|_| StoreError::Backend("the database did not answer in time".into()))??;
-        Ok(Self {
-            client: Mutex::new(client),
+        Ok(store)
+    }
+
+    /// The same database, holding only `owner`'s conversations (a gateway's client key's,
+    /// say): no other owner's are listed, read, added to or deleted through it.
+    pub fn owned_by(&self, owner: &str) -> Self {
+        Self {
+            owner: Arc::from(owner),
+            ..self.clone()
+        }
+    }
+
+    /// A connection from the pool (a new one when the server dropped the last).
+    pub(crate) async fn client(&self) -> Result<Object, StoreError> {
+        use deadpool_postgres::PoolError;
+        self.pool.get().await.map_err(|e| match e {
+            PoolError::Backend(e) => db(e),
+            PoolError::Timeout(_) => StoreError::Backend(format!(
+                "cannot reach the database: no answer within {} s",
+                CONNECT.as_secs()
+            )),
+            other => StoreError::Backend(format!("cannot reach the database: {other}")),
         })
     }
 }
@@ -149,14 +205,15 @@ fn conversation(r: &Row) -> Conversation {
 
 async fn get(
     client: &impl tokio_postgres::GenericClient,
+    owner: &str,
     id: &str,
     lock: bool,
 ) -> Result<Conversation, StoreError> {
     let lock = if lock { " FOR UPDATE" } else { "" };
     client
         .query_opt(
-            &format!("SELECT {COLUMNS} FROM conversations WHERE id = $1{lock}"),
-            &[&id],
+            &format!("SELECT {COLUMNS} FROM conversations WHERE id = $1 AND owner = $2{lock}"),
+            &[&id, &owner],
         )
         .await
         .map_err(db)?
@@ -169,6 +226,7 @@ async fn get(
 /// up to `archive_through`.
 async fn add_turn(
     client: &mut Client,
+    owner: &str,
     id: &str,
     version: i64,
     turn: &Turn,
@@ -176,7 +234,7 @@ async fn add_turn(
 ) -> Result<i64, StoreError> {
     let body = turn.body()?;
     let tx = client.transaction().await.map_err(db)?;
-    get(&tx, id, true).await?.check(version)?;
+    get(&tx, owner, id, true).await?.check(version)?;
     if let Some(through) = archive_through {
         tx.execute(
             "UPDATE turns SET archived = TRUE WHERE conversation = $1 AND number <= $2",
@@ -208,12 +266,12 @@ impl Store for PostgresStore {
     fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
         let c = Conversation::begin(title);
         Box::pin(async move {
-            self.client
-                .lock()
-                .await
+            self.client()
+                .await?
                 .execute(
                     &format!(
-                        "INSERT INTO conversations ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                        "INSERT INTO conversations ({COLUMNS}, owner) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
                     ),
                     &[
                         &c.id,
@@ -223,6 +281,7 @@ impl Store for PostgresStore {
                         &c.created_ms,
                         &c.updated_ms,
                         &c.version,
+                        &&*self.owner,
                     ],
                 )
                 .await
@@ -233,18 +292,20 @@ impl Store for PostgresStore {
 
     fn get(&self, id: &str) -> StoreFuture<'_, Conversation> {
         let id = id.to_owned();
-        Box::pin(async move { get(&*self.client.lock().await, &id, false).await })
+        Box::pin(async move { get(&**self.client().await?, &self.owner, &id, false).await })
     }
 
     fn list(&self) -> StoreFuture<'_, Vec<Conversation>> {
         Box::pin(async move {
             let rows = self
-                .client
-                .lock()
-                .await
+                .client()
+                .await?
                 .query(
-                    &format!("SELECT {COLUMNS} FROM conversations ORDER BY updated_ms DESC, id"),
-                    &[],
+                    &format!(
+                        "SELECT {COLUMNS} FROM conversations WHERE owner = $1 \
+                         ORDER BY updated_ms DESC, id"
+                    ),
+                    &[&&*self.owner],
                 )
                 .await
                 .map_err(db)?;
@@ -255,8 +316,8 @@ impl Store for PostgresStore {
     fn turns(&self, id: &str) -> StoreFuture<'_, Vec<StoredTurn>> {
         let id = id.to_owned();
         Box::pin(async move {
-            let client = self.client.lock().await;
-            get(&*client, &id, false).await?;
+            let client = self.client().await?;
+            get(&**client, &self.owner, &id, false).await?;
             let rows = client
                 .query(
                     "SELECT number, created_ms, archived, body FROM turns \
@@ -287,7 +348,8 @@ impl Store for PostgresStore {
         let id = id.to_owned();
         let turn = turn.settled();
         Box::pin(async move {
-            add_turn(&mut *self.client.lock().await, &id, version, &turn, None).await
+            let mut client = self.client().await?;
+            add_turn(&mut client, &self.owner, &id, version, &turn, None).await
         })
     }
 
@@ -299,7 +361,8 @@ impl Store for PostgresStore {
         };
         Box::pin(async move {
             add_turn(
-                &mut *self.client.lock().await,
+                &mut *self.client().await?,
+                &self.owner,
                 &id,
                 version,
                 &summary,
@@ -313,10 +376,12 @@ impl Store for PostgresStore {
         let id = id.to_owned();
         Box::pin(async move {
             let n = self
-                .client
-                .lock()
-                .await
-                .execute("DELETE FROM conversations WHERE id = $1", &[&id])
+                .client()
+                .await?
+                .execute(
+                    "DELETE FROM conversations WHERE id = $1 AND owner = $2",
+                    &[&id, &&*self.owner],
+                )
                 .await
                 .map_err(db)?;
             Ok(n > 0)

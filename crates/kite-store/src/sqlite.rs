@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod fleet;
+
 /// The schema, one step per version; a store is brought up to date when opened.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE conversations (
         id TEXT PRIMARY KEY,
         title TEXT NOT NULL,
@@ -32,7 +35,9 @@ const MIGRATIONS: &[&str] = &["
         PRIMARY KEY (conversation, number)
     );
     CREATE INDEX conversations_by_update ON conversations (updated_ms DESC);
-"];
+",
+    fleet::TABLES,
+];
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY: Duration = Duration::from_secs(10);
@@ -42,6 +47,8 @@ const BUSY: Duration = Duration::from_secs(10);
 pub struct SqliteStore {
     path: PathBuf,
     conn: Arc<Mutex<Connection>>,
+    /// Whose conversations these are (empty: the user's own).
+    owner: Arc<str>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -70,7 +77,17 @@ impl SqliteStore {
         Ok(Self {
             path,
             conn: Arc::new(Mutex::new(conn)),
+            owner: Arc::from(""),
         })
+    }
+
+    /// The same file, holding only `owner`'s conversations (a gateway's client key's, say):
+    /// no other owner's are listed, read, added to or deleted through it.
+    pub fn owned_by(&self, owner: &str) -> Self {
+        Self {
+            owner: Arc::from(owner),
+            ..self.clone()
+        }
     }
 
     /// The file it keeps conversations in.
@@ -207,10 +224,10 @@ fn conversation(r: &rusqlite::Row<'_>) -> Result<Conversation, rusqlite::Error> 
 
 const COLUMNS: &str = "id, title, provider, model, created_ms, updated_ms, version";
 
-fn get(conn: &Connection, id: &str) -> Result<Conversation, StoreError> {
+fn get(conn: &Connection, owner: &str, id: &str) -> Result<Conversation, StoreError> {
     conn.query_row(
-        &format!("SELECT {COLUMNS} FROM conversations WHERE id = ?1"),
-        [id],
+        &format!("SELECT {COLUMNS} FROM conversations WHERE id = ?1 AND owner = ?2"),
+        [id, owner],
         conversation,
     )
     .optional()
@@ -222,6 +239,7 @@ fn get(conn: &Connection, id: &str) -> Result<Conversation, StoreError> {
 /// the version and, when compacting, archives the turns numbered up to `archive_through`.
 fn add_turn(
     conn: &mut Connection,
+    owner: &str,
     id: &str,
     version: i64,
     turn: &Turn,
@@ -231,7 +249,7 @@ fn add_turn(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)?;
-    get(&tx, id)?.check(version)?;
+    get(&tx, owner, id)?.check(version)?;
     if let Some(through) = archive_through {
         tx.execute(
             "UPDATE turns SET archived = 1 WHERE conversation = ?1 AND number <= ?2",
@@ -259,10 +277,12 @@ fn add_turn(
 impl Store for SqliteStore {
     fn create(&self, title: &str) -> StoreFuture<'_, Conversation> {
         let c = Conversation::begin(title);
+        let owner = self.owner.clone();
         self.with(move |conn| {
             conn.execute(
                 &format!(
-                    "INSERT INTO conversations ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                    "INSERT INTO conversations ({COLUMNS}, owner) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
                 ),
                 params![
                     c.id,
@@ -271,7 +291,8 @@ impl Store for SqliteStore {
                     c.model,
                     c.created_ms,
                     c.updated_ms,
-                    c.version
+                    c.version,
+                    &*owner
                 ],
             )
             .map_err(db)?;
@@ -281,25 +302,29 @@ impl Store for SqliteStore {
 
     fn get(&self, id: &str) -> StoreFuture<'_, Conversation> {
         let id = id.to_owned();
-        self.with(move |conn| get(conn, &id))
+        let owner = self.owner.clone();
+        self.with(move |conn| get(conn, &owner, &id))
     }
 
     fn list(&self) -> StoreFuture<'_, Vec<Conversation>> {
-        self.with(|conn| {
+        let owner = self.owner.clone();
+        self.with(move |conn| {
             let mut stmt = conn
                 .prepare(&format!(
-                    "SELECT {COLUMNS} FROM conversations ORDER BY updated_ms DESC, id"
+                    "SELECT {COLUMNS} FROM conversations WHERE owner = ?1 \
+                     ORDER BY updated_ms DESC, id"
                 ))
                 .map_err(db)?;
-            let rows = stmt.query_map([], conversation).map_err(db)?;
+            let rows = stmt.query_map([&*owner], conversation).map_err(db)?;
             rows.collect::<Result<_, _>>().map_err(db)
         })
     }
 
     fn turns(&self, id: &str) -> StoreFuture<'_, Vec<StoredTurn>> {
         let id = id.to_owned();
+        let owner = self.owner.clone();
         self.with(move |conn| {
-            get(conn, &id)?;
+            get(conn, &owner, &id)?;
             let mut stmt = conn
                 .prepare(
                     "SELECT number, created_ms, archived, body FROM turns \
@@ -337,7 +362,8 @@ impl Store for SqliteStore {
     fn append(&self, id: &str, version: i64, turn: Turn) -> StoreFuture<'_, i64> {
         let id = id.to_owned();
         let turn = turn.settled();
-        self.with(move |conn| add_turn(conn, &id, version, &turn, None))
+        let owner = self.owner.clone();
+        self.with(move |conn| add_turn(conn, &owner, &id, version, &turn, None))
     }
 
     fn compact(&self, id: &str, version: i64, through: i64, summary: Turn) -> StoreFuture<'_, i64> {
@@ -346,14 +372,19 @@ impl Store for SqliteStore {
             summary: true,
             ..summary.settled()
         };
-        self.with(move |conn| add_turn(conn, &id, version, &summary, Some(through)))
+        let owner = self.owner.clone();
+        self.with(move |conn| add_turn(conn, &owner, &id, version, &summary, Some(through)))
     }
 
     fn delete(&self, id: &str) -> StoreFuture<'_, bool> {
         let id = id.to_owned();
+        let owner = self.owner.clone();
         self.with(move |conn| {
             let n = conn
-                .execute("DELETE FROM conversations WHERE id = ?1", [&id])
+                .execute(
+                    "DELETE FROM conversations WHERE id = ?1 AND owner = ?2",
+                    [&id, &*owner],
+                )
                 .map_err(db)?;
             Ok(n > 0)
         })

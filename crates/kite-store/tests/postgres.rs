@@ -207,6 +207,15 @@ async fn the_store_contract_holds_on_postgres() {
     let other = cluster.store().await;
     suite::two_writers_neither_lose_nor_interleave(&store, &other).await;
     assert!(!store.list().await.unwrap().is_empty());
+    suite::fleet::keys_and_teams(&store).await;
+    suite::fleet::the_ledger(&store).await;
+    suite::fleet::stored_responses(&store).await;
+    suite::fleet::owners_see_only_their_own(
+        &store.owned_by("key_a"),
+        &other.owned_by("key_b"),
+        &other,
+    )
+    .await;
 }
 
 #[tokio::test]

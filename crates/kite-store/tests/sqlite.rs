@@ -24,6 +24,20 @@ async fn round_trip() {
 }
 
 #[tokio::test]
+async fn the_fleets_state_is_kept() {
+    let store = fresh("fleet").await;
+    suite::fleet::keys_and_teams(&store).await;
+    suite::fleet::the_ledger(&store).await;
+    suite::fleet::stored_responses(&store).await;
+    suite::fleet::owners_see_only_their_own(
+        &store.owned_by("key_a"),
+        &store.owned_by("key_b"),
+        &store,
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn a_stale_writer_is_refused() {
     suite::a_stale_writer_is_refused(&fresh("stale").await).await;
 }

@@ -1,5 +1,7 @@
 //! The store contract, as tests any backend must pass: each takes a fresh store.
 
+pub(crate) mod fleet;
+
 use kite_core::{Message, Part, Role, ToolCall, ToolResult, Usage};
 use kite_store::{Store, StoreError, Turn};
 
