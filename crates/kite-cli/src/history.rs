@@ -12,8 +12,51 @@ fn error(e: StoreError) -> Error {
     Error::other(e)
 }
 
+/// The store the configuration names, as both backends are: conversations, and what a
+/// fleet of gateways shares.
+pub(crate) enum Backend {
+    Sqlite(SqliteStore),
+    Postgres(PostgresStore),
+}
+
+impl Backend {
+    /// Its conversations (the user's own).
+    pub(crate) fn store(&self) -> Box<dyn Store> {
+        match self {
+            Backend::Sqlite(s) => Box::new(s.clone()),
+            Backend::Postgres(s) => Box::new(s.clone()),
+        }
+    }
+
+    /// What a fleet of gateways shares.
+    pub(crate) fn fleet(&self) -> std::sync::Arc<dyn kite::store::Fleet> {
+        match self {
+            Backend::Sqlite(s) => std::sync::Arc::new(s.clone()),
+            Backend::Postgres(s) => std::sync::Arc::new(s.clone()),
+        }
+    }
+
+    /// The conversations of `owner` (a gateway's client key) alone.
+    pub(crate) fn owned_by(&self, owner: &str) -> std::sync::Arc<dyn Store> {
+        match self {
+            Backend::Sqlite(s) => std::sync::Arc::new(s.owned_by(owner)),
+            Backend::Postgres(s) => std::sync::Arc::new(s.owned_by(owner)),
+        }
+    }
+
+    /// Whether other machines may share it.
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self, Backend::Postgres(_))
+    }
+}
+
 /// The store the configuration names.
 pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> {
+    Ok(open_backend(config).await?.store())
+}
+
+/// The store the configuration names, as its backend.
+pub(crate) async fn open_backend(config: &StoreConfig) -> Result<Backend, Error> {
     let url = std::env::var("KITE_STORE_URL")
         .ok()
         .filter(|u| !u.trim().is_empty())
@@ -24,14 +67,18 @@ pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> 
             u.split_whitespace()
                 .filter_map(|w| w.strip_prefix("password="))
                 .for_each(|v| crate::logging::secret(v.trim_matches('\'')));
-            Ok(Box::new(PostgresStore::connect(&u).await.map_err(error)?))
+            Ok(Backend::Postgres(
+                PostgresStore::connect(&u).await.map_err(error)?,
+            ))
         }
         Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => {
             // A password in the URL is as secret as a provider's key.
             kite::mcp::url_secrets(&u)
                 .into_iter()
                 .for_each(|v| crate::logging::secret(&v));
-            Ok(Box::new(PostgresStore::connect(&u).await.map_err(error)?))
+            Ok(Backend::Postgres(
+                PostgresStore::connect(&u).await.map_err(error)?,
+            ))
         }
         Some(u) if u.contains("://") && !u.starts_with("sqlite://") => Err(Error::Config(format!(
             "the store URL {:?} is neither a postgres:// URL nor a SQLite file's path",
@@ -39,7 +86,9 @@ pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> 
         ))),
         Some(u) => {
             let path = PathBuf::from(u.strip_prefix("sqlite://").unwrap_or(&u));
-            Ok(Box::new(SqliteStore::open(path).await.map_err(error)?))
+            Ok(Backend::Sqlite(
+                SqliteStore::open(path).await.map_err(error)?,
+            ))
         }
         None => {
             let path = SqliteStore::default_path().ok_or_else(|| {
@@ -49,7 +98,9 @@ pub(crate) async fn open(config: &StoreConfig) -> Result<Box<dyn Store>, Error> 
                         .into(),
                 )
             })?;
-            Ok(Box::new(SqliteStore::open(path).await.map_err(error)?))
+            Ok(Backend::Sqlite(
+                SqliteStore::open(path).await.map_err(error)?,
+            ))
         }
     }
 }

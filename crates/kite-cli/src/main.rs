@@ -12,6 +12,7 @@ mod config;
 mod conversations;
 mod endpoint;
 mod history;
+mod keys;
 mod logging;
 mod markdown;
 mod mcp;
@@ -72,6 +73,9 @@ enum Command {
     /// List, show, delete or export stored conversations.
     #[command(subcommand)]
     Conversations(conversations::ConversationsCommand),
+    /// Manage `kite serve`'s client keys (kept in the store every replica reads).
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
     /// Check the MCP servers configured in kite.toml.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -96,8 +100,13 @@ enum Command {
     /// List, show and validate Agent Skills.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
+    /// Manage teams: keys of `kite serve` that share limits and a budget.
+    #[command(subcommand)]
+    Teams(keys::TeamsCommand),
     /// Transcribe an audio file.
     Transcribe(Box<transcribe::TranscribeArgs>),
+    /// What `kite serve`'s clients used, from the ledger: requests, tokens and cost.
+    Usage(keys::UsageArgs),
 }
 
 /// Exit status when a run stopped without an answer (the turn limit, a hook).
@@ -129,6 +138,9 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Ask(args) => ask::run(*args, config).await,
             Command::Chat(args) => chat::run(*args, config).await,
+            Command::Keys(cmd) => keys::keys(cmd, config).await,
+            Command::Teams(cmd) => keys::teams(cmd, config).await,
+            Command::Usage(args) => keys::usage(args, config).await,
             Command::Mcp(cmd) => mcp::run(cmd, config).await,
             Command::Models(args) => models::run(args, config).await,
             Command::Cassette(cmd) => cassette::run(cmd),

@@ -10,9 +10,7 @@ use crate::choose::{SessionArgs, choose_model};
 use crate::output::errln;
 use clap::Args;
 use kite::serve::{Gateway, Route};
-use routes::{
-    Kept, add_builtin, ask_for_a_call, route, skills_kit, tools, upstream_models, web_stores,
-};
+use routes::{Kept, add_builtin, ask_for_a_call, route, skills_kit, tools, upstream_models};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -38,6 +36,18 @@ pub(crate) struct ServeArgs {
     /// Tokens (in and out) per minute each key may use.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     tpm: Option<u64>,
+    /// Requests each key may have under way at once.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_parallel: Option<u32>,
+    /// The Redis (or Valkey) that holds the limits every replica shares, as
+    /// redis://HOST:PORT (default: [serve] redis_url; none: limits hold per process).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "KITE_REDIS_URL",
+        hide_env_values = true
+    )]
+    redis_url: Option<String>,
     /// Seconds the requests under way may take to finish once kite is asked to stop (by
     /// Ctrl-C or SIGTERM); new ones get 503 meanwhile.
     #[arg(long, value_name = "SECS", value_parser = crate::config::seconds, default_value = "30")]
@@ -71,10 +81,37 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         .map(|k| k.trim().to_owned())
         .filter(|k| seen.insert(k.clone()))
         .collect();
-    if settings.requests_per_minute == Some(0) || settings.tokens_per_minute == Some(0) {
+    if settings.requests_per_minute == Some(0)
+        || settings.tokens_per_minute == Some(0)
+        || settings.max_parallel == Some(0)
+    {
         return Err(fail(
-            "[serve] requests_per_minute and tokens_per_minute must be at least 1".into(),
+            "[serve] requests_per_minute, tokens_per_minute and max_parallel must be at least 1"
+                .into(),
         ));
+    }
+    let mut admin_keys = Vec::new();
+    for key in &settings.admin_keys {
+        let key = kite::mcp::expand_env(key)
+            .map_err(|e| fail(format!("[serve] admin_keys names {e}")))?;
+        if !key.trim().is_empty() {
+            crate::logging::secret(key.trim());
+            admin_keys.push(key.trim().to_owned());
+        }
+    }
+    let redis_url = match args.redis_url.as_deref().filter(|u| !u.trim().is_empty()) {
+        Some(u) => Some(u.to_owned()),
+        None => settings
+            .redis_url
+            .as_deref()
+            .map(kite::mcp::expand_env)
+            .transpose()
+            .map_err(|e| fail(format!("[serve] redis_url names {e}")))?,
+    };
+    if let Some(url) = &redis_url {
+        kite::mcp::url_secrets(url)
+            .into_iter()
+            .for_each(|v| crate::logging::secret(&v));
     }
     for key in &keys {
         crate::logging::secret(key);
@@ -169,6 +206,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     let limits = kite::serve::Limits {
         requests_per_minute: args.rpm.or(settings.requests_per_minute),
         tokens_per_minute: args.tpm.or(settings.tokens_per_minute),
+        max_parallel: args.max_parallel.or(settings.max_parallel),
     };
     if keys.is_empty() && limits != kite::serve::Limits::default() {
         errln!("kite: the rate limits hold for each client key; with no key they limit nothing");
@@ -198,10 +236,44 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     for key in &keys {
         gateway = gateway.key_with(key.trim(), limits);
     }
+    for key in &admin_keys {
+        gateway = gateway.admin_key(key);
+    }
+    let mut shared_store = false;
     if !session.no_store {
-        gateway = web_stores(gateway, &keys, &loaded.config.store)
+        // One store for everything: the web chat's conversations (each key's apart), the
+        // keys of `kite keys`, the ledger, stored responses.
+        let backend = crate::history::open_backend(&loaded.config.store)
             .await
-            .map_err(fail)?;
+            .map_err(|e| fail(e.to_string()))?;
+        shared_store = backend.is_shared();
+        if keys.is_empty() {
+            gateway = gateway.store(Arc::from(backend.store()));
+        }
+        let fleet = backend.fleet();
+        let owned: kite::serve::Conversations = Arc::new(move |owner| backend.owned_by(owner));
+        gateway = gateway.fleet(fleet, Some(owned));
+        if let Err(e) = gateway.refresh().await {
+            return Err(fail(format!(
+                "cannot read the gateway's keys from the store: {e}"
+            )));
+        }
+    } else if !admin_keys.is_empty() {
+        errln!("kite: [serve] admin_keys need a store (not --no-store): the admin API is off");
+    }
+    match &redis_url {
+        Some(url) => {
+            let policy = match settings.limits_unavailable {
+                crate::settings::LimitsUnavailable::Deny => kite::serve::Unavailable::Deny,
+                crate::settings::LimitsUnavailable::Allow => kite::serve::Unavailable::Allow,
+            };
+            gateway = gateway.redis(url, policy).map_err(fail)?;
+        }
+        None if shared_store => errln!(
+            "kite: the store is shared but no Redis is set (KITE_REDIS_URL or [serve] \
+             redis_url): rate limits hold per replica"
+        ),
+        None => {}
     }
     let addr = match args.addr.as_deref().or(settings.addr.as_deref()) {
         Some(given) => resolve(given).await.map_err(fail)?,
@@ -267,6 +339,8 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             (Ok(()), true)
         }
     };
+    // The ledger's last rows are written.
+    gateway.finish().await;
     for hub in kept.hubs {
         hub.close().await;
     }

@@ -47,8 +47,12 @@ pub(crate) struct Config {
 /// keys = ["${GATEWAY_KEY}"]          # ${NAME} is read from the environment
 /// requests_per_minute = 60           # per key
 /// tokens_per_minute = 100000         # per key
+/// max_parallel = 8                   # requests at once, per key
 /// hosted_tools = "drop"              # or "refuse": OpenAI's hosted tools (web_search...)
 ///                                    # for a provider that cannot run them
+/// redis_url = "redis://10.0.0.5:6379" # limits shared by every replica (KITE_REDIS_URL)
+/// limits_unavailable = "deny"        # or "allow" (per replica) while Redis is away
+/// admin_keys = ["${ADMIN_KEY}"]      # may manage keys and teams under /v1/admin
 ///
 /// [[serve.routes]]
 /// name = "fast"                      # the model name clients ask for
@@ -68,11 +72,30 @@ pub(crate) struct ServeConfig {
     pub keys: Vec<String>,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u64>,
+    pub max_parallel: Option<u32>,
+    /// The Redis (or Valkey) that holds every replica's limits.
+    pub redis_url: Option<String>,
+    /// What happens while Redis cannot be reached.
+    #[serde(default)]
+    pub limits_unavailable: LimitsUnavailable,
+    /// Keys that may manage keys and teams (`/v1/admin`).
+    #[serde(default)]
+    pub admin_keys: Vec<String>,
     /// What becomes of hosted tools a route's provider cannot run.
     #[serde(default)]
     pub hosted_tools: HostedTools,
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
+}
+
+/// `limits_unavailable`: `deny` (the default: 503 while Redis is away) or `allow` (limits
+/// held per replica meanwhile).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LimitsUnavailable {
+    #[default]
+    Deny,
+    Allow,
 }
 
 /// `hosted_tools`: `drop` (the default: left out, said once in the log) or `refuse` (400).

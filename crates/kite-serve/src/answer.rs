@@ -3,20 +3,36 @@
 //! the caller as it comes; the gateway's secrets hidden in it; and a 503 when the server
 //! stops before it began.
 
-use crate::errors::{Api, Kind, error, unknown_model, upstream_error, worth_another_route};
+use crate::errors::{
+    Api, Kind, error, not_allowed, unknown_model, upstream_error, worth_another_route,
+};
 use crate::keys::{self, Caller};
 use crate::{Gateway, Route, agentic};
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 use futures_util::StreamExt;
 use kite_core::{Error, Event, EventStream};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// An answer begun: its first event, the rest, and the route that gives it.
+/// An answer begun: its first event, the rest, the route that gives it, and what it uses
+/// as it goes.
 pub(crate) struct Opened {
     pub first: Option<Result<Event, Error>>,
     pub events: EventStream,
     pub route: String,
+    pub provider: String,
+    pub model: String,
+    pub tally: Arc<Mutex<Tally>>,
+}
+
+/// What one answer has used so far, for its ledger row.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tally {
+    pub usage: kite_core::Usage,
+    /// What it cost, as far as prices are known.
+    pub cost: f64,
+    /// Some of it has no known price.
+    pub unpriced: bool,
 }
 
 impl Gateway {
@@ -26,13 +42,19 @@ impl Gateway {
     pub(crate) async fn open(
         self: &Arc<Self>,
         api: Api,
-        caller: Caller,
+        caller: &Caller,
         mut request: kite_core::Request,
     ) -> Result<Opened, Box<Response>> {
         let public = request.model.clone();
         let Some((route, upstream)) = self.route(&public) else {
             return Err(Box::new(unknown_model(api, &public)));
         };
+        if let Caller::Key(k) = caller
+            && !k.may_use(&public)
+        {
+            return Err(Box::new(not_allowed(api, &public)));
+        }
+        let tally = Arc::new(Mutex::new(Tally::default()));
         let chain = std::iter::once((route, upstream)).chain(
             route
                 .fallbacks
@@ -47,7 +69,7 @@ impl Gateway {
                 true => agentic::answer(self, route, request.clone()),
                 false => route.model.stream(&request),
             };
-            let events = self.metered(caller, route, &request.model, events);
+            let events = self.metered(caller.clone(), route, &request.model, events, &tally);
             let mut events = redacted(events, &self.secrets);
             // The grace ran out while the upstream had not yet answered: 503, to ask again.
             let first = tokio::select! {
@@ -79,6 +101,9 @@ impl Gateway {
                         first,
                         events,
                         route: route.name.clone(),
+                        provider: route.model.origin().provider,
+                        model: request.model.clone(),
+                        tally,
                     });
                 }
             }
@@ -95,7 +120,19 @@ impl Gateway {
         route: &Route,
         model: &str,
         events: EventStream,
+        tally: &Arc<Mutex<Tally>>,
     ) -> EventStream {
+        let tally = tally.clone();
+        let subjects = match &caller {
+            Caller::Key(k) => {
+                let team = k
+                    .team
+                    .as_deref()
+                    .and_then(|t| self.keys.registry.as_ref()?.team_limits(t));
+                k.subjects(team)
+            }
+            Caller::Anyone => Vec::new(),
+        };
         let gw = self.clone();
         let provider = route.model.origin().provider;
         let model = model.to_owned();
@@ -118,17 +155,28 @@ impl Gateway {
             });
             let now = keys::Spent::of(usage, cost);
             let new = now.beyond(&counted);
-            gw.keys.spent(caller, new);
+            gw.keys.spent(&caller, new);
             counted = counted.most(now);
             // A provider that reports usage again reports what it has used so far.
             let more = usage.beyond(&seen);
             seen += more;
             gw.metrics.used(&route, &more, Some(new.cost));
+            {
+                let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
+                t.usage += more;
+                t.cost += new.cost;
+                t.unpriced |= new.unpriced;
+            }
+            let tokens = new.input_tokens.saturating_add(new.output_tokens);
+            if !subjects.is_empty() && tokens > 0 {
+                let (gw, subjects) = (gw.clone(), subjects.clone());
+                tokio::spawn(async move { gw.limiter.spent(&subjects, tokens).await });
+            }
         }))
     }
 
     /// Counts all of `usage` (one whole run's) against `caller`.
-    pub(crate) fn charge(&self, caller: Caller, usage: &kite_core::Usage) {
+    pub(crate) fn charge(&self, caller: &Caller, usage: &kite_core::Usage) {
         self.keys.spent(caller, keys::Spent::of(usage, usage.cost));
     }
 }

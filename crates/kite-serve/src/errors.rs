@@ -26,6 +26,10 @@ pub(crate) enum Kind {
     Upstream,
     /// The server cannot answer now (it is stopping).
     Unavailable,
+    /// A budget is spent.
+    Quota,
+    /// The key may not do this (ask for that model).
+    Forbidden,
 }
 
 /// An error in the client's API's shape.
@@ -40,6 +44,8 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
                 Kind::RateLimit => ("rate_limit_error", Some("rate_limit_exceeded")),
                 Kind::Upstream => ("api_error", None),
                 Kind::Unavailable => ("server_error", Some("service_unavailable")),
+                Kind::Quota => ("insufficient_quota", Some("insufficient_quota")),
+                Kind::Forbidden => ("invalid_request_error", Some("model_not_allowed")),
             };
             kite_wire::openai_chat::serve::error_body(message, kind, code)
         }
@@ -52,6 +58,8 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
                 Kind::RateLimit => "rate_limit_error",
                 Kind::Upstream => "api_error",
                 Kind::Unavailable => "overloaded_error",
+                Kind::Quota => "rate_limit_error",
+                Kind::Forbidden => "permission_error",
             },
         ),
     };
@@ -73,6 +81,35 @@ pub(crate) fn unauthorized(api: Api, token: bool, given: bool) -> Response {
         false => said.to_owned(),
     };
     error(api, StatusCode::UNAUTHORIZED, &message, Kind::Auth)
+}
+
+/// A key, or its team, over its budget: OpenAI's `insufficient_quota` (429, which its
+/// SDKs do not retry), in the client's API's shape.
+pub(crate) fn over_budget(api: Api, over: &crate::registry::OverBudget) -> Response {
+    let period = match over.budget.period {
+        kite_store::fleet::Period::Day => " today",
+        kite_store::fleet::Period::Month => " this month",
+        kite_store::fleet::Period::Total => "",
+    };
+    error(
+        api,
+        StatusCode::TOO_MANY_REQUESTS,
+        &format!(
+            "You exceeded your current quota: {} has spent its budget of ${}{period}.",
+            over.whose, over.budget.usd
+        ),
+        Kind::Quota,
+    )
+}
+
+/// A key asking for a model it may not use.
+pub(crate) fn not_allowed(api: Api, name: &str) -> Response {
+    error(
+        api,
+        StatusCode::FORBIDDEN,
+        &format!("This key may not use the model `{name}`."),
+        Kind::Forbidden,
+    )
 }
 
 pub(crate) fn unknown_model(api: Api, name: &str) -> Response {

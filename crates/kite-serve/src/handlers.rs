@@ -50,12 +50,47 @@ pub(crate) async fn health(State(gw): State<Arc<Gateway>>) -> Response {
     }
 }
 
-/// What the caller's key (or, with no keys, everyone) has used since the gateway started.
+/// What the caller's key (or, with no keys, everyone) has used: from the ledger, all
+/// time, when the gateway has a store (the same on every replica, and through restarts,
+/// with what this replica has yet to write first written); else since the gateway started.
 pub(crate) async fn usage(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
 ) -> Response {
-    axum::Json(json!({"object": "usage", "usage": gw.keys.used(caller)})).into_response()
+    let (Some(ledger), Some(admin)) = (&gw.ledger, &gw.admin) else {
+        return axum::Json(json!({"object": "usage", "usage": gw.keys.used(&caller)}))
+            .into_response();
+    };
+    ledger.settle().await;
+    let query = kite_store::fleet::UsageQuery {
+        key: caller.id().map(str::to_owned),
+        ..Default::default()
+    };
+    let asked = admin.usage(query);
+    let line = match tokio::time::timeout(std::time::Duration::from_secs(5), asked).await {
+        Ok(Ok(lines)) => lines.into_iter().next().unwrap_or_default(),
+        _ => {
+            return error(
+                Api::Chat,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the usage ledger cannot be read just now; try again in a moment",
+                Kind::Unavailable,
+            );
+        }
+    };
+    let used = json!({
+        "requests": line.requests,
+        "tokens": line.input_tokens + line.output_tokens,
+        "input_tokens": line.input_tokens,
+        "output_tokens": line.output_tokens,
+        "cache_read_tokens": line.cache_read_tokens,
+        "cache_write_tokens": line.cache_write_tokens,
+        "reasoning_tokens": line.reasoning_tokens,
+        "cost": line.cost,
+        "unpriced": line.unpriced,
+        "cached": line.cached,
+    });
+    axum::Json(json!({"object": "usage", "usage": used})).into_response()
 }
 
 /// A client API's stream encoder, as server-sent-event text.
@@ -148,14 +183,21 @@ async fn answer<E: Encoder>(
         first,
         events,
         route,
-    } = match gw.open(api, caller, request).await {
+        provider,
+        model,
+        tally,
+    } = match gw.open(api, &caller, request).await {
         Ok(opened) => opened,
         Err(refused) => return *refused,
     };
-    // Who answered whom, for the request's metrics.
+    // Who answered whom, for the request's metrics and its ledger row.
     let served = Answered {
         route,
-        key: gw.keys.label(caller),
+        key: gw.keys.label(&caller),
+        caller,
+        provider,
+        model,
+        tally,
     };
     let events = until_stopped(events, gw.stop.clone());
     if !stream {
@@ -201,12 +243,18 @@ fn failed_midway(route: &str, e: &kite_core::Error) {
     tracing::warn!(target: "kite::serve", route = %route, error = %e, "answer failed midway");
 }
 
-/// The route that answered a request and the key that asked, on its response for the
-/// metrics `log_request` keeps.
+/// The route that answered a request, the key that asked and what the answer used, on
+/// its response for the metrics and the ledger row `log_request` keeps.
 #[derive(Clone, Debug)]
 pub(crate) struct Answered {
     pub route: String,
+    /// The key's label in the metrics.
     pub key: String,
+    pub caller: Caller,
+    /// The upstream provider and the model asked of it.
+    pub provider: String,
+    pub model: String,
+    pub tally: Arc<std::sync::Mutex<crate::answer::Tally>>,
 }
 
 /// `GET /metrics`: what the gateway has served, as Prometheus scrapes it.
@@ -235,7 +283,18 @@ pub(crate) async fn ready(State(gw): State<Arc<Gateway>>) -> Response {
         return unready("draining");
     }
     // A store that says a conversation does not exist has answered.
-    if let Some(store) = gw.store_for(Caller::Anyone) {
+    if !gw.limiter.ready().await {
+        return unready("Redis, which holds the rate limits, does not answer");
+    }
+    if let Some(registry) = &gw.keys.registry {
+        let asked = registry.fleet.version();
+        match tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return unready("the store fails"),
+            Err(_) => return unready("the store does not answer"),
+        }
+    }
+    if let Some(store) = gw.store_for(&Caller::Anyone) {
         let asked = store.get("kite-ready-probe");
         match tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
             Ok(Ok(_) | Err(kite_store::StoreError::NotFound(_))) => {}

@@ -1,27 +1,17 @@
 //! Client keys: kept as SHA-256 digests and compared in constant time (every key is
-//! compared, so the time taken says nothing of which one matched), each with its rate
-//! limits over the last minute and its usage so far. With no key, a token of the gateway's
+//! compared, so the time taken says nothing of which one matched), each with its limits
+//! (`limits.rs`) and its usage so far; and the keys made by `kite keys create`, found by
+//! digest in the store's table (`registry.rs`). With no key, a token of the gateway's
 //! own (made at start, as Jupyter does) is asked of every caller instead, in a header or
 //! in the cookie the web chat's first visit sets.
 
+use crate::limits::{Limits, Subject};
 use axum::http::{HeaderMap, header};
 use kite_store::Store;
+use kite_store::fleet::Budget;
 use sha2::{Digest, Sha256};
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
-
-const MINUTE: Duration = Duration::from_secs(60);
-
-/// What one key may spend per minute (none: no limit).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Limits {
-    /// Requests per minute.
-    pub requests_per_minute: Option<u32>,
-    /// Input and output tokens per minute.
-    pub tokens_per_minute: Option<u64>,
-}
 
 /// What one key (or, with no keys, everyone) has used since the gateway started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
@@ -50,41 +40,80 @@ pub(crate) struct Spent {
     pub unpriced: bool,
 }
 
-#[derive(Default)]
-struct Window {
-    requests: VecDeque<Instant>,
-    tokens: VecDeque<(Instant, u64)>,
-    used: KeyUsage,
+/// A key the gateway takes: from kite.toml, or made by `kite keys create` and kept in the
+/// store (then with a team, a budget, models and an end, perhaps).
+pub(crate) struct Key {
+    /// Its id in the ledger: `cfg_` and the start of its digest for a key of kite.toml,
+    /// the store's id for one made by `kite keys create`.
+    pub id: String,
+    /// How `/metrics` names it: by place for a key of kite.toml (`key-1`; a digest's start
+    /// would let a weak key be guessed), by its name for one of the store.
+    pub label: String,
+    pub digest: [u8; 32],
+    pub limits: Limits,
+    pub team: Option<String>,
+    pub budget: Option<Budget>,
+    /// The models it may ask for (empty: any).
+    pub models: Vec<String>,
+    /// When it stops working (Unix milliseconds).
+    pub expires_ms: Option<i64>,
+    /// Where the web chat keeps this key's conversations, apart from every other key's.
+    pub store: Option<Arc<dyn Store>>,
+    /// What it has used since the gateway started.
+    pub used: Mutex<KeyUsage>,
 }
 
-impl Window {
-    fn forget_before(&mut self, now: Instant) {
-        while self.requests.front().is_some_and(|t| now - *t >= MINUTE) {
-            self.requests.pop_front();
-        }
-        while self.tokens.front().is_some_and(|(t, _)| now - *t >= MINUTE) {
-            self.tokens.pop_front();
+impl Key {
+    /// A key of kite.toml.
+    fn configured(key: &str, place: usize, limits: Limits) -> Self {
+        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        Self {
+            id: format!("cfg_{hex}"),
+            label: format!("key-{}", place + 1),
+            digest,
+            limits,
+            team: None,
+            budget: None,
+            models: Vec::new(),
+            expires_ms: None,
+            store: None,
+            used: Mutex::default(),
         }
     }
-}
 
-struct Key {
-    digest: [u8; 32],
-    limits: Limits,
-    window: Mutex<Window>,
-    /// Where the web chat keeps this key's conversations, apart from every other key's.
-    store: Option<Arc<dyn Store>>,
+    /// The limits a request of this key must fit: its own, then its team's.
+    pub(crate) fn subjects(&self, team: Option<Limits>) -> Vec<Subject> {
+        let mut subjects = vec![Subject {
+            id: format!("key:{}", self.id),
+            limits: self.limits,
+        }];
+        if let (Some(name), Some(limits)) = (&self.team, team) {
+            subjects.push(Subject {
+                id: format!("team:{name}"),
+                limits,
+            });
+        }
+        subjects
+    }
+
+    /// Whether it may ask for the model `name`.
+    pub(crate) fn may_use(&self, name: &str) -> bool {
+        self.models.is_empty() || self.models.iter().any(|m| m == name)
+    }
 }
 
 /// The keys clients may use, and what is used when none is set.
 #[derive(Default)]
 pub(crate) struct Keys {
-    keys: Vec<Key>,
+    keys: Vec<Arc<Key>>,
     /// What callers used when no key is set.
     open: Mutex<KeyUsage>,
     /// With no key, the digest of the token every caller must give (none: anyone on
     /// loopback is let in).
     token: Option<[u8; 32]>,
+    /// Keys made by `kite keys create`, kept in the store.
+    pub(crate) registry: Option<Arc<crate::registry::Registry>>,
 }
 
 /// The cookie that carries the token for a gateway on `port` (cookies are shared by every
@@ -135,21 +164,48 @@ impl Spent {
 }
 
 /// Who a request comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub(crate) enum Caller {
     /// No keys are set: anyone (on loopback).
     Anyone,
-    /// The key at this place.
-    Key(usize),
+    /// This key.
+    Key(Arc<Key>),
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Caller::Anyone => f.write_str("Anyone"),
+            Caller::Key(k) => write!(f, "Key({})", k.id),
+        }
+    }
+}
+
+impl PartialEq for Caller {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Caller::Anyone, Caller::Anyone) => true,
+            (Caller::Key(a), Caller::Key(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Caller {
+    /// The key's id in the ledger (none with no keys).
+    pub(crate) fn id(&self) -> Option<&str> {
+        match self {
+            Caller::Anyone => None,
+            Caller::Key(k) => Some(&k.id),
+        }
+    }
 }
 
 impl Keys {
-    /// How `/metrics` names the key `caller` gave: by its place among the keys given
-    /// (`key-1`, ...), which shows nothing of it (a digest's start would let a weak key be
-    /// guessed); `-` for no key.
-    pub(crate) fn label(&self, caller: Caller) -> String {
+    /// How `/metrics` names the key `caller` gave; `-` for no key.
+    pub(crate) fn label(&self, caller: &Caller) -> String {
         match caller {
-            Caller::Key(i) => format!("key-{}", i + 1),
+            Caller::Key(k) => k.label.clone(),
             Caller::Anyone => "-".into(),
         }
     }
@@ -159,12 +215,9 @@ impl Keys {
         if key.trim().is_empty() {
             return;
         }
-        self.keys.push(Key {
-            digest: Sha256::digest(key.as_bytes()).into(),
-            limits,
-            window: Mutex::new(Window::default()),
-            store: None,
-        });
+        let place = self.keys.len();
+        self.keys
+            .push(Arc::new(Key::configured(key, place, limits)));
     }
 
     /// Keeps the web chat's conversations of `key` (one added before) in `store`.
@@ -172,20 +225,31 @@ impl Keys {
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
         match self.keys.iter_mut().find(|k| k.digest == digest) {
             Some(k) => {
-                k.store = Some(store);
+                if let Some(k) = Arc::get_mut(k) {
+                    k.store = Some(store);
+                }
                 true
             }
             None => false,
         }
     }
 
-    /// Where the web chat keeps the conversations of the key at `i`.
-    pub(crate) fn store(&self, i: usize) -> Option<&Arc<dyn Store>> {
-        self.keys.get(i)?.store.as_ref()
+    /// Whether no key is set at all: none in kite.toml, and none live in the store.
+    /// Once one is made with `kite keys create`, every caller needs a key.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.registry.as_ref().is_none_or(|r| !r.has_keys())
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+    /// Gives each key of kite.toml that has none the store of its conversations `make`
+    /// makes.
+    pub(crate) fn give_stores(&mut self, make: &dyn Fn(&str) -> Arc<dyn Store>) {
+        for k in &mut self.keys {
+            if let Some(k) = Arc::get_mut(k)
+                && k.store.is_none()
+            {
+                k.store = Some(make(&k.id));
+            }
+        }
     }
 
     /// Asks every caller for `token` while no key is set.
@@ -203,15 +267,8 @@ impl Keys {
     /// set, the token there or in its cookie), or `None` when one is needed and none
     /// matches.
     pub(crate) fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then_some(token)
-            })
-            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
-        if self.keys.is_empty() {
+        let given = given_key(headers);
+        if self.is_empty() {
             if self.token.is_none() {
                 return Some(Caller::Anyone);
             }
@@ -221,83 +278,68 @@ impl Keys {
         }
         let digest: [u8; 32] = Sha256::digest(given?.trim().as_bytes()).into();
         let mut found = None;
-        for (i, k) in self.keys.iter().enumerate() {
+        for k in &self.keys {
             // The first that matches (every key is compared all the same).
             if bool::from(k.digest.ct_eq(&digest)) && found.is_none() {
-                found = Some(i);
+                found = Some(k.clone());
             }
         }
-        found.map(Caller::Key)
+        // The store's keys are found by their digest (a secret's digest tells nothing of
+        // the secret).
+        found
+            .or_else(|| self.registry.as_ref()?.find(&digest))
+            .map(Caller::Key)
     }
 
-    /// Admits one request from `caller`, or says how long to wait.
-    pub(crate) fn admit(&self, caller: Caller) -> Result<(), Duration> {
-        let Caller::Key(i) = caller else {
-            self.open.lock().unwrap_or_else(|e| e.into_inner()).requests += 1;
-            return Ok(());
-        };
-        let key = &self.keys[i];
-        let now = Instant::now();
-        let mut w = key.window.lock().unwrap_or_else(|e| e.into_inner());
-        w.forget_before(now);
-        let wait = |since: Instant| {
-            MINUTE
-                .saturating_sub(now - since)
-                .max(Duration::from_secs(1))
-        };
-        if let Some(max) = key.limits.requests_per_minute
-            && w.requests.len() >= max as usize
-        {
-            return Err(wait(w.requests.front().copied().unwrap_or(now)));
+    /// Counts one request admitted for `caller`.
+    pub(crate) fn admitted(&self, caller: &Caller) {
+        self.count(caller, |used| used.requests += 1);
+    }
+
+    fn count(&self, caller: &Caller, f: impl FnOnce(&mut KeyUsage)) {
+        match caller {
+            Caller::Anyone => f(&mut self.open.lock().unwrap_or_else(|e| e.into_inner())),
+            Caller::Key(k) => f(&mut k.used.lock().unwrap_or_else(|e| e.into_inner())),
         }
-        if let Some(max) = key.limits.tokens_per_minute
-            && w.tokens
-                .iter()
-                .fold(0u64, |sum, (_, n)| sum.saturating_add(*n))
-                >= max
-        {
-            return Err(wait(w.tokens.front().map_or(now, |(t, _)| *t)));
-        }
-        w.requests.push_back(now);
-        w.used.requests += 1;
-        Ok(())
     }
 
     /// Counts `spent` against `caller`.
-    pub(crate) fn spent(&self, caller: Caller, spent: Spent) {
+    pub(crate) fn spent(&self, caller: &Caller, spent: Spent) {
         let tokens = spent.input_tokens.saturating_add(spent.output_tokens);
-        let count = |used: &mut KeyUsage| {
+        self.count(caller, |used| {
             used.tokens = used.tokens.saturating_add(tokens);
             used.input_tokens = used.input_tokens.saturating_add(spent.input_tokens);
             used.output_tokens = used.output_tokens.saturating_add(spent.output_tokens);
             used.cost += spent.cost;
             used.unpriced += u64::from(spent.unpriced);
-        };
-        let Caller::Key(i) = caller else {
-            count(&mut self.open.lock().unwrap_or_else(|e| e.into_inner()));
-            return;
-        };
-        let mut w = self.keys[i]
-            .window
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        w.tokens.push_back((Instant::now(), tokens));
-        count(&mut w.used);
+        });
     }
 
-    /// What `caller` has used.
-    pub(crate) fn used(&self, caller: Caller) -> KeyUsage {
+    /// What `caller` has used since the gateway started.
+    pub(crate) fn used(&self, caller: &Caller) -> KeyUsage {
         match caller {
             Caller::Anyone => *self.open.lock().unwrap_or_else(|e| e.into_inner()),
-            Caller::Key(i) => self.usage(i).unwrap_or_default(),
+            Caller::Key(k) => *k.used.lock().unwrap_or_else(|e| e.into_inner()),
         }
     }
 
-    /// What the key at `i` has used.
+    /// What the key of kite.toml at `i` has used.
     pub(crate) fn usage(&self, i: usize) -> Option<KeyUsage> {
         let k = self.keys.get(i)?;
-        Some(k.window.lock().unwrap_or_else(|e| e.into_inner()).used)
+        Some(*k.used.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// The key a request gives: `Authorization: Bearer KEY`, or `x-api-key`.
+pub(crate) fn given_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(token)
+        })
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
 }
 
 /// The port a request's `Host` names (80 when it names none), digits only.
@@ -340,35 +382,23 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_told_apart_and_limited_by_requests_and_tokens() {
+    fn keys_are_told_apart_and_their_usage_kept_apart() {
         let mut keys = Keys::default();
-        keys.add(
-            "first",
-            Limits {
-                requests_per_minute: Some(1),
-                tokens_per_minute: None,
-            },
-        );
-        keys.add(
-            "second",
-            Limits {
-                requests_per_minute: None,
-                tokens_per_minute: Some(100),
-            },
-        );
+        keys.add("first", Limits::default());
+        keys.add("second", Limits::default());
+        keys.add("  ", Limits::default());
         assert_eq!(keys.caller(&bearer("nope")), None);
         assert_eq!(keys.caller(&HeaderMap::new()), None);
         let first = keys.caller(&bearer("first")).unwrap();
         let second = keys.caller(&bearer("second")).unwrap();
-        assert_eq!((first, second), (Caller::Key(0), Caller::Key(1)));
+        assert_ne!(first, second);
+        assert_eq!(keys.label(&first), "key-1");
+        assert_eq!(keys.label(&second), "key-2");
+        assert!(first.id().unwrap().starts_with("cfg_"));
 
-        assert!(keys.admit(first).is_ok());
-        let wait = keys.admit(first).unwrap_err();
-        assert!(wait > Duration::from_secs(55) && wait <= MINUTE, "{wait:?}");
-
-        assert!(keys.admit(second).is_ok());
+        keys.admitted(&second);
         keys.spent(
-            second,
+            &second,
             Spent {
                 input_tokens: 100,
                 output_tokens: 50,
@@ -376,7 +406,6 @@ mod tests {
                 unpriced: false,
             },
         );
-        assert!(keys.admit(second).is_err(), "over its tokens");
         assert_eq!(
             keys.usage(1),
             Some(KeyUsage {
@@ -388,10 +417,10 @@ mod tests {
                 unpriced: 0,
             })
         );
+        assert_eq!(keys.usage(0), Some(KeyUsage::default()));
 
         let open = Keys::default();
         assert_eq!(open.caller(&HeaderMap::new()), Some(Caller::Anyone));
-        assert!(open.admit(Caller::Anyone).is_ok());
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! none, the gateway runs the tool loop itself and answers with the text of each step,
 //! never a tool call (`agentic.rs`).
 
+mod admin;
 mod agentic;
 mod answer;
 mod count;
@@ -26,18 +27,27 @@ mod errors;
 mod handlers;
 mod hosted;
 mod keys;
+mod ledger;
+mod limits;
 mod listen;
 mod metrics;
 mod middleware;
 mod models;
+mod registry;
 mod web;
 
+pub use admin::{Admin, AdminError, KEY_PREFIX, KeyView, NewKey, NewTeam, period};
 pub use agentic::{KitMaker, RequestKit};
 pub use hosted::HostedTools;
 use keys::{Caller, Keys};
-pub use keys::{KeyUsage, Limits, new_token};
+pub use keys::{KeyUsage, new_token};
 pub use kite_agent::{Pricer, ToolSet};
 pub use kite_store::Store;
+
+/// Makes the store of one owner's (a client key's) conversations.
+pub type Conversations = Arc<dyn Fn(&str) -> Arc<dyn Store> + Send + Sync>;
+pub use ledger::FLUSH as LEDGER_FLUSH;
+pub use limits::{Limits, Unavailable};
 pub use listen::{MAX_CONNECTIONS, MAX_PER_ADDRESS, bind};
 
 use axum::Router;
@@ -47,6 +57,7 @@ use axum::routing::{get, post};
 use errors::{Api, Kind, error, unauthorized};
 use handlers::{anthropic, chat, responses, usage};
 use kite_core::Model;
+use kite_store::Fleet;
 use middleware::{gate, log_request};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -134,6 +145,17 @@ pub struct Gateway {
     hosted: HostedTools,
     /// What it has served, for `GET /metrics`.
     pub(crate) metrics: metrics::Metrics,
+    /// Where rate limits are held: here, or in Redis for a fleet.
+    pub(crate) limiter: limits::Limiter,
+    /// Where answered requests are written down, with a store.
+    pub(crate) ledger: Option<ledger::Ledger>,
+    ledger_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Key and team management, with a store.
+    pub(crate) admin: Option<Admin>,
+    /// The digests of the keys that may manage keys and teams (`/v1/admin`).
+    pub(crate) admin_keys: Vec<[u8; 32]>,
+    /// Ends the tasks that read and write the store, once serving is over.
+    background: tokio_util::sync::CancellationToken,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -182,6 +204,82 @@ impl Gateway {
             listed: Vec::new(),
             hosted: HostedTools::default(),
             metrics: metrics::Metrics::default(),
+            limiter: limits::Limiter::default(),
+            ledger: None,
+            ledger_task: std::sync::Mutex::new(None),
+            admin: None,
+            admin_keys: Vec::new(),
+            background: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    /// Shares keys, teams, spending and stored responses with every other replica through
+    /// `fleet` (the store): keys made by `kite keys create` are taken, each answered
+    /// request is written to the ledger, and `/v1/usage` answers from it. `conversations`
+    /// makes the store of one key's web-chat conversations. Starts the tasks that read and
+    /// write the store (so must be called within a Tokio runtime); [`Gateway::finish`] ends
+    /// them.
+    pub fn fleet(mut self, fleet: Arc<dyn Fleet>, conversations: Option<Conversations>) -> Self {
+        if let Some(make) = &conversations {
+            self.keys.give_stores(make.as_ref());
+        }
+        let registry = Arc::new(registry::Registry::new(fleet.clone(), conversations));
+        tokio::spawn(registry.clone().watch(self.background.clone()));
+        let (ledger, task) = ledger::Ledger::start(
+            fleet.clone(),
+            self.background.clone(),
+            registry.clone(),
+            self.metrics.ledger(),
+        );
+        self.ledger = Some(ledger);
+        *self
+            .ledger_task
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner()) = Some(task);
+        self.admin = Some(Admin::new(fleet));
+        self.keys.registry = Some(registry);
+        self
+    }
+
+    /// Reads the store's keys, teams and spending now (they are read again twice a
+    /// second anyway).
+    pub async fn refresh(&self) -> Result<(), kite_store::StoreError> {
+        match &self.keys.registry {
+            Some(r) => r.refresh().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Holds rate limits in the Redis (or Valkey) at `url`, shared by every replica;
+    /// `policy` says what happens while it cannot be reached.
+    pub fn redis(mut self, url: &str, policy: Unavailable) -> Result<Self, String> {
+        let shared = Arc::new(limits::Shared::new(url, policy)?);
+        tokio::spawn(shared.clone().renew(self.background.clone()));
+        self.limiter = limits::Limiter::Shared(shared);
+        Ok(self)
+    }
+
+    /// Lets `key` manage keys and teams under `/v1/admin` (with a store).
+    pub fn admin_key(mut self, key: &str) -> Self {
+        use sha2::Digest;
+        if !key.trim().is_empty() {
+            self.admin_keys
+                .push(sha2::Sha256::digest(key.trim().as_bytes()).into());
+        }
+        self
+    }
+
+    /// Ends the tasks that read and write the store, once the ledger's last rows are
+    /// written (for at most a few seconds). For the end of serving.
+    pub async fn finish(&self) {
+        self.background.cancel();
+        let task = self
+            .ledger_task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
         }
     }
 
@@ -235,10 +333,10 @@ impl Gateway {
     }
 
     /// Where the web chat keeps `caller`'s conversations.
-    pub(crate) fn store_for(&self, caller: Caller) -> Option<&Arc<dyn Store>> {
+    pub(crate) fn store_for(&self, caller: &Caller) -> Option<Arc<dyn Store>> {
         match caller {
-            Caller::Anyone => self.store.as_ref(),
-            Caller::Key(i) => self.keys.store(i),
+            Caller::Anyone => self.store.clone(),
+            Caller::Key(k) => k.store.clone(),
         }
     }
 
@@ -283,15 +381,18 @@ impl Gateway {
     }
 
     /// The caller, admitted: a refusal in the client's API's shape when its key is
-    /// wrong (401) or, for a request that asks a model (`counted`), over its limits (429
-    /// with `Retry-After`). Reading what there is (models, usage, conversations) needs the
-    /// key but spends nothing, so a client over its limits can still see why.
-    pub(crate) fn admit(
+    /// wrong (401) or, for a request that asks a model (`counted`), over its budget or its
+    /// team's (429 `insufficient_quota`) or over its limits or its team's (429 with
+    /// `Retry-After`; 503 while the limits cannot be checked and the policy is to refuse).
+    /// Reading what there is (models, usage, conversations) needs the key but spends
+    /// nothing, so a client over its limits can still see why. The slot holds the
+    /// request's place among those at once until dropped.
+    pub(crate) async fn admit(
         &self,
         api: Api,
         headers: &HeaderMap,
         counted: bool,
-    ) -> Result<Caller, Box<Response>> {
+    ) -> Result<(Caller, Option<limits::Slot>), Box<Response>> {
         let Some(caller) = self.keys.caller(headers) else {
             let given = ["authorization", "x-api-key"]
                 .iter()
@@ -299,25 +400,56 @@ impl Gateway {
             return Err(Box::new(unauthorized(api, self.keys.is_empty(), given)));
         };
         if !counted {
-            return Ok(caller);
+            return Ok((caller, None));
         }
-        self.keys.admit(caller).map_err(|wait| {
-            self.metrics.refused("per_minute");
-            let mut r = error(
-                api,
-                StatusCode::TOO_MANY_REQUESTS,
-                &format!(
-                    "Rate limit reached for this key; try again in {} s.",
-                    seconds(wait)
-                ),
-                Kind::RateLimit,
-            );
-            if let Ok(v) = header::HeaderValue::from_str(&seconds(wait).to_string()) {
-                r.headers_mut().insert(header::RETRY_AFTER, v);
+        let mut subjects = Vec::new();
+        if let Caller::Key(k) = &caller {
+            let registry = self.keys.registry.as_ref();
+            if let Some(over) = registry.and_then(|r| r.over_budget(k)) {
+                self.metrics.refused("budget");
+                return Err(Box::new(errors::over_budget(api, &over)));
             }
-            Box::new(r)
-        })?;
-        Ok(caller)
+            let team = k.team.as_deref().and_then(|t| registry?.team_limits(t));
+            subjects = k.subjects(team);
+        }
+        match self.limiter.admit(&subjects, &self.metrics).await {
+            Ok(slot) => {
+                self.keys.admitted(&caller);
+                Ok((caller, Some(slot)))
+            }
+            Err(limits::Refusal::Wait(wait, kind)) => {
+                self.metrics.refused(kind);
+                let what = match kind {
+                    "tokens" => "Token rate limit",
+                    "parallel" => "Limit of requests at once",
+                    _ => "Rate limit",
+                };
+                let mut r = error(
+                    api,
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!(
+                        "{what} reached for this key; try again in {} s.",
+                        seconds(wait)
+                    ),
+                    Kind::RateLimit,
+                );
+                if let Ok(v) = header::HeaderValue::from_str(&seconds(wait).to_string()) {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                Err(Box::new(r))
+            }
+            Err(limits::Refusal::Unavailable) => {
+                let mut r = error(
+                    api,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "This gateway cannot check its rate limits just now; try again in a moment.",
+                    Kind::Unavailable,
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                Err(Box::new(r))
+            }
+        }
     }
 
     pub(crate) fn route(&self, name: &str) -> Option<(&Route, String)> {
@@ -347,6 +479,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/responses", post(responses))
         .route("/v1/messages", post(anthropic))
         .route("/v1/messages/count_tokens", post(count::count_tokens))
+        .merge(admin::http::routes())
         .merge(web::routes())
         .fallback(|| async {
             error(

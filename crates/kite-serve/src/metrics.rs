@@ -1,9 +1,10 @@
 //! `GET /metrics`: what the gateway has served, in the OpenMetrics text format Prometheus
 //! scrapes (written by `prometheus-client`): requests by route, key and status; the time to
 //! an answer's first byte and to its end; tokens and cost by route; refusals at a key's
-//! limits; upstream failures by kind (midway through an answer too); requests in flight.
-//! A key is labelled by its place among the keys given (`key-1`), never by itself nor by
-//! its digest. Asked with a client key, as every `/v1` path is.
+//! limits (and while they cannot be checked); upstream failures by kind (midway through an
+//! answer too); the ledger's rows; requests in flight. A key of kite.toml is
+//! labelled by its place among the keys given (`key-1`), never by itself nor by its digest;
+//! a key of the store by its name. Asked with a client key, as every `/v1` path is.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -55,7 +56,27 @@ pub(crate) struct Metrics {
     cost: Family<Route, Counter<f64, AtomicU64>>,
     refused: Family<Kind, Counter>,
     upstream_errors: Family<Kind, Counter>,
+    ledger: Family<Kind, Counter>,
     pub(crate) in_flight: Gauge,
+}
+
+/// The ledger's rows written and dropped, counted from its writer.
+#[derive(Clone)]
+pub(crate) struct LedgerCounts(Family<Kind, Counter>);
+
+impl LedgerCounts {
+    pub(crate) fn ledger_written(&self, n: u64) {
+        self.count("written", n);
+    }
+
+    pub(crate) fn ledger_dropped(&self, n: u64) {
+        self.count("dropped", n);
+    }
+
+    fn count(&self, kind: &str, n: u64) {
+        let kind = kind.to_owned();
+        self.0.get_or_create(&Kind { kind }).inc_by(n);
+    }
 }
 
 impl Default for Metrics {
@@ -95,6 +116,12 @@ impl Default for Metrics {
             "Upstream failures, by kind",
             upstream_errors.clone(),
         );
+        let ledger = Family::<Kind, Counter>::default();
+        registry.register(
+            "ledger_rows",
+            "Spend ledger rows written to the store, or dropped when it would not take them",
+            ledger.clone(),
+        );
         let in_flight = Gauge::default();
         registry.register(
             "requests_in_flight",
@@ -110,6 +137,7 @@ impl Default for Metrics {
             cost,
             refused,
             upstream_errors,
+            ledger,
             in_flight,
         }
     }
@@ -165,6 +193,11 @@ impl Metrics {
     /// An upstream failure of `kind` (as traces name it: the status, or what failed).
     pub(crate) fn upstream_error(&self, kind: String) {
         self.upstream_errors.get_or_create(&Kind { kind }).inc();
+    }
+
+    /// The ledger's counts, for its writer.
+    pub(crate) fn ledger(&self) -> LedgerCounts {
+        LedgerCounts(self.ledger.clone())
     }
 
     /// Everything, as the OpenMetrics text format writes it.

@@ -22,8 +22,12 @@ pub(crate) async fn gate(
     next: axum::middleware::Next,
 ) -> Response {
     let path = request.uri().path();
-    // Probes (a load balancer's, an orchestrator's) ask with no key.
-    if matches!(path, "/health" | "/ready") || crate::web::PUBLIC.contains(&path) {
+    // Probes (a load balancer's, an orchestrator's) ask with no key; the admin API asks
+    // for keys of its own.
+    if matches!(path, "/health" | "/ready")
+        || crate::web::PUBLIC.contains(&path)
+        || path.starts_with("/v1/admin/")
+    {
         return next.run(request).await;
     }
     // Anthropic's endpoints, and the shared ones asked by an Anthropic client, answer in
@@ -76,8 +80,8 @@ pub(crate) async fn gate(
     // A question spends a key's requests; a count of tokens asks none.
     let counted =
         request.method() == axum::http::Method::POST && path != "/v1/messages/count_tokens";
-    match gw.admit(api, request.headers(), counted) {
-        Ok(caller) => {
+    match gw.admit(api, request.headers(), counted).await {
+        Ok((caller, slot)) => {
             request.extensions_mut().insert(caller);
             if request.method() == axum::http::Method::POST {
                 request = match read_body(api, request, gw.deadlines.body).await {
@@ -85,7 +89,18 @@ pub(crate) async fn gate(
                     Err(refused) => return *refused,
                 };
             }
-            next.run(request).await
+            let response = next.run(request).await;
+            match slot {
+                // The request's place among those at once is held until its answer ends.
+                Some(slot) => response.map(|body| {
+                    use http_body_util::BodyExt;
+                    axum::body::Body::new(body.map_frame(move |frame| {
+                        let _ = &slot;
+                        frame
+                    }))
+                }),
+                None => response,
+            }
         }
         Err(refused) => *refused,
     }
@@ -196,6 +211,7 @@ pub(crate) async fn log_request(
         armed: true,
     };
     let flying = InFlight::new(gw.clone());
+    let came = crate::admin::now_ms();
     let mut response = next.run(request).instrument(span.clone()).await;
     unanswered.armed = false;
     let answered = response
@@ -205,15 +221,24 @@ pub(crate) async fn log_request(
     let route = answered
         .as_ref()
         .map_or("-".to_owned(), |a| a.route.clone());
+    let first_byte = started.elapsed();
     gw.metrics.answered(
         crate::metrics::Served {
             route: route.clone(),
-            key: answered.map_or("-".to_owned(), |a| a.key),
+            key: answered.as_ref().map_or("-".to_owned(), |a| a.key.clone()),
             status: response.status().as_u16(),
         },
-        started.elapsed().as_secs_f64(),
+        first_byte.as_secs_f64(),
     );
-    let flying = flying.answering(route, started);
+    // Its ledger row, written when its answer ends (or its client leaves).
+    let row = answered.map(|answered| Draft {
+        request_id: id.clone(),
+        time_ms: came,
+        status: response.status().as_u16(),
+        first_byte,
+        answered,
+    });
+    let flying = flying.answering(route, started, row);
     span.record("http.response.status_code", response.status().as_u16());
     if response.status().is_server_error() {
         span.record("otel.status_code", "ERROR");
@@ -240,11 +265,30 @@ pub(crate) async fn log_request(
     // A streamed answer's span (and its place among those in flight) lasts as long as its
     // stream: it ends with the last event, or when the client leaves.
     let (parts, body) = response.into_parts();
-    let body = body.into_data_stream().map(move |chunk| {
-        let _ = &flying;
-        span.in_scope(|| chunk)
-    });
+    let flying = Arc::new(std::sync::Mutex::new(flying));
+    let at_end = flying.clone();
+    let body = body
+        .into_data_stream()
+        .map(move |chunk| {
+            let _ = &flying;
+            span.in_scope(|| chunk)
+        })
+        // Written before the stream's end reaches the client, so that it finds its
+        // answer in its usage at once.
+        .chain(futures_util::stream::poll_fn(move |_| {
+            at_end.lock().unwrap_or_else(|e| e.into_inner()).write_row();
+            std::task::Poll::Ready(None)
+        }));
     Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+/// A request's ledger row, but for its end.
+struct Draft {
+    request_id: String,
+    time_ms: i64,
+    status: u16,
+    first_byte: Duration,
+    answered: crate::handlers::Answered,
 }
 
 /// A request among those in flight, until dropped: with its answer, when it streams.
@@ -252,6 +296,8 @@ struct InFlight {
     gw: Arc<Gateway>,
     /// The route that answers, and when the request came, once its answer began.
     answering: Option<(String, std::time::Instant)>,
+    /// Its ledger row, until written.
+    row: Option<Draft>,
 }
 
 impl InFlight {
@@ -260,17 +306,56 @@ impl InFlight {
         Self {
             gw,
             answering: None,
+            row: None,
         }
     }
 
-    fn answering(mut self, route: String, started: std::time::Instant) -> Self {
+    fn answering(mut self, route: String, started: std::time::Instant, row: Option<Draft>) -> Self {
         self.answering = Some((route, started));
+        self.row = row;
         self
+    }
+
+    /// Writes the request's ledger row, once.
+    fn write_row(&mut self) {
+        let (Some(draft), Some(ledger), Some((_, started))) =
+            (self.row.take(), &self.gw.ledger, &self.answering)
+        else {
+            return;
+        };
+        let a = draft.answered;
+        let tally = a.tally.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let u = &tally.usage;
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let (key, team) = match &a.caller {
+            crate::keys::Caller::Key(k) => (Some(k.id.clone()), k.team.clone()),
+            crate::keys::Caller::Anyone => (None, None),
+        };
+        ledger.record(kite_store::fleet::LedgerRow {
+            time_ms: draft.time_ms,
+            request_id: draft.request_id,
+            key,
+            team,
+            route: a.route,
+            provider: a.provider,
+            model: a.model,
+            input_tokens: n(u.input_tokens),
+            output_tokens: n(u.output_tokens),
+            cache_read_tokens: n(u.cached_input_tokens),
+            cache_write_tokens: n(u.cache_write_tokens),
+            reasoning_tokens: n(u.reasoning_tokens),
+            cost: (!tally.unpriced).then_some(tally.cost),
+            status: i32::from(draft.status),
+            ttfb_ms: Some(draft.first_byte.as_millis() as i64),
+            duration_ms: started.elapsed().as_millis() as i64,
+            cached: false,
+        });
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.write_row();
         self.gw.metrics.in_flight.dec();
         if let Some((route, started)) = &self.answering {
             self.gw

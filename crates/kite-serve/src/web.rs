@@ -124,7 +124,7 @@ fn no_store() -> Response {
 }
 
 async fn list(State(gw): State<Arc<Gateway>>, Extension(caller): Extension<Caller>) -> Response {
-    let Some(store) = gw.store_for(caller) else {
+    let Some(store) = gw.store_for(&caller) else {
         // Nothing is kept, so there is nothing to list.
         return axum::Json(json!({"conversations": [], "stored": false})).into_response();
     };
@@ -145,7 +145,7 @@ async fn show(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Response {
-    let Some(store) = gw.store_for(caller) else {
+    let Some(store) = gw.store_for(&caller) else {
         return no_store();
     };
     let conversation = match store.get(&id).await {
@@ -172,7 +172,7 @@ async fn remove(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Response {
-    let Some(store) = gw.store_for(caller) else {
+    let Some(store) = gw.store_for(&caller) else {
         return no_store();
     };
     match store.delete(&id).await {

@@ -3,7 +3,7 @@
 
 use crate::choose::{SessionArgs, choose_model};
 use crate::output::errln;
-use kite::serve::{Gateway, Route};
+use kite::serve::Route;
 use std::sync::Arc;
 
 /// A `[[serve.routes]]` entry's model: a provider's (its key from the environment), or the
@@ -60,36 +60,6 @@ pub(super) fn route(
     let mut made = Route::new(&r.name, model, upstream);
     made.fallbacks = r.fallbacks.clone();
     Ok(made)
-}
-
-/// Where the web chat keeps conversations: with no key (one user, on loopback), in the
-/// user's own store, the one `kite chat` uses; with keys, each key in a SQLite file of its
-/// own (named by its digest), so no key sees another's conversations, nor the user's.
-pub(super) async fn web_stores(
-    mut gateway: Gateway,
-    keys: &[String],
-    store: &crate::config::StoreConfig,
-) -> Result<Gateway, String> {
-    if keys.is_empty() {
-        let store = crate::history::open(store)
-            .await
-            .map_err(|e| e.to_string())?;
-        return Ok(gateway.store(Arc::from(store)));
-    }
-    let dir = kite::store::SqliteStore::default_path()
-        .and_then(|p| p.parent().map(|d| d.join("serve")))
-        .ok_or("no data folder for the web chat's conversations (set XDG_DATA_HOME)")?;
-    for key in keys {
-        use sha2::Digest;
-        let digest = sha2::Sha256::digest(key.trim().as_bytes());
-        let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let path = dir.join(format!("{name}.db"));
-        let store = kite::store::SqliteStore::open(&path)
-            .await
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        gateway.key_store(key.trim(), Arc::new(store));
-    }
-    Ok(gateway)
 }
 
 /// What routes' tools need kept for as long as kite serves: MCP connections.

@@ -63,7 +63,7 @@ pub(super) async fn chat(
         Ok(made) => made,
         Err(e) => return upstream_error(Api::Chat, &e),
     };
-    let store = gw.store_for(caller).cloned();
+    let store = gw.store_for(&caller);
     let (conversation, mut history) =
         match open(store.as_deref(), ask.conversation.as_deref(), &ask.text).await {
             Ok(opened) => opened,
@@ -92,7 +92,7 @@ pub(super) async fn chat(
         };
         let run = &ended.run;
         let usage = run.usage();
-        gw.charge(caller, &usage);
+        gw.charge(&caller, &usage);
         // The turn is kept before the page hears it is done, so a reload finds it.
         if let Err(e) = kept.keep(&ended).await {
             let message = format!("the answer was not kept: {e}");

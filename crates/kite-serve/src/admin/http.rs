@@ -1,0 +1,244 @@
+//! `/v1/admin/...`: key and team management over HTTP, for an operator's tooling, guarded
+//! by `[serve] admin_keys` (client keys cannot reach it, and admin keys ask no model).
+//! Off, as if absent (404), when no admin key is set.
+
+use super::{Admin, AdminError, NewKey, NewTeam};
+use crate::Gateway;
+use crate::errors::{Api, Kind, error};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use kite_store::fleet::{By, UsageQuery};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub(crate) fn routes() -> Router<Arc<Gateway>> {
+    Router::new()
+        .route("/v1/admin/keys", get(keys).post(create_key))
+        .route("/v1/admin/keys/{id}", get(key).delete(revoke))
+        .route("/v1/admin/keys/{id}/rotate", post(rotate))
+        .route("/v1/admin/teams", get(teams).post(create_team))
+        .route("/v1/admin/teams/{name}", get(team))
+        .route("/v1/admin/usage", get(usage))
+}
+
+/// The admin API, when the caller gives an admin key.
+fn admitted(gw: &Gateway, headers: &HeaderMap) -> Result<Admin, Box<Response>> {
+    let (Some(admin), false) = (&gw.admin, gw.admin_keys.is_empty()) else {
+        return Err(Box::new(error(
+            Api::Chat,
+            StatusCode::NOT_FOUND,
+            "the admin API is off: set [serve] admin_keys (and a store)",
+            Kind::Missing,
+        )));
+    };
+    use sha2::Digest;
+    use subtle::ConstantTimeEq;
+    let given = crate::keys::given_key(headers).unwrap_or_default();
+    let digest: [u8; 32] = sha2::Sha256::digest(given.trim().as_bytes()).into();
+    let mut ok = false;
+    for k in &gw.admin_keys {
+        ok |= bool::from(k.ct_eq(&digest));
+    }
+    match ok {
+        true => Ok(admin.clone()),
+        false => Err(Box::new(error(
+            Api::Chat,
+            StatusCode::UNAUTHORIZED,
+            "this needs an admin key ([serve] admin_keys)",
+            Kind::Auth,
+        ))),
+    }
+}
+
+fn failed(e: AdminError) -> Response {
+    let (status, kind) = match &e {
+        AdminError::Invalid(_) => (StatusCode::BAD_REQUEST, Kind::Invalid),
+        AdminError::NotFound(_) => (StatusCode::NOT_FOUND, Kind::Missing),
+        AdminError::Exists(_) => (StatusCode::CONFLICT, Kind::Invalid),
+        AdminError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, Kind::Unavailable),
+    };
+    error(Api::Chat, status, &e.to_string(), kind)
+}
+
+fn answer(r: Result<Value, AdminError>) -> Response {
+    match r {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+fn list<T: serde::Serialize>(data: Vec<T>) -> Value {
+    json!({"object": "list", "data": data})
+}
+
+/// A new key's view with the key itself, shown this once.
+fn with_key(view: super::KeyView, key: String) -> Value {
+    let mut v = json!(view);
+    v["key"] = key.into();
+    v
+}
+
+/// A JSON body, or a 400 that says what is wrong with it.
+fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Box<Response>> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Box::new(error(
+            Api::Chat,
+            StatusCode::BAD_REQUEST,
+            &format!("the body is not what this takes: {e}"),
+            Kind::Invalid,
+        ))
+    })
+}
+
+async fn keys(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    answer(admin.keys().await.map(list))
+}
+
+async fn create_key(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let new: NewKey = match body(&bytes) {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
+    match admin.create_key(new).await {
+        Ok((view, key)) => (StatusCode::CREATED, Json(with_key(view, key))).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+async fn key(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    answer(admin.key(&id).await.map(|k| json!(k)))
+}
+
+async fn revoke(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    answer(admin.revoke(&id).await.map(|k| json!(k)))
+}
+
+async fn rotate(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    answer(admin.rotate(&id).await.map(|(v, k)| with_key(v, k)))
+}
+
+async fn teams(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    answer(admin.teams().await.map(list))
+}
+
+async fn create_team(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let new: NewTeam = match body(&bytes) {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
+    match admin.create_team(new).await {
+        Ok(team) => (StatusCode::CREATED, Json(json!(team))).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+async fn team(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let shown = async {
+        let team = admin.team(&name).await?;
+        let keys: Vec<_> = admin
+            .keys()
+            .await?
+            .into_iter()
+            .filter(|k| k.team.as_deref() == Some(&name))
+            .collect();
+        let mut v = json!(team);
+        v["keys"] = json!(keys);
+        Ok(v)
+    };
+    answer(shown.await)
+}
+
+/// `?key=&team=&since=MS&by=day|model|key|route`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsageParams {
+    key: Option<String>,
+    team: Option<String>,
+    since: Option<i64>,
+    by: Option<By>,
+}
+
+async fn usage(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    params: Result<Query<UsageParams>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let admin = match admitted(&gw, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let Ok(Query(p)) = params else {
+        return error(
+            Api::Chat,
+            StatusCode::BAD_REQUEST,
+            "usage takes key, team, since (Unix milliseconds) and by (day, model, key, route)",
+            Kind::Invalid,
+        );
+    };
+    let query = UsageQuery {
+        key: p.key,
+        team: p.team,
+        since_ms: p.since,
+        by: p.by,
+    };
+    answer(admin.usage(query).await.map(list))
+}

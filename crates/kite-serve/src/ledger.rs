@@ -1,0 +1,148 @@
+//! The spend ledger's writer: each answered request's row goes on a queue, off the
+//! request's path, and one task writes what has gathered in one batch every
+//! [`FLUSH`] (sooner once [`BATCH`] rows wait). A crash loses at most the rows of the last
+//! [`FLUSH`]. While the store does not take them, rows wait and are tried again, up to
+//! [`HELD`] of them; past that the oldest are dropped, counted and logged. When the
+//! gateway stops, what waits is written before it ends (for at most [`LAST_WRITE`]).
+
+use kite_store::Fleet;
+use kite_store::fleet::LedgerRow;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How often gathered rows are written.
+pub const FLUSH: Duration = Duration::from_millis(250);
+/// How many rows one write takes at most.
+const BATCH: usize = 2_000;
+/// How many rows may wait for a store that does not take them.
+const HELD: usize = 200_000;
+/// How long one write may take.
+const DEADLINE: Duration = Duration::from_secs(10);
+/// How long the last write, at the end, may take.
+const LAST_WRITE: Duration = Duration::from_secs(5);
+
+/// Where answered requests' rows go.
+#[derive(Clone)]
+pub(crate) struct Ledger {
+    rows: mpsc::UnboundedSender<LedgerRow>,
+    /// Asks for what waits to be written now, and says when it is.
+    settle: mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Ledger {
+    /// A ledger writing to `fleet`, and its writer task, which ends once `stop` is
+    /// cancelled and the rows waiting are written. `written` is told of every write.
+    pub(crate) fn start(
+        fleet: Arc<dyn Fleet>,
+        stop: tokio_util::sync::CancellationToken,
+        written: Arc<crate::registry::Registry>,
+        metrics: crate::metrics::LedgerCounts,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
+        let (rows, queue) = mpsc::unbounded_channel();
+        let (settle, asked) = mpsc::unbounded_channel();
+        let task = tokio::spawn(write(fleet, queue, asked, stop, written, metrics));
+        (Self { rows, settle }, task)
+    }
+
+    /// Queues `row`.
+    pub(crate) fn record(&self, row: LedgerRow) {
+        let _ = self.rows.send(row);
+    }
+
+    /// Waits (2 s at most) until the rows queued so far are written: what this replica
+    /// answered is then in the ledger for anyone to read.
+    pub(crate) async fn settle(&self) {
+        let (done, written) = tokio::sync::oneshot::channel();
+        if self.settle.send(done).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), written).await;
+        }
+    }
+}
+
+async fn write(
+    fleet: Arc<dyn Fleet>,
+    mut queue: mpsc::UnboundedReceiver<LedgerRow>,
+    mut asked: mpsc::UnboundedReceiver<tokio::sync::oneshot::Sender<()>>,
+    stop: tokio_util::sync::CancellationToken,
+    written: Arc<crate::registry::Registry>,
+    metrics: crate::metrics::LedgerCounts,
+) {
+    let mut waiting: VecDeque<LedgerRow> = VecDeque::new();
+    let mut failing = false;
+    let mut settled = Vec::new();
+    loop {
+        let stopping = tokio::select! {
+            () = tokio::time::sleep(FLUSH) => false,
+            Some(done) = asked.recv() => {
+                settled.push(done);
+                false
+            }
+            () = stop.cancelled() => true,
+        };
+        while let Ok(row) = queue.try_recv() {
+            waiting.push_back(row);
+        }
+        if waiting.len() > HELD {
+            let dropped = waiting.len() - HELD;
+            waiting.drain(..dropped);
+            metrics.ledger_dropped(dropped as u64);
+            tracing::error!(
+                target: "kite::serve",
+                dropped,
+                "the store has not taken the ledger's rows for too long: the oldest are dropped"
+            );
+        }
+        let deadline = match stopping {
+            true => LAST_WRITE,
+            false => DEADLINE,
+        };
+        let wrote = !waiting.is_empty();
+        while !waiting.is_empty() {
+            let n = waiting.len().min(BATCH);
+            let batch: Vec<LedgerRow> = waiting.iter().take(n).cloned().collect();
+            match tokio::time::timeout(deadline, fleet.record(batch)).await {
+                Ok(Ok(())) => {
+                    waiting.drain(..n);
+                    metrics.ledger_written(n as u64);
+                    if std::mem::take(&mut failing) {
+                        tracing::info!(target: "kite::serve", "the ledger is written again");
+                    }
+                }
+                failed => {
+                    if !std::mem::replace(&mut failing, true) {
+                        let why = match failed {
+                            Ok(Err(e)) => e.to_string(),
+                            _ => format!("no answer within {} s", deadline.as_secs()),
+                        };
+                        tracing::warn!(
+                            target: "kite::serve",
+                            waiting = waiting.len(),
+                            "the ledger cannot be written ({why}); its rows wait and are tried again"
+                        );
+                    }
+                    break;
+                }
+            }
+        }
+        if wrote {
+            written.spent.notify_one();
+        }
+        if waiting.is_empty() {
+            for done in settled.drain(..) {
+                let _ = done.send(());
+            }
+        }
+        if stopping {
+            if !waiting.is_empty() {
+                tracing::error!(
+                    target: "kite::serve",
+                    lost = waiting.len(),
+                    "the ledger's last rows could not be written before the end"
+                );
+            }
+            return;
+        }
+    }
+}

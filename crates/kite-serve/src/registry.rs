@@ -1,0 +1,224 @@
+//! The keys and teams kept in the store (made by `kite keys create` or
+//! `POST /v1/admin/keys`, on any machine), and what each has spent: read again by every
+//! replica whenever the store's version of them moves, which it checks twice a second, so
+//! a key made or revoked anywhere works, or stops working, everywhere within a second.
+//! Spending is read on the same beat, and again as soon as this replica's ledger writes.
+
+use crate::keys::Key;
+use crate::limits::Limits;
+use kite_store::Fleet;
+use kite_store::fleet::{Budget, FleetLimits, KeyRecord, Period, TeamRecord};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// How often the store is asked whether keys changed.
+pub(crate) const POLL: Duration = Duration::from_millis(500);
+
+/// How long one read of the store may take.
+const DEADLINE: Duration = Duration::from_secs(5);
+
+use crate::Conversations;
+
+#[derive(Default)]
+struct Table {
+    version: Option<i64>,
+    keys: HashMap<[u8; 32], Arc<Key>>,
+    teams: HashMap<String, TeamRecord>,
+    /// `subject|period` to dollars.
+    spend: HashMap<String, f64>,
+}
+
+/// The store's keys, teams and spending, as last read.
+pub(crate) struct Registry {
+    pub(crate) fleet: Arc<dyn Fleet>,
+    conversations: Option<Conversations>,
+    table: RwLock<Arc<Table>>,
+    /// Asks for the spending to be read again now (the ledger wrote).
+    pub(crate) spent: tokio::sync::Notify,
+    /// Whether the store last failed to answer (said once per outage).
+    down: std::sync::atomic::AtomicBool,
+}
+
+pub(crate) fn limits(l: FleetLimits) -> Limits {
+    Limits {
+        requests_per_minute: l.rpm,
+        tokens_per_minute: l.tpm,
+        max_parallel: l.max_parallel,
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn digest(hex: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Why a key over its budget, or its team's, is refused.
+pub(crate) struct OverBudget {
+    pub whose: String,
+    pub budget: Budget,
+}
+
+impl Registry {
+    pub(crate) fn new(fleet: Arc<dyn Fleet>, conversations: Option<Conversations>) -> Self {
+        Self {
+            fleet,
+            conversations,
+            table: RwLock::default(),
+            spent: tokio::sync::Notify::new(),
+            down: false.into(),
+        }
+    }
+
+    fn table(&self) -> Arc<Table> {
+        self.table.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether the store holds any live key.
+    pub(crate) fn has_keys(&self) -> bool {
+        !self.table().keys.is_empty()
+    }
+
+    /// The live key whose digest is `digest`.
+    pub(crate) fn find(&self, digest: &[u8; 32]) -> Option<Arc<Key>> {
+        let key = self.table().keys.get(digest).cloned()?;
+        let expired = key.expires_ms.is_some_and(|t| t <= now_ms());
+        (!expired).then_some(key)
+    }
+
+    /// The limits of the team `name`.
+    pub(crate) fn team_limits(&self, name: &str) -> Option<Limits> {
+        Some(limits(self.table().teams.get(name)?.limits))
+    }
+
+    /// Whether `key`, or its team, has spent its budget.
+    pub(crate) fn over_budget(&self, key: &Key) -> Option<OverBudget> {
+        let table = self.table();
+        let now = now_ms();
+        let over = |subject: String, budget: Option<Budget>, whose: String| {
+            let budget = budget?;
+            let spent = table
+                .spend
+                .get(&format!("{subject}|{}", budget.period.at(now)))
+                .copied()
+                .unwrap_or(0.0);
+            (spent >= budget.usd).then_some(OverBudget { whose, budget })
+        };
+        over(format!("key:{}", key.id), key.budget, "this key".into()).or_else(|| {
+            let team = key.team.as_ref()?;
+            let budget = table.teams.get(team)?.budget;
+            over(format!("team:{team}"), budget, format!("team {team:?}"))
+        })
+    }
+
+    /// Reads the store again: keys and teams when their version moved, spending always.
+    pub(crate) async fn refresh(&self) -> Result<(), kite_store::StoreError> {
+        let version = self.fleet.version().await?;
+        let old = self.table();
+        let mut table = Table {
+            version: Some(version),
+            keys: old.keys.clone(),
+            teams: old.teams.clone(),
+            spend: HashMap::new(),
+        };
+        if old.version != Some(version) {
+            let (keys, teams) = (self.fleet.keys().await?, self.fleet.teams().await?);
+            table.teams = teams.into_iter().map(|t| (t.name.clone(), t)).collect();
+            table.keys = keys
+                .into_iter()
+                .filter(|k| k.revoked_ms.is_none())
+                .filter_map(|k| {
+                    // A key already known keeps its usage and conversations.
+                    let d = digest(&k.digest)?;
+                    let known = old.keys.get(&d).filter(|o| same(o, &k)).cloned();
+                    Some((d, known.unwrap_or_else(|| Arc::new(self.key(k, d)))))
+                })
+                .collect();
+        }
+        let now = now_ms();
+        let periods = Period::ALL.iter().map(|p| p.at(now)).collect();
+        table.spend = self
+            .fleet
+            .spend(periods)
+            .await?
+            .into_iter()
+            .map(|s| (format!("{}|{}", s.subject, s.period), s.cost))
+            .collect();
+        *self.table.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
+        Ok(())
+    }
+
+    fn key(&self, k: KeyRecord, digest: [u8; 32]) -> Key {
+        Key {
+            store: self.conversations.as_ref().map(|make| make(&k.id)),
+            label: k.name,
+            id: k.id,
+            digest,
+            limits: limits(k.limits),
+            team: k.team,
+            budget: k.budget,
+            models: k.models,
+            expires_ms: k.expires_ms,
+            used: Default::default(),
+        }
+    }
+
+    /// Reads the store again and again until `stop`; an outage is said once, and its end.
+    pub(crate) async fn watch(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        use std::sync::atomic::Ordering;
+        loop {
+            let ok = matches!(
+                tokio::time::timeout(DEADLINE, self.refresh()).await,
+                Ok(Ok(()))
+            );
+            match (ok, self.down.swap(!ok, Ordering::Relaxed)) {
+                (false, false) => tracing::warn!(
+                    target: "kite::serve",
+                    "the store cannot be read: keys and spending stay as last read until it is back"
+                ),
+                (true, true) => tracing::info!(target: "kite::serve", "the store is back"),
+                _ => {}
+            }
+            tokio::select! {
+                () = tokio::time::sleep(POLL) => {}
+                () = self.spent.notified() => {}
+                () = stop.cancelled() => return,
+            }
+        }
+    }
+}
+
+/// Whether `known` is still what the store says of `k` (else it is made again).
+fn same(known: &Key, k: &KeyRecord) -> bool {
+    known.id == k.id
+        && known.label == k.name
+        && known.limits == limits(k.limits)
+        && known.team == k.team
+        && known.budget == k.budget
+        && known.models == k.models
+        && known.expires_ms == k.expires_ms
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digests_are_read_from_hex_and_nothing_else() {
+        let hex = "ab".repeat(32);
+        assert_eq!(super::digest(&hex), Some([0xab; 32]));
+        assert_eq!(super::digest("ab"), None);
+        assert_eq!(super::digest(&"zz".repeat(32)), None);
+        assert_eq!(super::digest(&"é".repeat(32)), None);
+    }
+}
