@@ -8,7 +8,8 @@
 //! a failure — a connection reset before or after the first byte, a stream that stalls, bytes
 //! that are not HTTP. Point any kite provider's base URL at it.
 //!
-//! [`mcp`] finds the real MCP servers tests talk to.
+//! [`mcp`] finds the real MCP servers tests talk to; [`engines`] starts real Postgres,
+//! Redis and haproxy servers of a test's own.
 //!
 //! [`fixture`] reads a recorded exchange from the workspace's `testdata/wire/`.
 //!
@@ -26,6 +27,7 @@
 //! # }
 //! ```
 
+pub mod engines;
 pub mod mcp;
 pub mod render;
 mod scripted;

@@ -1,0 +1,511 @@
+//! `kite serve` as a fleet: three replicas behind haproxy (round robin), sharing a real
+//! Postgres (keys, teams, the ledger) and a real Redis (limits), all started by the test.
+//! Limits hold across replicas; keys made or revoked anywhere work or stop everywhere
+//! within 2 s; a team's budget is spent across replicas; usage is the same on every
+//! replica; Redis and Postgres may go away and come back, and the fleet recovers by itself.
+
+mod common;
+
+use common::KEY;
+use common::serve::{GATEWAY_KEY, Served, kite_serve, start};
+use kite::{FinishReason, Message, Response, Usage};
+use kite_testkit::engines::{Haproxy, Postgres, Redis};
+use kite_testkit::render::{Shape, sse};
+use kite_testkit::{ReplayServer, Reply};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const ADMIN: &str = "admin-key-for-the-fleet-0123456789";
+
+/// An answer of "Hello." that used `tokens` in and as many out, streamed slowly when
+/// `slow`.
+fn hello(tokens: u64, slow: bool) -> Reply {
+    let mut r = Response::empty(FinishReason::Stop);
+    r.message = Message::assistant("Hello.");
+    r.usage = Usage {
+        input_tokens: tokens,
+        output_tokens: tokens,
+        total_tokens: 2 * tokens,
+        ..Usage::default()
+    };
+    let reply = Reply::sse(sse(Shape::Chat, &r, 1));
+    match slow {
+        true => reply.chunked(64, Duration::from_millis(50)),
+        false => reply,
+    }
+}
+
+struct Fleet {
+    replicas: Vec<Served>,
+    proxy: Haproxy,
+    redis: Redis,
+    postgres: Postgres,
+    _upstream: ReplayServer,
+    config: tempfile::NamedTempFile,
+    http: reqwest::Client,
+}
+
+impl Fleet {
+    /// Three replicas in front of an upstream answering with `tokens` each way (slowly
+    /// with `slow`), with `policy` while Redis is away; `None` when the engines are not
+    /// installed.
+    async fn start(tokens: u64, slow: bool, policy: &str) -> Option<Fleet> {
+        let postgres = Postgres::start()?;
+        let redis = Redis::start()?;
+        let upstream = ReplayServer::answering(move |_| hello(tokens, slow)).await;
+        let mut config = tempfile::NamedTempFile::new().unwrap();
+        use std::io::Write;
+        write!(
+            config,
+            "[serve]\nadmin_keys = [\"{ADMIN}\"]\nlimits_unavailable = \"{policy}\"\n"
+        )
+        .unwrap();
+        let replicas: Vec<Served> = (0..3)
+            .map(|_| {
+                start(
+                    kite_serve()
+                        .env("KITE_LOG", "off")
+                        .env("KITE_CONFIG", config.path())
+                        .env("KITE_STORE_URL", postgres.url())
+                        .env("KITE_REDIS_URL", redis.url())
+                        .env("OPENAI_API_KEY", KEY)
+                        .env("KITE_SERVE_API_KEY", GATEWAY_KEY)
+                        .args(["--provider", "openai", "--model", "gpt-5-nano"])
+                        .arg("--base-url")
+                        .arg(format!("{}/v1", upstream.url())),
+                )
+            })
+            .collect();
+        let ports: Vec<u16> = replicas.iter().map(|r| port(&r.base)).collect();
+        let proxy = Haproxy::start(&ports)?;
+        let fleet = Fleet {
+            replicas,
+            proxy,
+            redis,
+            postgres,
+            _upstream: upstream,
+            config,
+            http: reqwest::Client::new(),
+        };
+        // haproxy has found every replica ready.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        Some(fleet)
+    }
+
+    /// `kite ARGS` on the fleet's store.
+    fn kite(&self, args: &[&str]) -> common::Run {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", std::env::temp_dir())
+            .env("KITE_CONFIG", self.config.path())
+            .env("KITE_STORE_URL", self.postgres.url())
+            .args(args)
+            .output()
+            .unwrap();
+        common::Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Makes a key with `kite keys create NAME ARGS`; returns it.
+    fn create_key(&self, name: &str, args: &[&str]) -> String {
+        let run = self.kite(&[&["keys", "create", name], args].concat());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let key = run.stdout.trim().to_owned();
+        assert!(key.starts_with("kite_sk_"), "{key}");
+        key
+    }
+
+    /// The gateway behind haproxy.
+    fn base(&self) -> String {
+        format!("{}/v1", self.proxy.url())
+    }
+
+    /// A chat completion through `base` with `key`.
+    async fn ask(&self, base: &str, key: &str) -> reqwest::Response {
+        self.http
+            .post(format!("{base}/chat/completions"))
+            .bearer_auth(key)
+            .json(&json!({"model": "gpt-5-nano", "messages": [{"role": "user", "content": "Hi"}]}))
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+fn port(base: &str) -> u16 {
+    base.trim_end_matches("/v1")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+async fn body(r: reqwest::Response) -> (u16, Option<String>, Value) {
+    let status = r.status().as_u16();
+    let retry = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, retry, r.json().await.unwrap_or_default())
+}
+
+/// Sends `n` requests at once through haproxy; their statuses and `Retry-After`s.
+async fn at_once(fleet: &Fleet, key: &str, n: usize) -> Vec<(u16, Option<String>, Value)> {
+    let base = fleet.base();
+    let asks = (0..n).map(|_| async { body(fleet.ask(&base, key).await).await });
+    futures_util::future::join_all(asks).await
+}
+
+fn count(answers: &[(u16, Option<String>, Value)], status: u16) -> usize {
+    answers.iter().filter(|a| a.0 == status).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_hold_across_replicas() {
+    let Some(fleet) = Fleet::start(1000, false, "deny").await else {
+        return;
+    };
+    // Requests per minute: exactly 10 of 30 at once, whichever replicas they reach.
+    let key = fleet.create_key("rpm", &["--rpm", "10"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let answers = at_once(&fleet, &key, 30).await;
+    assert_eq!(count(&answers, 200), 10, "{answers:?}");
+    assert_eq!(count(&answers, 429), 20, "{answers:?}");
+    for (status, retry, body) in &answers {
+        if *status == 429 {
+            let wait: u64 = retry.as_deref().unwrap().parse().unwrap();
+            assert!((1..=60).contains(&wait), "{wait}");
+            assert_eq!(body["error"]["type"], "rate_limit_error");
+        }
+    }
+
+    // Tokens per minute: 2,000 a request against 3,000 a minute lets two through.
+    let key = fleet.create_key("tpm", &["--tpm", "3000"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        let (status, _, _) = body(fleet.ask(&fleet.base(), &key).await).await;
+        statuses.push(status);
+        // The tokens are counted once the answer ends.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(statuses, [200, 200, 429, 429]);
+
+    // A team's limit binds its keys together, on every replica.
+    let run = fleet.kite(&["teams", "create", "pair", "--rpm", "3"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let a = fleet.create_key("pair-a", &["--team", "pair"]);
+    let b = fleet.create_key("pair-b", &["--team", "pair"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (left, right) = tokio::join!(at_once(&fleet, &a, 4), at_once(&fleet, &b, 4));
+    let answered = count(&left, 200) + count(&right, 200);
+    assert_eq!(answered, 3, "{left:?} {right:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_at_once_are_limited_across_replicas() {
+    let Some(fleet) = Fleet::start(10, true, "deny").await else {
+        return;
+    };
+    let key = fleet.create_key("two", &["--max-parallel", "2"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let answers = at_once(&fleet, &key, 6).await;
+    assert_eq!(count(&answers, 200), 2, "{answers:?}");
+    assert_eq!(count(&answers, 429), 4, "{answers:?}");
+    // Their places are given back once they end.
+    let answers = at_once(&fleet, &key, 2).await;
+    assert_eq!(count(&answers, 200), 2, "{answers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_made_or_revoked_anywhere_hold_everywhere_within_two_seconds() {
+    let Some(fleet) = Fleet::start(10, false, "deny").await else {
+        return;
+    };
+    let made = Instant::now();
+    let key = fleet.create_key("alice", &["--models", "gpt-5-nano"]);
+    for replica in &fleet.replicas {
+        loop {
+            let status = fleet.ask(&replica.base, &key).await.status().as_u16();
+            if status == 200 {
+                break;
+            }
+            assert!(made.elapsed() < Duration::from_secs(2), "{status}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Revoked over the admin API of one replica: refused by all within 2 s.
+    let admin = format!("{}/admin/keys/alice", fleet.replicas[1].base);
+    let denied = fleet
+        .http
+        .delete(&admin)
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 401, "a client key is no admin key");
+    let revoked = fleet
+        .http
+        .delete(&admin)
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    let view: Value = revoked.json().await.unwrap();
+    assert_eq!(view["state"], "revoked");
+    assert!(view.get("digest").is_none() && view.get("key").is_none());
+    let since = Instant::now();
+    for replica in &fleet.replicas {
+        loop {
+            let status = fleet.ask(&replica.base, &key).await.status().as_u16();
+            if status == 401 {
+                break;
+            }
+            assert!(since.elapsed() < Duration::from_secs(2), "{status}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // A key made over HTTP may ask only for its models.
+    let made = fleet
+        .http
+        .post(format!("{}/admin/keys", fleet.base()))
+        .bearer_auth(ADMIN)
+        .json(&json!({"name": "bob", "models": ["other"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
+    let bob = made.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, _, body) = body(fleet.ask(&fleet.base(), &bob).await).await;
+    assert_eq!(status, 403, "{body}");
+    let listed = fleet.kite(&["keys", "list", "--json"]);
+    assert!(listed.stdout.contains("\"bob\"") && listed.stdout.contains("\"revoked\""));
+    assert!(!listed.stdout.contains(&bob), "a key is shown once only");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_budget_is_spent_across_replicas_then_refused_as_insufficient_quota() {
+    let Some(fleet) = Fleet::start(100_000, false, "deny").await else {
+        return;
+    };
+    // gpt-5-nano's price makes each answer cost some cents: a budget of a few answers.
+    let run = fleet.kite(&[
+        "teams", "create", "lab", "--budget", "0.1", "--period", "day",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let key = fleet.create_key("lab-key", &["--team", "lab"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut answered = 0;
+    let refusal = loop {
+        let (status, _, body) = body(fleet.ask(&fleet.base(), &key).await).await;
+        match status {
+            200 => answered += 1,
+            429 => break body,
+            other => panic!("{other}: {body}"),
+        }
+        assert!(answered < 30, "the budget was never reached");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    };
+    assert_eq!(refusal["error"]["type"], "insufficient_quota", "{refusal}");
+    assert_eq!(refusal["error"]["code"], "insufficient_quota");
+    // Every replica refuses it now.
+    for replica in &fleet.replicas {
+        let (status, _, _) = body(fleet.ask(&replica.base, &key).await).await;
+        assert_eq!(status, 429);
+    }
+    let shown = fleet.kite(&["teams", "show", "lab", "--json"]);
+    let shown: Value = serde_json::from_str(shown.stdout.trim()).unwrap();
+    let spent = shown["spent"].as_f64().unwrap();
+    let each = spent / answered as f64;
+    assert!(spent >= 0.1, "{spent}");
+    assert!(
+        spent < 0.1 + 2.0 * each,
+        "spent {spent} over {answered} answers"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_is_the_same_on_every_replica_and_survives_a_replica_killed_midway() {
+    let Some(mut fleet) = Fleet::start(50, true, "deny").await else {
+        return;
+    };
+    let key = fleet.create_key("counted", &[]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Streams under way on every replica when one is killed.
+    let base = fleet.base();
+    let mut streams = Vec::new();
+    for _ in 0..9 {
+        let r = fleet
+            .http
+            .post(format!("{base}/chat/completions"))
+            .bearer_auth(&key)
+            .json(&json!({"model": "gpt-5-nano", "stream": true,
+                "messages": [{"role": "user", "content": "Hi"}]}))
+            .send()
+            .await
+            .unwrap();
+        streams.push(r);
+    }
+    let mut victim = fleet.replicas.remove(0);
+    victim.child.kill().unwrap();
+    victim.child.wait().unwrap();
+    let mut whole = 0;
+    for r in streams {
+        let text = r.text().await.unwrap_or_default();
+        whole += usize::from(text.contains("[DONE]"));
+    }
+    assert!(
+        whole >= 6,
+        "the other replicas' streams ended whole ({whole})"
+    );
+    // The others go on.
+    for _ in 0..4 {
+        assert_eq!(fleet.ask(&fleet.base(), &key).await.status(), 200);
+    }
+    // Every replica left says the same once each has written its rows (every
+    // LEDGER_FLUSH), and it counts what was answered whole.
+    tokio::time::sleep(2 * kite::serve::LEDGER_FLUSH).await;
+    let mut said = Vec::new();
+    for replica in &fleet.replicas {
+        let used: Value = fleet
+            .http
+            .get(format!("{}/usage", replica.base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        said.push(used["usage"].clone());
+    }
+    assert_eq!(said[0], said[1]);
+    let requests = said[0]["requests"].as_i64().unwrap();
+    // The killed replica's rows of its last quarter second may be lost, and no more.
+    assert!(
+        (whole as i64 + 4..=13).contains(&requests),
+        "{requests} rows for {whole} whole streams and 4 answers"
+    );
+    assert_eq!(said[0]["input_tokens"].as_i64().unwrap(), 50 * requests);
+    let run = fleet.kite(&["usage", "--key", "counted", "--json"]);
+    let lines: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(lines[0]["requests"].as_i64(), Some(requests));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_away_deny_refuses_in_the_clients_shape_and_recovers() {
+    let Some(mut fleet) = Fleet::start(10, false, "deny").await else {
+        return;
+    };
+    let key = fleet.create_key("limited", &["--rpm", "1000"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(fleet.ask(&fleet.base(), &key).await.status(), 200);
+    fleet.redis.stop();
+    let replica = fleet.replicas[0].base.clone();
+    let (status, retry, body) = body(fleet.ask(&replica, &key).await).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(retry.as_deref(), Some("1"));
+    assert_eq!(body["error"]["code"], "service_unavailable");
+    let messages = fleet
+        .http
+        .post(format!("{replica}/messages"))
+        .header("x-api-key", &key)
+        .json(&json!({"model": "gpt-5-nano", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(messages.status(), 503);
+    let said: Value = messages.json().await.unwrap();
+    assert_eq!(said["type"], "error", "Anthropic's shape: {said}");
+    let ready = fleet
+        .http
+        .get(format!("{}/ready", replica.trim_end_matches("/v1")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    fleet.redis.run();
+    let since = Instant::now();
+    while fleet.ask(&replica, &key).await.status() != 200 {
+        assert!(since.elapsed() < Duration::from_secs(10), "no recovery");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_away_allow_answers_within_each_replicas_limits() {
+    let Some(mut fleet) = Fleet::start(10, false, "allow").await else {
+        return;
+    };
+    let key = fleet.create_key("lenient", &["--rpm", "2"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    fleet.redis.stop();
+    let replica = fleet.replicas[0].base.clone();
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(fleet.ask(&replica, &key).await.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 200, 429], "this replica's own limits hold");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_postgres_away_answers_go_on_and_the_ledger_catches_up() {
+    let Some(mut fleet) = Fleet::start(10, false, "deny").await else {
+        return;
+    };
+    let key = fleet.create_key("steady", &[]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(fleet.ask(&fleet.base(), &key).await.status(), 200);
+    fleet.postgres.stop();
+    // Keys as last read still work (asked of the replicas themselves: haproxy takes them
+    // out while their store is away); what needs the store says it is away, in the
+    // client's shape.
+    for replica in &fleet.replicas {
+        assert_eq!(fleet.ask(&replica.base, &key).await.status(), 200);
+    }
+    let usage = fleet
+        .http
+        .get(format!("{}/usage", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(usage.status(), 503);
+    let ready = fleet
+        .http
+        .get(format!("{}/ready", fleet.replicas[2].site()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    fleet.postgres.run();
+    let since = Instant::now();
+    loop {
+        let r = fleet
+            .http
+            .get(format!("{}/usage", fleet.replicas[1].base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 200 {
+            let used: Value = r.json().await.unwrap();
+            if used["usage"]["requests"] == 4 {
+                break;
+            }
+        }
+        assert!(since.elapsed() < Duration::from_secs(15), "no recovery");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
