@@ -1,0 +1,315 @@
+//! Limits in Redis (or Valkey), shared by every replica: one server-side script checks
+//! every subject of a request and takes its place in each, all or nothing, on Redis's
+//! clock (replicas' clocks may differ). Requests per minute are a sorted set of the last
+//! minute's; tokens per minute a hash of the last minute's seconds; requests at once a
+//! sorted set of leases, renewed while the request lasts, so that a replica that dies frees
+//! its places within [`LEASE`]. Every call has [`REDIS_DEADLINE`]; past it Redis counts as
+//! unreachable, and the connection is made again on the next call.
+
+use super::{Local, Refusal, Slot, Subject, Unavailable};
+use redis::aio::ConnectionManager;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long one call to Redis may take before Redis counts as unreachable.
+const REDIS_DEADLINE: Duration = Duration::from_millis(500);
+
+/// How long a request's place among those at once holds without being renewed: a replica
+/// that dies frees its places within this.
+const LEASE: Duration = Duration::from_secs(60);
+
+/// Checks every subject, then takes a place in each: all or nothing, on Redis's clock.
+/// KEYS: three per subject (its requests, tokens by second, requests under way); ARGV:
+/// the request's id, the lease in ms, then per subject its rpm, tpm and parallel (0: none).
+const ADMIT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local id, lease = ARGV[1], tonumber(ARGV[2])
+local n = #KEYS / 3
+for i = 0, n - 1 do
+  local req, tok, par = KEYS[3*i+1], KEYS[3*i+2], KEYS[3*i+3]
+  local rpm, tpm, most = tonumber(ARGV[3+3*i]), tonumber(ARGV[4+3*i]), tonumber(ARGV[5+3*i])
+  if rpm > 0 then
+    redis.call('ZREMRANGEBYSCORE', req, '-inf', now - 60000)
+    if redis.call('ZCARD', req) >= rpm then
+      local first = redis.call('ZRANGE', req, 0, 0, 'WITHSCORES')
+      return {'requests', tonumber(first[2]) + 60000 - now}
+    end
+  end
+  if tpm > 0 then
+    local fields = redis.call('HGETALL', tok)
+    local sum, oldest = 0, nil
+    for j = 1, #fields, 2 do
+      local s = tonumber(fields[j])
+      if s * 1000 <= now - 60000 then
+        redis.call('HDEL', tok, fields[j])
+      else
+        sum = sum + tonumber(fields[j + 1])
+        if oldest == nil or s < oldest then oldest = s end
+      end
+    end
+    if sum >= tpm then return {'tokens', oldest * 1000 + 60000 - now} end
+  end
+  if most > 0 then
+    redis.call('ZREMRANGEBYSCORE', par, '-inf', now)
+    if redis.call('ZCARD', par) >= most then return {'parallel', 1000} end
+  end
+end
+for i = 0, n - 1 do
+  if tonumber(ARGV[3+3*i]) > 0 then
+    redis.call('ZADD', KEYS[3*i+1], now, id)
+    redis.call('PEXPIRE', KEYS[3*i+1], 60000)
+  end
+  if tonumber(ARGV[5+3*i]) > 0 then
+    redis.call('ZADD', KEYS[3*i+3], now + lease, id)
+    redis.call('PEXPIRE', KEYS[3*i+3], lease)
+  end
+end
+return {'ok', 0}
+";
+
+/// Adds ARGV[1] tokens to the current second of each key (tokens by second).
+const SPENT: &str = r"
+local t = redis.call('TIME')
+for _, k in ipairs(KEYS) do
+  redis.call('HINCRBY', k, t[1], ARGV[1])
+  redis.call('EXPIRE', k, 120)
+end
+return 0
+";
+
+/// Renews (ARGV[1] = 1) or gives back (0) the place ARGV[2] in each key.
+const PLACE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, k in ipairs(KEYS) do
+  if ARGV[1] == '1' then
+    redis.call('ZADD', k, 'XX', now + tonumber(ARGV[3]), ARGV[2])
+    redis.call('PEXPIRE', k, tonumber(ARGV[3]))
+  else
+    redis.call('ZREM', k, ARGV[2])
+  end
+end
+return 0
+";
+
+/// Limits in Redis, shared by every replica.
+pub(crate) struct Shared {
+    redis: ConnectionManager,
+    admit: redis::Script,
+    spent: redis::Script,
+    place: redis::Script,
+    /// When Redis cannot be reached.
+    policy: Unavailable,
+    /// This replica's own limits, for `Allow` while Redis is away.
+    local: Arc<Local>,
+    /// Places under way here, renewed while they last: the request's id and its keys.
+    held: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    /// Whether Redis was last found unreachable (said once per outage).
+    down: std::sync::atomic::AtomicBool,
+}
+
+fn keys_of(id: &str) -> [String; 3] {
+    [
+        format!("kite:limit:{{{id}}}:requests"),
+        format!("kite:limit:{{{id}}}:tokens"),
+        format!("kite:limit:{{{id}}}:parallel"),
+    ]
+}
+
+impl Shared {
+    /// Limits in the Redis at `url` (`redis://host:port/db`, `rediss://` for TLS). The
+    /// connection is made on first use, and made again whenever it drops.
+    pub(crate) fn new(url: &str, policy: Unavailable) -> Result<Self, String> {
+        let client = redis::Client::open(url).map_err(|e| format!("the Redis URL: {e}"))?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(REDIS_DEADLINE))
+            .set_response_timeout(Some(REDIS_DEADLINE))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_secs(1));
+        let redis = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| format!("Redis: {e}"))?;
+        Ok(Self {
+            redis,
+            admit: redis::Script::new(ADMIT),
+            spent: redis::Script::new(SPENT),
+            place: redis::Script::new(PLACE),
+            policy,
+            local: Arc::default(),
+            held: Arc::default(),
+            down: false.into(),
+        })
+    }
+
+    /// Whether Redis answers a ping in time.
+    pub(crate) async fn ready(&self) -> bool {
+        let mut c = self.redis.clone();
+        let ping = redis::cmd("PING");
+        let asked = ping.query_async::<String>(&mut c);
+        matches!(tokio::time::timeout(REDIS_DEADLINE, asked).await, Ok(Ok(_)))
+    }
+
+    /// Notes whether Redis answered: an outage and its end are each said once.
+    fn reached(&self, ok: bool, metrics: &crate::metrics::Metrics) {
+        use std::sync::atomic::Ordering;
+        let was_down = self.down.swap(!ok, Ordering::Relaxed);
+        match (ok, was_down) {
+            (false, false) => tracing::warn!(
+                target: "kite::serve",
+                policy = ?self.policy,
+                "Redis cannot be reached: limits are {} until it is back",
+                match self.policy {
+                    Unavailable::Deny => "refusing requests (limits_unavailable = \"deny\")",
+                    Unavailable::Allow => "held per replica (limits_unavailable = \"allow\")",
+                }
+            ),
+            (true, true) => {
+                tracing::info!(target: "kite::serve", "Redis is back: limits are shared again")
+            }
+            _ => {}
+        }
+        if !ok {
+            metrics.refused("limits_unavailable");
+        }
+    }
+
+    pub(crate) async fn admit(
+        self: &Arc<Self>,
+        subjects: &[Subject],
+        metrics: &crate::metrics::Metrics,
+    ) -> Result<Slot, Refusal> {
+        let id = crate::keys::new_token().unwrap_or_else(|_| format!("{:?}", Instant::now()));
+        let mut invocation = self.admit.prepare_invoke();
+        invocation.arg(&id).arg(LEASE.as_millis() as u64);
+        let mut parallel = Vec::new();
+        for s in subjects {
+            let [requests, tokens, places] = keys_of(&s.id);
+            invocation.key(requests).key(tokens).key(&places);
+            invocation
+                .arg(s.limits.requests_per_minute.unwrap_or(0))
+                .arg(s.limits.tokens_per_minute.unwrap_or(0))
+                .arg(s.limits.max_parallel.unwrap_or(0));
+            if s.limits.max_parallel.is_some() {
+                parallel.push(places);
+            }
+        }
+        let mut c = self.redis.clone();
+        let answer = tokio::time::timeout(
+            REDIS_DEADLINE,
+            invocation.invoke_async::<(String, i64)>(&mut c),
+        )
+        .await;
+        let (verdict, wait) = match answer {
+            Ok(Ok(answer)) => {
+                self.reached(true, metrics);
+                answer
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(target: "kite::serve", error = %e, "Redis refused the limits' script");
+                self.reached(false, metrics);
+                return self.unreachable(subjects);
+            }
+            Err(_) => {
+                self.reached(false, metrics);
+                return self.unreachable(subjects);
+            }
+        };
+        if verdict != "ok" {
+            let kind = match verdict.as_str() {
+                "tokens" => "tokens",
+                "parallel" => "parallel",
+                _ => "requests",
+            };
+            let wait = Duration::from_millis(wait.max(1000) as u64);
+            return Err(Refusal::Wait(wait, kind));
+        }
+        if parallel.is_empty() {
+            return Ok(Slot::none());
+        }
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), parallel.clone());
+        let me = self.clone();
+        Ok(Slot {
+            release: Some(Box::new(move || {
+                me.held
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+                let mut c = me.redis.clone();
+                let script = me.place.clone();
+                tokio::spawn(async move {
+                    let mut call = script.prepare_invoke();
+                    call.arg("0").arg(&id).arg(0);
+                    for k in &parallel {
+                        call.key(k);
+                    }
+                    // Lost when Redis is away: the place lapses with its lease.
+                    let _ = tokio::time::timeout(REDIS_DEADLINE, call.invoke_async::<i64>(&mut c))
+                        .await;
+                });
+            })),
+        })
+    }
+
+    fn unreachable(&self, subjects: &[Subject]) -> Result<Slot, Refusal> {
+        match self.policy {
+            Unavailable::Deny => Err(Refusal::Unavailable),
+            Unavailable::Allow => self.local.admit(subjects),
+        }
+    }
+
+    pub(crate) async fn spent(&self, subjects: &[Subject], tokens: u64) {
+        let counted: Vec<&Subject> = subjects
+            .iter()
+            .filter(|s| s.limits.tokens_per_minute.is_some())
+            .collect();
+        if counted.is_empty() || tokens == 0 {
+            return;
+        }
+        let mut call = self.spent.prepare_invoke();
+        call.arg(tokens);
+        for s in counted {
+            call.key(&keys_of(&s.id)[1]);
+        }
+        let mut c = self.redis.clone();
+        if !matches!(
+            tokio::time::timeout(REDIS_DEADLINE, call.invoke_async::<i64>(&mut c)).await,
+            Ok(Ok(_))
+        ) {
+            // Counted here at least, for while Redis is away.
+            self.local.spent(subjects, tokens);
+        }
+    }
+
+    /// Renews the leases of the places held here, every third of a lease, for as long as
+    /// the gateway runs.
+    pub(crate) async fn renew(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(LEASE / 3) => {}
+                () = stop.cancelled() => return,
+            }
+            let held: Vec<(String, Vec<String>)> = self
+                .held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|(id, keys)| (id.clone(), keys.clone()))
+                .collect();
+            for (id, keys) in held {
+                let mut call = self.place.prepare_invoke();
+                call.arg("1").arg(&id).arg(LEASE.as_millis() as u64);
+                for k in &keys {
+                    call.key(k);
+                }
+                let mut c = self.redis.clone();
+                let _ =
+                    tokio::time::timeout(REDIS_DEADLINE, call.invoke_async::<i64>(&mut c)).await;
+            }
+        }
+    }
+}
+
