@@ -509,3 +509,165 @@ async fn with_postgres_away_answers_go_on_and_the_ledger_catches_up() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_are_kept_and_continued_on_any_replica_and_only_for_their_key() {
+    let Some(fleet) = Fleet::start(10, false, "deny").await else {
+        return;
+    };
+    let key = fleet.create_key("ada", &[]);
+    let other = fleet.create_key("eve", &[]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut cmd = std::process::Command::new(kite_testkit::mcp::python());
+    cmd.arg(kite_testkit::mcp::own("openai_responses_state.py"))
+        .arg(fleet.base())
+        .args([&key, &other])
+        .arg(&fleet.replicas[0].base)
+        .arg(&fleet.replicas[1].base);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = common::serve::by_check(
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+    );
+    assert_eq!(said["first"]["status"], "completed");
+    assert_eq!(said["first"]["text"], "Hello.");
+    assert_eq!(said["second"]["status"], "completed");
+    assert_eq!(said["streamed"]["status"], "completed");
+    assert_eq!(said["streamed"]["next_status"], "completed");
+    assert_eq!(said["retrieved"]["id"], said["first"]["id"]);
+    assert_eq!(said["retrieved"]["text"], "Hello.");
+    // The third response's input: each turn asked and each answer given, in order.
+    let texts = said["items"]["texts"].as_array().unwrap();
+    let texts: Vec<&str> = texts.iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(
+        texts,
+        [
+            "My name is Ada.",
+            "Hello.",
+            "What is my name?",
+            "Hello.",
+            "And my surname?",
+            "Hello.",
+            "Thanks."
+        ]
+    );
+    for check in ["other_retrieve", "other_continue", "other_delete"] {
+        assert_eq!(said[check]["status"], 404, "{check}");
+    }
+    assert_eq!(said["background"]["first_status"], "queued");
+    assert_eq!(said["background"]["status"], "completed");
+    assert_eq!(said["background"]["text"], "Hello.");
+    assert_eq!(said["deleted"]["status"], 404);
+    // The upstream was sent the earlier turns.
+    let asked: Vec<String> = fleet
+        ._upstream
+        .requests()
+        .iter()
+        .map(|r| r.body_text())
+        .collect();
+    let continued = asked
+        .iter()
+        .find(|b| b.contains("What is my name?"))
+        .unwrap();
+    assert!(continued.contains("My name is Ada.") && continued.contains("Hello."));
+    assert!(
+        !asked.iter().any(|b| b.contains("Who am I?")),
+        "another key's continuation"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_response_whose_replica_dies_ends_failed() {
+    let Some(mut fleet) = Fleet::start(10, true, "deny").await else {
+        return;
+    };
+    let key = fleet.create_key("patient", &[]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let started: Value = fleet
+        .http
+        .post(format!("{}/responses", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .json(&json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(started["status"], "queued", "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut victim = fleet.replicas.remove(0);
+    victim.child.kill().unwrap();
+    victim.child.wait().unwrap();
+    let since = Instant::now();
+    let ended = loop {
+        let r: Value = fleet
+            .http
+            .get(format!("{}/responses/{id}", fleet.replicas[0].base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if !["queued", "in_progress"].contains(&r["status"].as_str().unwrap()) {
+            break r;
+        }
+        assert!(since.elapsed() < Duration::from_secs(30), "still {r}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert_eq!(ended["error"]["code"], "server_error");
+
+    // A cancel asked of one replica stops a run on another.
+    let started: Value = fleet
+        .http
+        .post(format!("{}/responses", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .json(&json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["id"].as_str().unwrap().to_owned();
+    let cancelled = fleet
+        .http
+        .post(format!("{}/responses/{id}/cancel", fleet.replicas[1].base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status(), 200);
+    let since = Instant::now();
+    loop {
+        let r: Value = fleet
+            .http
+            .get(format!("{}/responses/{id}", fleet.replicas[1].base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if r["status"] == "cancelled" {
+            break;
+        }
+        assert!(since.elapsed() < Duration::from_secs(10), "still {r}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

@@ -71,8 +71,9 @@ async fn the_openai_sdk_uses_the_responses_api_through_the_gateway() {
     assert_eq!(c("tool")["arguments"], json!({"a": 19, "b": 23}));
     assert_eq!(c("tool")["call_id"], "call_3");
     assert_eq!(c("structured")["parsed"], json!({"city": "Paris"}));
-    assert_eq!(c("stored")["raised"], "BadRequestError");
-    assert_eq!(c("stored")["status"], 400);
+    // A response that was never stored is not found.
+    assert_eq!(c("stored")["raised"], "NotFoundError");
+    assert_eq!(c("stored")["status"], 404);
 
     let sent = upstream.requests();
     assert_eq!(sent.len(), 4, "the refused request never went upstream");

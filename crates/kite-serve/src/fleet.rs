@@ -26,6 +26,11 @@ impl Gateway {
             self.metrics.ledger(),
         );
         self.ledger = Some(ledger);
+        tokio::spawn(crate::stored::watch(
+            self.background_runs.clone(),
+            fleet.clone(),
+            self.background.clone(),
+        ));
         *self
             .ledger_task
             .get_mut()
@@ -76,5 +81,4 @@ impl Gateway {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
         }
     }
-
 }

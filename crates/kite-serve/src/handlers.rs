@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The whole answer: `first`, then the rest of `events`.
-async fn whole(
+pub(crate) async fn whole(
     first: Option<Result<Event, kite_core::Error>>,
     events: EventStream,
 ) -> Result<kite_core::Response, kite_core::Error> {
@@ -36,65 +36,8 @@ pub(crate) fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// `GET /health`: 200 while the gateway takes requests; 503 once it drains, so that a load
-/// balancer sends new ones elsewhere.
-pub(crate) async fn health(State(gw): State<Arc<Gateway>>) -> Response {
-    use axum::response::IntoResponse;
-    match gw.draining.load(std::sync::atomic::Ordering::Relaxed) {
-        false => axum::Json(serde_json::json!({"status": "ok"})).into_response(),
-        true => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(serde_json::json!({"status": "draining"})),
-        )
-            .into_response(),
-    }
-}
-
-/// What the caller's key (or, with no keys, everyone) has used: from the ledger, all
-/// time, when the gateway has a store (the same on every replica, and through restarts,
-/// with what this replica has yet to write first written); else since the gateway started.
-pub(crate) async fn usage(
-    State(gw): State<Arc<Gateway>>,
-    Extension(caller): Extension<Caller>,
-) -> Response {
-    let (Some(ledger), Some(admin)) = (&gw.ledger, &gw.admin) else {
-        return axum::Json(json!({"object": "usage", "usage": gw.keys.used(&caller)}))
-            .into_response();
-    };
-    ledger.settle().await;
-    let query = kite_store::fleet::UsageQuery {
-        key: caller.id().map(str::to_owned),
-        ..Default::default()
-    };
-    let asked = admin.usage(query);
-    let line = match tokio::time::timeout(std::time::Duration::from_secs(5), asked).await {
-        Ok(Ok(lines)) => lines.into_iter().next().unwrap_or_default(),
-        _ => {
-            return error(
-                Api::Chat,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the usage ledger cannot be read just now; try again in a moment",
-                Kind::Unavailable,
-            );
-        }
-    };
-    let used = json!({
-        "requests": line.requests,
-        "tokens": line.input_tokens + line.output_tokens,
-        "input_tokens": line.input_tokens,
-        "output_tokens": line.output_tokens,
-        "cache_read_tokens": line.cache_read_tokens,
-        "cache_write_tokens": line.cache_write_tokens,
-        "reasoning_tokens": line.reasoning_tokens,
-        "cost": line.cost,
-        "unpriced": line.unpriced,
-        "cached": line.cached,
-    });
-    axum::Json(json!({"object": "usage", "usage": used})).into_response()
-}
-
 /// A client API's stream encoder, as server-sent-event text.
-trait Encoder: Send + 'static {
+pub(crate) trait Encoder: Send + 'static {
     /// What one of kite's events says to the client.
     fn event(&mut self, event: &Event) -> String;
     /// What a failure midway says; the stream ends with it.
@@ -168,9 +111,16 @@ impl Encoder for responses::EventEncoder {
     }
 }
 
+/// What keeps an answer once it is whole (a stored response), before the client is told
+/// it ended.
+pub(crate) type Keep =
+    Box<dyn FnOnce(kite_core::Response) -> futures_util::future::BoxFuture<'static, ()> + Send>;
+
 /// Answers `request` for `caller`: whole, as `whole` writes a response, or streamed through
-/// `encoder`.
-async fn answer<E: Encoder>(
+/// `encoder`; `keep` is given the whole answer, when it ends well, before the client hears
+/// of its end.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn answer<E: Encoder>(
     gw: Arc<Gateway>,
     api: Api,
     caller: Caller,
@@ -178,6 +128,7 @@ async fn answer<E: Encoder>(
     stream: bool,
     whole_body: impl FnOnce(&kite_core::Response) -> Value,
     encoder: E,
+    keep: Option<Keep>,
 ) -> Response {
     let crate::answer::Opened {
         first,
@@ -202,7 +153,13 @@ async fn answer<E: Encoder>(
     let events = until_stopped(events, gw.stop.clone());
     if !stream {
         let mut answer = match whole(first, events).await {
-            Ok(r) => axum::Json(whole_body(&r)).into_response(),
+            Ok(r) => {
+                let body = whole_body(&r);
+                if let Some(keep) = keep {
+                    keep(r).await;
+                }
+                axum::Json(body).into_response()
+            }
             Err(e) => {
                 failed_midway(&served.route, &e);
                 upstream_error(api, &e)
@@ -212,19 +169,40 @@ async fn answer<E: Encoder>(
         return answer;
     }
     let route = served.route.clone();
+    // With something to keep, the answer is also built whole as it streams.
+    let built = keep.as_ref().map(|_| ResponseBuilder::new());
+    let state = Arc::new(tokio::sync::Mutex::new((encoder, built, keep)));
     let body = futures_util::stream::iter(first)
         .chain(events)
         .map(Some)
         .chain(futures_util::stream::once(async { None }))
-        .scan(encoder, move |enc, item| {
-            std::future::ready(Some(match item {
-                Some(Ok(e)) => enc.event(&e),
-                Some(Err(e)) => {
-                    failed_midway(&route, &e);
-                    enc.failed(&e)
+        .then(move |item| {
+            let (state, route) = (state.clone(), route.clone());
+            async move {
+                let mut guard = state.lock().await;
+                let (enc, built, keep) = &mut *guard;
+                match item {
+                    Some(Ok(e)) => {
+                        if let Some(b) = built {
+                            b.push(e.clone());
+                        }
+                        enc.event(&e)
+                    }
+                    Some(Err(e)) => {
+                        failed_midway(&route, &e);
+                        *built = None;
+                        enc.failed(&e)
+                    }
+                    None => {
+                        if let (Some(b), Some(keep)) = (built.take(), keep.take())
+                            && let Ok(r) = b.finish()
+                        {
+                            keep(r).await;
+                        }
+                        enc.finish()
+                    }
                 }
-                None => enc.finish(),
-            }))
+            }
         })
         .map(Ok::<_, std::convert::Infallible>);
     let ping = match api {
@@ -257,54 +235,6 @@ pub(crate) struct Answered {
     pub tally: Arc<std::sync::Mutex<crate::answer::Tally>>,
 }
 
-/// `GET /metrics`: what the gateway has served, as Prometheus scrapes it.
-pub(crate) async fn metrics(State(gw): State<Arc<Gateway>>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        gw.metrics.text(),
-    )
-        .into_response()
-}
-
-/// `GET /ready`: 200 while the gateway takes requests and its store answers; 503 while it
-/// drains, or its store does not answer within 2 s.
-pub(crate) async fn ready(State(gw): State<Arc<Gateway>>) -> Response {
-    let unready = |why: &str| {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({"status": "unavailable", "why": why})),
-        )
-            .into_response()
-    };
-    if gw.draining.load(std::sync::atomic::Ordering::Relaxed) {
-        return unready("draining");
-    }
-    // A store that says a conversation does not exist has answered.
-    if !gw.limiter.ready().await {
-        return unready("Redis, which holds the rate limits, does not answer");
-    }
-    if let Some(registry) = &gw.keys.registry {
-        let asked = registry.fleet.version();
-        match tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(_)) => return unready("the store fails"),
-            Err(_) => return unready("the store does not answer"),
-        }
-    }
-    if let Some(store) = gw.store_for(&Caller::Anyone) {
-        let asked = store.get("kite-ready-probe");
-        match tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
-            Ok(Ok(_) | Err(kite_store::StoreError::NotFound(_))) => {}
-            Ok(Err(_)) => return unready("the store fails"),
-            Err(_) => return unready("the store does not answer"),
-        }
-    }
-    axum::Json(json!({"status": "ready"})).into_response()
-}
-
 /// `body`, with `ping` (Anthropic's ping event, or an SSE comment every client skips)
 /// after each `every` of silence ([`Deadlines::keep_alive`](crate::Deadlines)).
 fn kept_alive<S>(
@@ -325,7 +255,10 @@ where
 
 /// `events`, ended by an error (503, "stopping") once `stop` is cancelled: a stream cut off
 /// at the end of a shutdown's grace still ends in its API's way.
-fn until_stopped(events: EventStream, stop: tokio_util::sync::CancellationToken) -> EventStream {
+pub(crate) fn until_stopped(
+    events: EventStream,
+    stop: tokio_util::sync::CancellationToken,
+) -> EventStream {
     Box::pin(futures_util::stream::unfold(
         (events, Some(stop)),
         |(mut events, stop)| async move {
@@ -374,35 +307,7 @@ pub(crate) async fn chat(
         client.stream,
         whole,
         encoder,
-    )
-    .await
-}
-
-pub(crate) async fn responses(
-    State(gw): State<Arc<Gateway>>,
-    Extension(caller): Extension<Caller>,
-    body: Bytes,
-) -> Response {
-    let mut client = match responses::decode_request(&body) {
-        Ok(c) => c,
-        Err(e) => return invalid(Api::Chat, &e),
-    };
-    gw.place_hosted_tools(&mut client);
-    let public = client.request.model.clone();
-    let id = gw.next_id("resp_kite_");
-    let created = now();
-    let tools = client.tools;
-    let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created, tools.clone());
-    let whole =
-        move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools);
-    answer(
-        gw,
-        Api::Chat,
-        caller,
-        client.request,
-        client.stream,
-        whole,
-        encoder,
+        None,
     )
     .await
 }
@@ -430,6 +335,7 @@ pub(crate) async fn anthropic(
         client.stream,
         whole,
         encoder,
+        None,
     )
     .await
 }

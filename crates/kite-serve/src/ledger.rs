@@ -146,3 +146,40 @@ async fn write(
         }
     }
 }
+
+/// The ledger row of an answer: who asked, what answered, what it used, how it went.
+pub(crate) fn row(
+    a: &crate::handlers::Answered,
+    request_id: String,
+    time_ms: i64,
+    status: u16,
+    first_byte: Option<Duration>,
+    duration: Duration,
+) -> LedgerRow {
+    let tally = a.tally.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let u = &tally.usage;
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let (key, team) = match &a.caller {
+        crate::keys::Caller::Key(k) => (Some(k.id.clone()), k.team.clone()),
+        crate::keys::Caller::Anyone => (None, None),
+    };
+    LedgerRow {
+        time_ms,
+        request_id,
+        key,
+        team,
+        route: a.route.clone(),
+        provider: a.provider.clone(),
+        model: a.model.clone(),
+        input_tokens: n(u.input_tokens),
+        output_tokens: n(u.output_tokens),
+        cache_read_tokens: n(u.cached_input_tokens),
+        cache_write_tokens: n(u.cache_write_tokens),
+        reasoning_tokens: n(u.reasoning_tokens),
+        cost: (!tally.unpriced).then_some(tally.cost),
+        status: i32::from(status),
+        ttfb_ms: first_byte.map(|d| d.as_millis() as i64),
+        duration_ms: duration.as_millis() as i64,
+        cached: false,
+    }
+}

@@ -34,7 +34,9 @@ mod listen;
 mod metrics;
 mod middleware;
 mod models;
+mod ops;
 mod registry;
+mod stored;
 mod web;
 
 pub use admin::{Admin, AdminError, KEY_PREFIX, KeyView, NewKey, NewTeam, period};
@@ -56,7 +58,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, post};
 use errors::{Api, Kind, error, unauthorized};
-use handlers::{anthropic, chat, responses, usage};
+use handlers::{anthropic, chat};
 use kite_core::Model;
 use middleware::{gate, log_request};
 use std::net::SocketAddr;
@@ -156,6 +158,8 @@ pub struct Gateway {
     pub(crate) admin_keys: Vec<[u8; 32]>,
     /// Ends the tasks that read and write the store, once serving is over.
     pub(crate) background: tokio_util::sync::CancellationToken,
+    /// The background responses this replica runs.
+    pub(crate) background_runs: Arc<stored::Runs>,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -210,6 +214,7 @@ impl Gateway {
             admin: None,
             admin_keys: Vec::new(),
             background: tokio_util::sync::CancellationToken::new(),
+            background_runs: Arc::default(),
         }
     }
 
@@ -390,23 +395,32 @@ impl Gateway {
         }
     }
 
-    /// A new answer's id: `prefix` (the client API's own) and a number.
+    /// A new answer's id: `prefix` (the client API's own), then random hex, unique across
+    /// replicas and restarts (stored responses are found by it), and a count.
     pub(crate) fn next_id(&self, prefix: &str) -> String {
-        format!("{prefix}{}", self.ids.fetch_add(1, Ordering::Relaxed) + 1)
+        let mut bytes = [0u8; 12];
+        let random: String = match getrandom::fill(&mut bytes) {
+            Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            Err(_) => format!("{:x}", handlers::now()),
+        };
+        format!(
+            "{prefix}{random}{}",
+            self.ids.fetch_add(1, Ordering::Relaxed) + 1
+        )
     }
 }
 
 /// The gateway's routes.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
-        .route("/health", get(handlers::health))
-        .route("/ready", get(handlers::ready))
-        .route("/metrics", get(handlers::metrics))
+        .route("/health", get(ops::health))
+        .route("/ready", get(ops::ready))
+        .route("/metrics", get(ops::metrics))
         .route("/v1/models", get(models::models))
         .route("/v1/models/{id}", get(models::model))
-        .route("/v1/usage", get(usage))
+        .route("/v1/usage", get(ops::usage))
         .route("/v1/chat/completions", post(chat))
-        .route("/v1/responses", post(responses))
+        .merge(stored::routes())
         .route("/v1/messages", post(anthropic))
         .route("/v1/messages/count_tokens", post(count::count_tokens))
         .merge(admin::http::routes())

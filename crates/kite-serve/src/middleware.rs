@@ -61,7 +61,12 @@ pub(crate) async fn gate(
                 .to_ascii_lowercase()
                 .starts_with("application/json")
         });
-    if request.method() == axum::http::Method::POST && !json {
+    // A cancel (`POST /v1/responses/{id}/cancel`) carries no body.
+    let bodiless = path.ends_with("/cancel")
+        && headers
+            .get(header::CONTENT_LENGTH)
+            .is_none_or(|v| v.as_bytes() == b"0");
+    if request.method() == axum::http::Method::POST && !json && !bodiless {
         return error(
             api,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -78,8 +83,9 @@ pub(crate) async fn gate(
         );
     }
     // A question spends a key's requests; a count of tokens asks none.
-    let counted =
-        request.method() == axum::http::Method::POST && path != "/v1/messages/count_tokens";
+    let counted = request.method() == axum::http::Method::POST
+        && path != "/v1/messages/count_tokens"
+        && !path.ends_with("/cancel");
     match gw.admit(api, request.headers(), counted).await {
         Ok((caller, slot)) => {
             request.extensions_mut().insert(caller);
@@ -323,33 +329,14 @@ impl InFlight {
         else {
             return;
         };
-        let a = draft.answered;
-        let tally = a.tally.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let u = &tally.usage;
-        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        let (key, team) = match &a.caller {
-            crate::keys::Caller::Key(k) => (Some(k.id.clone()), k.team.clone()),
-            crate::keys::Caller::Anyone => (None, None),
-        };
-        ledger.record(kite_store::fleet::LedgerRow {
-            time_ms: draft.time_ms,
-            request_id: draft.request_id,
-            key,
-            team,
-            route: a.route,
-            provider: a.provider,
-            model: a.model,
-            input_tokens: n(u.input_tokens),
-            output_tokens: n(u.output_tokens),
-            cache_read_tokens: n(u.cached_input_tokens),
-            cache_write_tokens: n(u.cache_write_tokens),
-            reasoning_tokens: n(u.reasoning_tokens),
-            cost: (!tally.unpriced).then_some(tally.cost),
-            status: i32::from(draft.status),
-            ttfb_ms: Some(draft.first_byte.as_millis() as i64),
-            duration_ms: started.elapsed().as_millis() as i64,
-            cached: false,
-        });
+        ledger.record(crate::ledger::row(
+            &draft.answered,
+            draft.request_id,
+            draft.time_ms,
+            draft.status,
+            Some(draft.first_byte),
+            started.elapsed(),
+        ));
     }
 }
 

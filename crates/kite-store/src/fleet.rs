@@ -253,14 +253,15 @@ pub trait Fleet: Send + Sync {
     fn usage(&self, query: UsageQuery) -> StoreFuture<'_, Vec<UsageLine>>;
     /// Every total for the periods named (as [`Period::at`] names them).
     fn spend(&self, periods: Vec<String>) -> StoreFuture<'_, Vec<Spend>>;
-    /// Keeps `response`, replacing the one with its id.
+    /// Keeps `response`, replacing the one with its id, unless that one was cancelled.
     fn put_response(&self, response: StoredResponse) -> StoreFuture<'_, ()>;
     /// The response `id`.
     fn response(&self, id: &str) -> StoreFuture<'_, Option<StoredResponse>>;
     /// Deletes the response `id`; false when there was none.
     fn delete_response(&self, id: &str) -> StoreFuture<'_, bool>;
-    /// Asks the response `id`, while under way, to stop; false when it is not under way.
-    fn cancel_response(&self, id: &str) -> StoreFuture<'_, bool>;
+    /// Cancels the response `id`, while under way: it is kept as `body` (the response,
+    /// cancelled), and its run is asked to stop; false when it is not under way.
+    fn cancel_response(&self, id: &str, body: String) -> StoreFuture<'_, bool>;
     /// Touches the responses `ids` (under way on this replica); returns those asked to stop.
     fn touch_responses(&self, ids: Vec<String>, now_ms: i64) -> StoreFuture<'_, Vec<String>>;
     /// Marks as failed every response still under way but untouched since `before_ms`:
@@ -297,7 +298,7 @@ pub(crate) fn totals(rows: &[LedgerRow]) -> Vec<Spend> {
 }
 
 /// Statuses of a response under way.
-pub(crate) const UNDER_WAY: [&str; 2] = ["queued", "in_progress"];
+pub const UNDER_WAY: [&str; 2] = ["queued", "in_progress"];
 
 /// A response body marked failed, as a replica that lost its run leaves it.
 pub(crate) fn failed_body(body: &str) -> String {

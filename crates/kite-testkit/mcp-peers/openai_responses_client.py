@@ -62,5 +62,5 @@ say("structured", parsed=parsed.output_parsed.model_dump())
 try:
     client.responses.create(model="gpt-5-nano", input="Go on.", previous_response_id="resp_1")
     say("stored", raised=None)
-except openai.BadRequestError as e:
-    say("stored", raised="BadRequestError", status=e.status_code, message=e.message)
+except openai.APIStatusError as e:
+    say("stored", raised=type(e).__name__, status=e.status_code, message=e.message)

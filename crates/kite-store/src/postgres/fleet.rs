@@ -305,7 +305,7 @@ impl Fleet for PostgresStore {
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
                          ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
                          updated_ms = excluded.updated_ms, body = excluded.body, \
-                         input = excluded.input"
+                         input = excluded.input WHERE kite_responses.status <> 'cancelled'"
                     ),
                     &[
                         &r.id,
@@ -353,15 +353,16 @@ impl Fleet for PostgresStore {
         })
     }
 
-    fn cancel_response(&self, id: &str) -> StoreFuture<'_, bool> {
+    fn cancel_response(&self, id: &str, body: String) -> StoreFuture<'_, bool> {
         let id = id.to_owned();
         Box::pin(async move {
             let n = self
                 .client()
                 .await?
                 .execute(
-                    "UPDATE kite_responses SET cancel = TRUE WHERE id = $1 AND status = ANY($2)",
-                    &[&id, &&UNDER_WAY[..]],
+                    "UPDATE kite_responses SET cancel = TRUE, status = 'cancelled', body = $3 \
+                     WHERE id = $1 AND status = ANY($2)",
+                    &[&id, &&UNDER_WAY[..], &body],
                 )
                 .await
                 .map_err(db)?;
@@ -376,8 +377,8 @@ impl Fleet for PostgresStore {
                 .await?
                 .query(
                     "UPDATE kite_responses SET updated_ms = $2 \
-                     WHERE id = ANY($1) AND status = ANY($3) RETURNING id, cancel",
-                    &[&ids, &now_ms, &&UNDER_WAY[..]],
+                     WHERE id = ANY($1) RETURNING id, cancel",
+                    &[&ids, &now_ms],
                 )
                 .await
                 .map_err(db)?;

@@ -264,7 +264,8 @@ impl Fleet for SqliteStore {
             conn.execute(
                 "INSERT INTO kite_responses VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
                  ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
-                 updated_ms = excluded.updated_ms, body = excluded.body, input = excluded.input",
+                 updated_ms = excluded.updated_ms, body = excluded.body, input = excluded.input \
+                 WHERE kite_responses.status <> 'cancelled'",
                 params![
                     r.id,
                     r.owner,
@@ -304,13 +305,14 @@ impl Fleet for SqliteStore {
         })
     }
 
-    fn cancel_response(&self, id: &str) -> StoreFuture<'_, bool> {
+    fn cancel_response(&self, id: &str, body: String) -> StoreFuture<'_, bool> {
         let id = id.to_owned();
         self.with(move |conn| {
             let n = conn
                 .execute(
-                    "UPDATE kite_responses SET cancel = 1 WHERE id = ?1 AND status IN (?2, ?3)",
-                    params![id, UNDER_WAY[0], UNDER_WAY[1]],
+                    "UPDATE kite_responses SET cancel = 1, status = 'cancelled', body = ?4 \
+                     WHERE id = ?1 AND status IN (?2, ?3)",
+                    params![id, UNDER_WAY[0], UNDER_WAY[1], body],
                 )
                 .map_err(db)?;
             Ok(n > 0)
@@ -326,9 +328,8 @@ impl Fleet for SqliteStore {
             for id in ids {
                 let cancel: Option<bool> = tx
                     .query_row(
-                        "UPDATE kite_responses SET updated_ms = ?2 \
-                         WHERE id = ?1 AND status IN (?3, ?4) RETURNING cancel",
-                        params![id, now_ms, UNDER_WAY[0], UNDER_WAY[1]],
+                        "UPDATE kite_responses SET updated_ms = ?2 WHERE id = ?1 RETURNING cancel",
+                        params![id, now_ms],
                         |r| r.get(0),
                     )
                     .optional()

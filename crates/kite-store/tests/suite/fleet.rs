@@ -217,15 +217,38 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
     );
     assert_eq!(store.response("resp_none").await.unwrap(), None);
     assert!(
-        !store.cancel_response("resp_done").await.unwrap(),
+        !store
+            .cancel_response("resp_done", "{}".into())
+            .await
+            .unwrap(),
         "it is done"
     );
-    assert!(store.cancel_response("resp_run").await.unwrap());
-    let cancelled = store
-        .touch_responses(vec!["resp_run".into(), "resp_done".into()], 2_000)
+    store
+        .put_response(response("resp_stop", "in_progress", 1_000))
         .await
         .unwrap();
-    assert_eq!(cancelled, ["resp_run"]);
+    let cancelled_body = r#"{"status":"cancelled"}"#.to_owned();
+    assert!(
+        store
+            .cancel_response("resp_stop", cancelled_body.clone())
+            .await
+            .unwrap()
+    );
+    let cancelled = store
+        .touch_responses(vec!["resp_stop".into(), "resp_run".into()], 2_000)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, ["resp_stop"]);
+    // Its run's last word does not undo the cancel.
+    store
+        .put_response(response("resp_stop", "completed", 3_000))
+        .await
+        .unwrap();
+    let stopped = store.response("resp_stop").await.unwrap().unwrap();
+    assert_eq!(
+        (stopped.status.as_str(), stopped.body),
+        ("cancelled", cancelled_body)
+    );
     assert_eq!(store.fail_stale(1_500).await.unwrap(), 1);
     let gone = store.response("resp_gone").await.unwrap().unwrap();
     assert_eq!(gone.status, "failed");
@@ -236,6 +259,10 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
         store.response("resp_run").await.unwrap().unwrap().status,
         "in_progress",
         "touched since"
+    );
+    assert_eq!(
+        store.response("resp_stop").await.unwrap().unwrap().status,
+        "cancelled"
     );
     assert!(store.delete_response("resp_done").await.unwrap());
     assert!(!store.delete_response("resp_done").await.unwrap());

@@ -1,0 +1,362 @@
+//! `POST /v1/responses` with state, as OpenAI keeps it, when the gateway has a store:
+//! `store` (true unless the client says false) keeps each response and its whole input;
+//! `previous_response_id` continues from one, on any replica; `GET`, `DELETE` and
+//! `input_items` read and remove them; `background` runs a response as a task any replica
+//! reports, with `POST .../cancel`. Each key sees its own responses and no other's (a 404,
+//! as for one that does not exist).
+//!
+//! kite-wire's decoder is stateless and refuses these fields, so they are taken out here
+//! and the conversation is sent whole: the stored input, the stored output, then the new
+//! input. A response is kept before the client hears of its end, so the next turn finds it
+//! wherever it goes. A background run is touched every few seconds; one untouched for
+//! [`STALE`] (its replica died) is marked failed by any replica (`fleet.rs`).
+
+use crate::Gateway;
+use crate::errors::{Api, Kind, error};
+use crate::handlers::{Keep, answer, invalid, now};
+use crate::keys::Caller;
+use axum::body::Bytes;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use kite_store::Fleet;
+use kite_store::fleet::StoredResponse;
+use kite_wire::openai_responses::serve as responses;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+mod background;
+
+pub(crate) use background::{Runs, watch};
+
+/// How long one read or write of a stored response may take.
+const DEADLINE: Duration = Duration::from_secs(5);
+
+pub(crate) fn routes() -> axum::Router<Arc<Gateway>> {
+    axum::Router::new()
+        .route("/v1/responses", post(create))
+        .route("/v1/responses/{id}", get(retrieve).delete(delete))
+        .route("/v1/responses/{id}/input_items", get(input_items))
+        .route("/v1/responses/{id}/cancel", post(background::cancel))
+}
+
+/// Whose responses the caller sees.
+pub(crate) fn owner(caller: &Caller) -> String {
+    caller.id().unwrap_or("-").to_owned()
+}
+
+fn unavailable() -> Response {
+    error(
+        Api::Chat,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "stored responses cannot be reached just now; try again in a moment",
+        Kind::Unavailable,
+    )
+}
+
+fn not_found(id: &str) -> Response {
+    error(
+        Api::Chat,
+        StatusCode::NOT_FOUND,
+        &format!("No response found with id '{id}'."),
+        Kind::Missing,
+    )
+}
+
+fn bad(message: &str) -> Response {
+    error(Api::Chat, StatusCode::BAD_REQUEST, message, Kind::Invalid)
+}
+
+/// The stored responses, when the gateway has a store.
+pub(crate) fn fleet(gw: &Gateway) -> Option<Arc<dyn Fleet>> {
+    Some(gw.keys.registry.as_ref()?.fleet.clone())
+}
+
+/// The response `id` of `owner`: 404 when there is none or it is another key's.
+pub(crate) async fn load(
+    fleet: &Arc<dyn Fleet>,
+    id: &str,
+    owner: &str,
+) -> Result<StoredResponse, Box<Response>> {
+    match tokio::time::timeout(DEADLINE, fleet.response(id)).await {
+        Ok(Ok(Some(r))) if r.owner == owner => Ok(r),
+        Ok(Ok(_)) => Err(Box::new(not_found(id))),
+        _ => Err(Box::new(unavailable())),
+    }
+}
+
+/// Keeps `response` (a few tries, within the deadline); false when it could not.
+pub(crate) async fn put(fleet: &Arc<dyn Fleet>, response: StoredResponse) -> bool {
+    for _ in 0..3 {
+        if let Ok(Ok(())) =
+            tokio::time::timeout(DEADLINE, fleet.put_response(response.clone())).await
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tracing::warn!(target: "kite::serve", id = %response.id, "a response could not be stored");
+    false
+}
+
+/// `input` as items: text is one user message.
+fn items(input: Option<&Value>) -> Option<Vec<Value>> {
+    match input? {
+        Value::String(s) => Some(vec![json!({
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": s}],
+        })]),
+        Value::Array(a) => Some(a.clone()),
+        _ => None,
+    }
+}
+
+async fn create(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
+    // With no store, or a body that is no object, the stateless decoder says what is wrong.
+    let (Some(fleet), Ok(Value::Object(mut v))) = (fleet(&gw), serde_json::from_slice(&body))
+    else {
+        return stateless(gw, caller, &body).await;
+    };
+    let store = v.get("store") != Some(&Value::Bool(false));
+    let previous = v
+        .remove("previous_response_id")
+        .and_then(|p| p.as_str().filter(|p| !p.is_empty()).map(str::to_owned));
+    let background = v.remove("background") == Some(Value::Bool(true));
+    if background && !store {
+        return bad("`background` needs `store`: a background response is kept to be polled");
+    }
+    if background && v.get("stream") == Some(&Value::Bool(true)) {
+        return bad(
+            "streaming a background response is not served: poll it with GET /v1/responses/{id}",
+        );
+    }
+    let owner = owner(&caller);
+    let mut input = items(v.get("input"));
+    if let Some(previous) = &previous {
+        let earlier = match load(&fleet, previous, &owner).await {
+            Ok(r) => r,
+            Err(refused) => return *refused,
+        };
+        if kite_store::fleet::UNDER_WAY.contains(&earlier.status.as_str()) {
+            return bad(&format!(
+                "response {previous} is still {}: wait for it to end",
+                earlier.status
+            ));
+        }
+        let mut chain: Vec<Value> = serde_json::from_str(&earlier.input).unwrap_or_default();
+        let said: Value = serde_json::from_str(&earlier.body).unwrap_or_default();
+        if let Some(output) = said["output"].as_array() {
+            chain.extend(output.iter().cloned());
+        }
+        chain.extend(input.take().unwrap_or_default());
+        input = Some(chain);
+    }
+    if let Some(all) = &input {
+        v.insert("input".into(), Value::Array(all.clone()));
+    }
+    let bytes = Value::Object(v).to_string().into_bytes();
+    let mut client = match responses::decode_request(&bytes) {
+        Ok(c) => c,
+        Err(e) => return invalid(Api::Chat, &e),
+    };
+    gw.place_hosted_tools(&mut client);
+    let public = client.request.model.clone();
+    let id = gw.next_id("resp_");
+    let created = now();
+    let tools = client.tools.clone();
+    let kept = StoredResponse {
+        id: id.clone(),
+        owner,
+        status: "queued".into(),
+        created_ms: crate::admin::now_ms(),
+        updated_ms: crate::admin::now_ms(),
+        cancel: false,
+        body: String::new(),
+        input: Value::Array(input.unwrap_or_default()).to_string(),
+    };
+    let encode = {
+        let (id, public, tools) = (id.clone(), public.clone(), tools.clone());
+        move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools)
+    };
+    if background {
+        return background::start(
+            gw,
+            fleet,
+            caller,
+            client.request,
+            kept,
+            public,
+            created,
+            encode,
+        )
+        .await;
+    }
+    let keep: Option<Keep> = store.then(|| {
+        let encode = encode.clone();
+        Box::new(move |r: kite_core::Response| {
+            let body = encode(&r);
+            let kept = StoredResponse {
+                status: body["status"].as_str().unwrap_or("completed").to_owned(),
+                body: body.to_string(),
+                updated_ms: crate::admin::now_ms(),
+                ..kept
+            };
+            Box::pin(async move {
+                put(&fleet, kept).await;
+            }) as futures_util::future::BoxFuture<'static, ()>
+        }) as Keep
+    });
+    let encoder = responses::EventEncoder::new(id, public, created, tools);
+    answer(
+        gw,
+        Api::Chat,
+        caller,
+        client.request,
+        client.stream,
+        encode,
+        encoder,
+        keep,
+    )
+    .await
+}
+
+/// A Responses request answered with nothing kept.
+async fn stateless(gw: Arc<Gateway>, caller: Caller, body: &[u8]) -> Response {
+    let mut client = match responses::decode_request(body) {
+        Ok(c) => c,
+        Err(e) => return invalid(Api::Chat, &e),
+    };
+    gw.place_hosted_tools(&mut client);
+    let public = client.request.model.clone();
+    let id = gw.next_id("resp_");
+    let created = now();
+    let tools = client.tools;
+    let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created, tools.clone());
+    let whole =
+        move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools);
+    answer(
+        gw,
+        Api::Chat,
+        caller,
+        client.request,
+        client.stream,
+        whole,
+        encoder,
+        None,
+    )
+    .await
+}
+
+/// The store, or the answer that there is none.
+fn need(gw: &Gateway) -> Result<Arc<dyn Fleet>, Box<Response>> {
+    fleet(gw).ok_or_else(|| {
+        Box::new(error(
+            Api::Chat,
+            StatusCode::NOT_FOUND,
+            "this gateway keeps no responses (it runs with no store)",
+            Kind::Missing,
+        ))
+    })
+}
+
+async fn retrieve(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    let found = async {
+        let fleet = need(&gw)?;
+        load(&fleet, &id, &owner(&caller)).await
+    };
+    match found.await {
+        Ok(r) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            r.body,
+        )
+            .into_response(),
+        Err(refused) => *refused,
+    }
+}
+
+async fn delete(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    let deleted = async {
+        let fleet = need(&gw)?;
+        load(&fleet, &id, &owner(&caller)).await?;
+        match tokio::time::timeout(DEADLINE, fleet.delete_response(&id)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(Box::new(unavailable())),
+        }
+    };
+    match deleted.await {
+        Ok(()) => {
+            axum::Json(json!({"id": id, "object": "response", "deleted": true})).into_response()
+        }
+        Err(refused) => *refused,
+    }
+}
+
+/// `?order=asc|desc&limit=N&after=ID` (newest first and 20, as OpenAI's defaults).
+#[derive(Default, serde::Deserialize)]
+struct Listing {
+    order: Option<String>,
+    limit: Option<usize>,
+    after: Option<String>,
+}
+
+async fn input_items(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    listing: Result<Query<Listing>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Ok(Query(listing)) = listing else {
+        return bad("input_items takes order (asc or desc), limit (a number) and after (an id)");
+    };
+    let stored = async {
+        let fleet = need(&gw)?;
+        load(&fleet, &id, &owner(&caller)).await
+    };
+    let stored = match stored.await {
+        Ok(r) => r,
+        Err(refused) => return *refused,
+    };
+    let mut all: Vec<Value> = serde_json::from_str(&stored.input).unwrap_or_default();
+    // Every item has an id, as OpenAI gives them.
+    for (i, item) in all.iter_mut().enumerate() {
+        if let Some(o) = item.as_object_mut()
+            && !o.contains_key("id")
+        {
+            o.insert("id".into(), format!("in_{}_{i}", stored.id).into());
+        }
+    }
+    if listing.order.as_deref() != Some("asc") {
+        all.reverse();
+    }
+    if let Some(after) = &listing.after
+        && let Some(at) = all.iter().position(|i| i["id"] == after.as_str())
+    {
+        all.drain(..=at);
+    }
+    let limit = listing.limit.unwrap_or(20).clamp(1, 100);
+    let has_more = all.len() > limit;
+    all.truncate(limit);
+    axum::Json(json!({
+        "object": "list",
+        "first_id": all.first().map(|i| i["id"].clone()),
+        "last_id": all.last().map(|i| i["id"].clone()),
+        "has_more": has_more,
+        "data": all,
+    }))
+    .into_response()
+}

@@ -1,0 +1,245 @@
+//! `background: true`: the response is kept as `queued` and answered at once; a task on
+//! this replica runs it (`in_progress`, then `completed`, `incomplete`, `failed` or
+//! `cancelled`) while any replica reports it. The task is touched in the store every
+//! [`TOUCH`]; a cancel asked on any replica is found there on the next touch (at once on
+//! this one). A run left untouched for [`STALE`] lost its replica, and any replica marks it
+//! failed ([`watch`]): none stays in progress for ever.
+
+use super::{DEADLINE, load, need, owner, put};
+use crate::Gateway;
+use crate::errors::{Api, Kind, error, not_allowed, told, unknown_model};
+use crate::handlers::{Answered, until_stopped, whole};
+use crate::keys::Caller;
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use kite_store::Fleet;
+use kite_store::fleet::{StoredResponse, UNDER_WAY};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How often a run under way is touched, and cancels are looked for.
+const TOUCH: Duration = Duration::from_secs(2);
+/// How long a run may go untouched before it is taken for lost.
+pub(crate) const STALE: Duration = Duration::from_secs(10);
+
+/// The background runs under way on this replica, by response id.
+#[derive(Default)]
+pub(crate) struct Runs(Mutex<HashMap<String, CancellationToken>>);
+
+impl Runs {
+    fn ids(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn cancel(&self, id: &str) {
+        if let Some(t) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            t.cancel();
+        }
+    }
+}
+
+/// Touches this replica's runs, passes on the cancels asked elsewhere, and marks failed the
+/// runs other replicas lost, until `stop`.
+pub(crate) async fn watch(runs: Arc<Runs>, fleet: Arc<dyn Fleet>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(TOUCH) => {}
+            () = stop.cancelled() => return,
+        }
+        let now = crate::admin::now_ms();
+        let ids = runs.ids();
+        if !ids.is_empty()
+            && let Ok(Ok(cancelled)) =
+                tokio::time::timeout(DEADLINE, fleet.touch_responses(ids, now)).await
+        {
+            cancelled.iter().for_each(|id| runs.cancel(id));
+        }
+        let before = now - STALE.as_millis() as i64;
+        if let Ok(Ok(n)) = tokio::time::timeout(DEADLINE, fleet.fail_stale(before)).await
+            && n > 0
+        {
+            tracing::warn!(target: "kite::serve", n, "background responses whose replica stopped are marked failed");
+        }
+    }
+}
+
+/// `body` (a response object) with `status`, and `error` when failed.
+fn with_status(body: &Value, status: &str, error: Option<String>) -> Value {
+    let mut v = body.clone();
+    v["status"] = status.into();
+    v["background"] = true.into();
+    if let Some(message) = error {
+        v["error"] = json!({"code": "server_error", "message": message});
+    }
+    v
+}
+
+/// Keeps the response queued, answers with it, and runs it in a task of its own.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn start(
+    gw: Arc<Gateway>,
+    fleet: Arc<dyn Fleet>,
+    caller: Caller,
+    request: kite_core::Request,
+    mut kept: StoredResponse,
+    public: String,
+    created: u64,
+    encode: impl Fn(&kite_core::Response) -> Value + Send + Sync + 'static,
+) -> Response {
+    // What would refuse the run refuses the request.
+    if gw.route(&public).is_none() {
+        return unknown_model(Api::Chat, &public);
+    }
+    if let Caller::Key(k) = &caller
+        && !k.may_use(&public)
+    {
+        return not_allowed(Api::Chat, &public);
+    }
+    let _ = created;
+    let mut skeleton = encode(&kite_core::Response::empty(kite_core::FinishReason::Stop));
+    skeleton["output"] = json!([]);
+    skeleton["usage"] = Value::Null;
+    let queued = with_status(&skeleton, "queued", None);
+    kept.body = queued.to_string();
+    if !put(&fleet, kept.clone()).await {
+        return super::unavailable();
+    }
+    let cancel = CancellationToken::new();
+    gw.background_runs
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(kept.id.clone(), cancel.clone());
+    tokio::spawn(run(
+        gw, fleet, caller, request, kept, skeleton, encode, cancel,
+    ));
+    axum::Json(queued).into_response()
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    gw: Arc<Gateway>,
+    fleet: Arc<dyn Fleet>,
+    caller: Caller,
+    request: kite_core::Request,
+    kept: StoredResponse,
+    skeleton: Value,
+    encode: impl Fn(&kite_core::Response) -> Value,
+    cancel: CancellationToken,
+) {
+    let at = |status: &str, body: Value| StoredResponse {
+        status: status.to_owned(),
+        body: body.to_string(),
+        updated_ms: crate::admin::now_ms(),
+        ..kept.clone()
+    };
+    put(
+        &fleet,
+        at("in_progress", with_status(&skeleton, "in_progress", None)),
+    )
+    .await;
+    let (came, started) = (crate::admin::now_ms(), Instant::now());
+    let mut served = None;
+    let work = async {
+        let opened = gw
+            .open(Api::Chat, &caller, request)
+            .await
+            .map_err(|refused| format!("the upstream refused ({})", refused.status()))?;
+        served = Some(Answered {
+            route: opened.route,
+            key: gw.keys.label(&caller),
+            caller: caller.clone(),
+            provider: opened.provider,
+            model: opened.model,
+            tally: opened.tally,
+        });
+        whole(opened.first, until_stopped(opened.events, gw.stop.clone()))
+            .await
+            .map_err(|e| told(&e))
+    };
+    let ended = tokio::select! {
+        r = work => Some(r),
+        () = cancel.cancelled() => None,
+    };
+    let (status, body) = match ended {
+        Some(Ok(r)) => {
+            let mut body = encode(&r);
+            body["background"] = true.into();
+            (
+                body["status"].as_str().unwrap_or("completed").to_owned(),
+                body,
+            )
+        }
+        Some(Err(message)) => (
+            "failed".into(),
+            with_status(&skeleton, "failed", Some(message)),
+        ),
+        None => (
+            "cancelled".into(),
+            with_status(&skeleton, "cancelled", None),
+        ),
+    };
+    put(&fleet, at(&status, body)).await;
+    gw.background_runs
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&kept.id);
+    if let (Some(served), Some(ledger)) = (served, &gw.ledger) {
+        let code = if status == "failed" { 502 } else { 200 };
+        ledger.record(crate::ledger::row(
+            &served,
+            format!("bg_{}", kept.id),
+            came,
+            code,
+            None,
+            started.elapsed(),
+        ));
+    }
+}
+
+/// `POST /v1/responses/{id}/cancel`: stops a background response under way (on whichever
+/// replica runs it) and answers with it, cancelled.
+pub(super) async fn cancel(
+    State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    let found = async {
+        let fleet = need(&gw)?;
+        let stored = load(&fleet, &id, &owner(&caller)).await?;
+        Ok::<_, Box<Response>>((fleet, stored))
+    };
+    let (fleet, stored) = match found.await {
+        Ok(f) => f,
+        Err(refused) => return *refused,
+    };
+    let body: Value = serde_json::from_str(&stored.body).unwrap_or_default();
+    if body["background"] != true {
+        return error(
+            Api::Chat,
+            StatusCode::BAD_REQUEST,
+            "Only background responses can be cancelled.",
+            Kind::Invalid,
+        );
+    }
+    if !UNDER_WAY.contains(&stored.status.as_str()) {
+        return axum::Json(body).into_response();
+    }
+    gw.background_runs.cancel(&id);
+    let cancelled = with_status(&body, "cancelled", None);
+    let asked = fleet.cancel_response(&id, cancelled.to_string());
+    match tokio::time::timeout(DEADLINE, asked).await {
+        Ok(Ok(_)) => axum::Json(cancelled).into_response(),
+        _ => super::unavailable(),
+    }
+}
