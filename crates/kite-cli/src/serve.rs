@@ -269,11 +269,35 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             };
             gateway = gateway.redis(url, policy).map_err(fail)?;
         }
+        None if shared_store && settings.cache.is_some() => errln!(
+            "kite: the store is shared but no Redis is set (KITE_REDIS_URL or [serve] \
+             redis_url): rate limits and the cache hold per replica"
+        ),
         None if shared_store => errln!(
             "kite: the store is shared but no Redis is set (KITE_REDIS_URL or [serve] \
              redis_url): rate limits hold per replica"
         ),
         None => {}
+    }
+    if let Some(c) = &settings.cache {
+        let defaults = kite::serve::CacheSettings::default();
+        let cache = kite::serve::CacheSettings {
+            ttl: c
+                .ttl_secs
+                .map_or(defaults.ttl, std::time::Duration::from_secs),
+            max_entry_bytes: c.max_entry_bytes.unwrap_or(defaults.max_entry_bytes),
+            max_bytes: c.max_bytes.unwrap_or(defaults.max_bytes),
+            scope: match c.scope {
+                crate::settings::CacheScope::Key => kite::serve::CacheScope::Key,
+                crate::settings::CacheScope::Shared => kite::serve::CacheScope::Shared,
+            },
+        };
+        if cache.ttl.is_zero() || cache.max_entry_bytes == 0 {
+            return Err(fail(
+                "[serve.cache] ttl_secs and max_entry_bytes must be at least 1".into(),
+            ));
+        }
+        gateway = gateway.cache(cache).map_err(fail)?;
     }
     let addr = match args.addr.as_deref().or(settings.addr.as_deref()) {
         Some(given) => resolve(given).await.map_err(fail)?,

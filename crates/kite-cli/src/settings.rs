@@ -54,6 +54,12 @@ pub(crate) struct Config {
 /// limits_unavailable = "deny"        # or "allow" (per replica) while Redis is away
 /// admin_keys = ["${ADMIN_KEY}"]      # may manage keys and teams under /v1/admin
 ///
+/// [serve.cache]                      # answers kept and given again (off unless set)
+/// ttl_secs = 300
+/// max_entry_bytes = 1048576
+/// max_bytes = 67108864               # in this process, with no Redis
+/// scope = "key"                      # or "shared": one key's answers for every key
+///
 /// [[serve.routes]]
 /// name = "fast"                      # the model name clients ask for
 /// provider = "groq"                  # any provider, or "local"
@@ -81,11 +87,33 @@ pub(crate) struct ServeConfig {
     /// Keys that may manage keys and teams (`/v1/admin`).
     #[serde(default)]
     pub admin_keys: Vec<String>,
+    /// The response cache (off unless set).
+    pub cache: Option<CacheConfig>,
     /// What becomes of hosted tools a route's provider cannot run.
     #[serde(default)]
     pub hosted_tools: HostedTools,
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
+}
+
+/// `[serve.cache]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CacheConfig {
+    pub ttl_secs: Option<u64>,
+    pub max_entry_bytes: Option<usize>,
+    pub max_bytes: Option<usize>,
+    #[serde(default)]
+    pub scope: CacheScope,
+}
+
+/// `scope`: `key` (each key's own answers) or `shared`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum CacheScope {
+    #[default]
+    Key,
+    Shared,
 }
 
 /// `limits_unavailable`: `deny` (the default: 503 while Redis is away) or `allow` (limits

@@ -50,6 +50,11 @@ impl Fleet {
     /// with `slow`), with `policy` while Redis is away; `None` when the engines are not
     /// installed.
     async fn start(tokens: u64, slow: bool, policy: &str) -> Option<Fleet> {
+        Self::start_with(tokens, slow, policy, "").await
+    }
+
+    /// The same, with `more` in `[serve]`'s kite.toml.
+    async fn start_with(tokens: u64, slow: bool, policy: &str, more: &str) -> Option<Fleet> {
         let postgres = Postgres::start()?;
         let redis = Redis::start()?;
         let upstream = ReplayServer::answering(move |_| hello(tokens, slow)).await;
@@ -57,7 +62,7 @@ impl Fleet {
         use std::io::Write;
         write!(
             config,
-            "[serve]\nadmin_keys = [\"{ADMIN}\"]\nlimits_unavailable = \"{policy}\"\n"
+            "[serve]\nadmin_keys = [\"{ADMIN}\"]\nlimits_unavailable = \"{policy}\"\n{more}"
         )
         .unwrap();
         let replicas: Vec<Served> = (0..3)
@@ -670,4 +675,132 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
         assert!(since.elapsed() < Duration::from_secs(10), "still {r}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+/// A chat completion of `body` through `base` with `key` and `headers`: its status, its
+/// `x-kite-cache`, and its body's text.
+async fn asked(
+    fleet: &Fleet,
+    key: &str,
+    body: Value,
+    headers: &[(&str, &str)],
+) -> (u16, Option<String>, String) {
+    let mut r = fleet
+        .http
+        .post(format!("{}/chat/completions", fleet.base()))
+        .bearer_auth(key)
+        .json(&body);
+    for (n, v) in headers {
+        r = r.header(*n, *v);
+    }
+    let r = r.send().await.unwrap();
+    let cache = r
+        .headers()
+        .get("x-kite-cache")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (r.status().as_u16(), cache, r.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_request_is_answered_once_from_redis_on_any_replica() {
+    let cache = "\n[serve.cache]\nttl_secs = 60\n";
+    let Some(fleet) = Fleet::start_with(100, false, "deny", cache).await else {
+        return;
+    };
+    let key = fleet.create_key("cached", &[]);
+    let other = fleet.create_key("apart", &[]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let upstream = || fleet._upstream.requests().len();
+    let hi = json!({"model": "gpt-5-nano", "messages": [{"role": "user", "content": "Hi"}]});
+    let (status, said, first) = asked(&fleet, &key, hi.clone(), &[]).await;
+    assert_eq!((status, said.as_deref()), (200, Some("miss")));
+    // The answer is kept once it ends (a moment after the client has it).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, said, again) = asked(&fleet, &key, hi.clone(), &[]).await;
+    assert_eq!((status, said.as_deref()), (200, Some("hit")));
+    let text = |body: &str| {
+        let v: Value = serde_json::from_str(body).unwrap();
+        v["choices"][0]["message"]["content"].clone()
+    };
+    assert_eq!(text(&first), text(&again));
+    assert_eq!(upstream(), 1);
+
+    // Streamed: kept and replayed as a stream.
+    let mut streamed = hi.clone();
+    streamed["stream"] = true.into();
+    streamed["messages"][0]["content"] = "Stream it".into();
+    let (_, said, first) = asked(&fleet, &key, streamed.clone(), &[]).await;
+    assert_eq!(said.as_deref(), Some("miss"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, said, again) = asked(&fleet, &key, streamed.clone(), &[]).await;
+    assert_eq!(said.as_deref(), Some("hit"));
+    let deltas = |body: &str| kite_testkit::render::chat_stream_text(body);
+    assert_eq!(deltas(&first), deltas(&again));
+    assert_eq!(deltas(&again), "Hello.");
+    assert!(again.contains("data: [DONE]"));
+    assert_eq!(upstream(), 2);
+
+    // Another temperature, another key, or no-cache: asked afresh.
+    let mut warmer = hi.clone();
+    warmer["temperature"] = 0.9.into();
+    assert_eq!(
+        asked(&fleet, &key, warmer, &[]).await.1.as_deref(),
+        Some("miss")
+    );
+    assert_eq!(
+        asked(&fleet, &other, hi.clone(), &[]).await.1.as_deref(),
+        Some("miss")
+    );
+    let fresh = [("cache-control", "no-cache")];
+    assert_eq!(asked(&fleet, &key, hi.clone(), &fresh).await.0, 200);
+    assert_eq!(upstream(), 5);
+
+    // A hit costs nothing and is marked in the ledger.
+    tokio::time::sleep(2 * kite::serve::LEDGER_FLUSH).await;
+    let run = fleet.kite(&["usage", "--key", "cached", "--json"]);
+    let lines: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(lines[0]["requests"], 6);
+    assert_eq!(lines[0]["cached"], 2);
+    let each = lines[0]["cost"].as_f64().unwrap() / 4.0;
+    assert!(each > 0.0, "the four asked upstream cost something");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_redis_the_cache_is_the_processs_own() {
+    let upstream = ReplayServer::answering(|_| hello(10, false)).await;
+    let mut config = tempfile::NamedTempFile::new().unwrap();
+    use std::io::Write;
+    write!(config, "[serve.cache]\nscope = \"shared\"\n").unwrap();
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("KITE_CONFIG", config.path())
+            .env("OPENAI_API_KEY", KEY)
+            .args([
+                "--api-key",
+                GATEWAY_KEY,
+                "--api-key",
+                "second-key-0123456789",
+            ])
+            .args(["--provider", "openai", "--model", "gpt-5-nano"])
+            .arg("--base-url")
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let http = reqwest::Client::new();
+    let hi = json!({"model": "gpt-5-nano", "messages": [{"role": "user", "content": "Hi"}]});
+    let mut said = Vec::new();
+    for key in [GATEWAY_KEY, GATEWAY_KEY, "second-key-0123456789"] {
+        let r = http
+            .post(format!("{}/chat/completions", served.base))
+            .bearer_auth(key)
+            .json(&hi)
+            .send()
+            .await
+            .unwrap();
+        said.push(r.headers()["x-kite-cache"].to_str().unwrap().to_owned());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Shared: the second key is given the first's answer.
+    assert_eq!(said, ["miss", "hit", "hit"]);
+    assert_eq!(upstream.requests().len(), 1);
 }

@@ -215,3 +215,99 @@ fn redacted(events: EventStream, secrets: &[String]) -> EventStream {
         },
     ))
 }
+
+/// What the cache has for a request.
+pub(crate) enum Lookup {
+    /// There is no cache, or the client asked for an answer afresh.
+    Off,
+    /// Its answer, replayed.
+    Hit(Box<Opened>),
+    /// Nothing yet: the answer is to be kept under this key.
+    Miss([u8; 32]),
+}
+
+/// Looks `request` up in the cache, after the checks [`Gateway::open`] makes (a model
+/// served, and one the key may use).
+pub(crate) async fn lookup(
+    gw: &Gateway,
+    api: Api,
+    caller: &Caller,
+    request: &kite_core::Request,
+    fresh: bool,
+) -> Result<Lookup, Box<Response>> {
+    let Some(cache) = gw.cache.as_ref().filter(|_| !fresh) else {
+        return Ok(Lookup::Off);
+    };
+    let Some((route, upstream)) = gw.route(&request.model) else {
+        return Err(Box::new(unknown_model(api, &request.model)));
+    };
+    if let Caller::Key(k) = caller
+        && !k.may_use(&request.model)
+    {
+        return Err(Box::new(not_allowed(api, &request.model)));
+    }
+    let key = cache.key(request, caller.id().unwrap_or("-"));
+    let Some(events) = cache.get(&key).await else {
+        gw.metrics.cache("miss");
+        return Ok(Lookup::Miss(key));
+    };
+    gw.metrics.cache("hit");
+    // What the answer used, for the ledger; it costs the caller nothing.
+    let usage = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Usage { usage } => Some(*usage),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let tally = Tally {
+        usage,
+        cost: 0.0,
+        unpriced: false,
+    };
+    Ok(Lookup::Hit(Box::new(Opened {
+        first: None,
+        events: Box::pin(futures_util::stream::iter(events.into_iter().map(Ok))),
+        route: route.name.clone(),
+        provider: route.model.origin().provider,
+        model: upstream,
+        tally: Arc::new(Mutex::new(tally)),
+    })))
+}
+
+/// `events`, kept in the cache under `key` once they end well (and when not too large).
+pub(crate) fn kept_in_cache(gw: &Gateway, key: [u8; 32], events: EventStream) -> EventStream {
+    let Some(cache) = gw.cache.clone() else {
+        return events;
+    };
+    let max = cache.max_entry_bytes();
+    let state = (events, Some(Vec::new()), 0usize);
+    Box::pin(futures_util::stream::unfold(
+        state,
+        move |(mut events, mut kept, mut size)| {
+            let cache = cache.clone();
+            async move {
+                match events.next().await {
+                    Some(Ok(e)) => {
+                        if let Some(k) = &mut kept {
+                            size += serde_json::to_vec(&e).map_or(usize::MAX, |b| b.len());
+                            match size > max {
+                                true => kept = None,
+                                false => k.push(e.clone()),
+                            }
+                        }
+                        Some((Ok(e), (events, kept, size)))
+                    }
+                    Some(Err(e)) => Some((Err(e), (events, None, size))),
+                    None => {
+                        if let Some(k) = kept.take() {
+                            tokio::spawn(async move { cache.put(key, &k).await });
+                        }
+                        None
+                    }
+                }
+            }
+        },
+    ))
+}

@@ -55,6 +55,18 @@ impl Gateway {
         let shared = Arc::new(limits::Shared::new(url, policy)?);
         tokio::spawn(shared.clone().renew(self.background.clone()));
         self.limiter = limits::Limiter::Shared(shared);
+        self.redis_url = Some(url.to_owned());
+        Ok(self)
+    }
+
+    /// Keeps answers in a cache, and answers the same requests from it: in Redis when
+    /// [`Gateway::redis`] was given one before, else in this process.
+    pub fn cache(mut self, settings: crate::CacheSettings) -> Result<Self, String> {
+        let cache = match &self.redis_url {
+            Some(url) => crate::cache::Cache::redis(url, settings)?,
+            None => crate::cache::Cache::memory(settings),
+        };
+        self.cache = Some(Arc::new(cache));
         Ok(self)
     }
 

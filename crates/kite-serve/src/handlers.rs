@@ -111,6 +111,34 @@ impl Encoder for responses::EventEncoder {
     }
 }
 
+/// What a client asks, as an answer needs it.
+pub(crate) struct Ask {
+    pub api: Api,
+    pub caller: Caller,
+    pub request: kite_core::Request,
+    /// A streamed answer.
+    pub stream: bool,
+    /// What keeps the answer once whole.
+    pub keep: Option<Keep>,
+    /// `Cache-Control: no-cache`: answered afresh, and not kept in the cache.
+    pub fresh: bool,
+}
+
+/// Whether `headers` ask for an answer afresh (`Cache-Control: no-cache` or `no-store`).
+pub(crate) fn fresh(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get_all(header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|d| {
+            matches!(
+                d.trim().to_ascii_lowercase().as_str(),
+                "no-cache" | "no-store"
+            )
+        })
+}
+
 /// What keeps an answer once it is whole (a stored response), before the client is told
 /// it ended.
 pub(crate) type Keep =
@@ -119,17 +147,35 @@ pub(crate) type Keep =
 /// Answers `request` for `caller`: whole, as `whole` writes a response, or streamed through
 /// `encoder`; `keep` is given the whole answer, when it ends well, before the client hears
 /// of its end.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn answer<E: Encoder>(
     gw: Arc<Gateway>,
-    api: Api,
-    caller: Caller,
-    request: kite_core::Request,
-    stream: bool,
+    ask: Ask,
     whole_body: impl FnOnce(&kite_core::Response) -> Value,
     encoder: E,
-    keep: Option<Keep>,
 ) -> Response {
+    let Ask {
+        api,
+        caller,
+        request,
+        stream,
+        keep,
+        fresh,
+    } = ask;
+    use crate::answer::Lookup;
+    let (opened, cached) = match crate::answer::lookup(&gw, api, &caller, &request, fresh).await {
+        Ok(Lookup::Hit(hit)) => (*hit, Some(true)),
+        Ok(lookup) => match gw.open(api, &caller, request).await {
+            Ok(mut opened) => {
+                // A miss is kept once whole.
+                if let Lookup::Miss(key) = lookup {
+                    opened.events = crate::answer::kept_in_cache(&gw, key, opened.events);
+                }
+                (opened, gw.cache.as_ref().map(|_| false))
+            }
+            Err(refused) => return *refused,
+        },
+        Err(refused) => return *refused,
+    };
     let crate::answer::Opened {
         first,
         events,
@@ -137,10 +183,7 @@ pub(crate) async fn answer<E: Encoder>(
         provider,
         model,
         tally,
-    } = match gw.open(api, &caller, request).await {
-        Ok(opened) => opened,
-        Err(refused) => return *refused,
-    };
+    } = opened;
     // Who answered whom, for the request's metrics and its ledger row.
     let served = Answered {
         route,
@@ -149,6 +192,7 @@ pub(crate) async fn answer<E: Encoder>(
         provider,
         model,
         tally,
+        cached: cached == Some(true),
     };
     let events = until_stopped(events, gw.stop.clone());
     if !stream {
@@ -165,6 +209,7 @@ pub(crate) async fn answer<E: Encoder>(
                 upstream_error(api, &e)
             }
         };
+        mark(&mut answer, cached);
         answer.extensions_mut().insert(served);
         return answer;
     }
@@ -211,8 +256,22 @@ pub(crate) async fn answer<E: Encoder>(
     };
     let every = gw.deadlines.keep_alive;
     let mut answer = event_stream(kept_alive(body, ping, every));
+    mark(&mut answer, cached);
     answer.extensions_mut().insert(served);
     answer
+}
+
+/// Says on `answer` whether the cache gave it (with a cache).
+fn mark(answer: &mut Response, cached: Option<bool>) {
+    if let Some(hit) = cached {
+        let said = match hit {
+            true => "hit",
+            false => "miss",
+        };
+        answer
+            .headers_mut()
+            .insert("x-kite-cache", axum::http::HeaderValue::from_static(said));
+    }
 }
 
 /// Says in the log that an answer begun on `route` failed before its end: its request's
@@ -233,6 +292,8 @@ pub(crate) struct Answered {
     pub provider: String,
     pub model: String,
     pub tally: Arc<std::sync::Mutex<crate::answer::Tally>>,
+    /// The cache gave the answer.
+    pub cached: bool,
 }
 
 /// `body`, with `ping` (Anthropic's ping event, or an SSE comment every client skips)
@@ -286,6 +347,7 @@ pub(crate) fn invalid(api: Api, e: &kite_core::Error) -> Response {
 pub(crate) async fn chat(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let client = match decode_request(&body) {
@@ -299,17 +361,15 @@ pub(crate) async fn chat(
     );
     let encoder = ChunkEncoder::new(id.clone(), public.clone(), created, client.include_usage);
     let whole = move |r: &kite_core::Response| encode_response(r, &id, &public, created);
-    answer(
-        gw,
-        Api::Chat,
+    let ask = Ask {
+        api: Api::Chat,
         caller,
-        client.request,
-        client.stream,
-        whole,
-        encoder,
-        None,
-    )
-    .await
+        request: client.request,
+        stream: client.stream,
+        keep: None,
+        fresh: fresh(&headers),
+    };
+    answer(gw, ask, whole, encoder).await
 }
 
 pub(crate) async fn anthropic(
@@ -327,17 +387,15 @@ pub(crate) async fn anthropic(
     let id = gw.next_id("msg_kite_");
     let encoder = messages::EventEncoder::new(id.clone(), public.clone());
     let whole = move |r: &kite_core::Response| messages::encode_response(r, &id, &public);
-    answer(
-        gw,
-        Api::Messages,
+    let ask = Ask {
+        api: Api::Messages,
         caller,
-        client.request,
-        client.stream,
-        whole,
-        encoder,
-        None,
-    )
-    .await
+        request: client.request,
+        stream: client.stream,
+        keep: None,
+        fresh: fresh(&headers),
+    };
+    answer(gw, ask, whole, encoder).await
 }
 
 /// Offers Anthropic the beta features a Messages client turns on (other providers answer

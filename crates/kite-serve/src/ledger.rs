@@ -180,6 +180,6 @@ pub(crate) fn row(
         status: i32::from(status),
         ttfb_ms: first_byte.map(|d| d.as_millis() as i64),
         duration_ms: duration.as_millis() as i64,
-        cached: false,
+        cached: a.cached,
     }
 }

@@ -22,6 +22,7 @@
 mod admin;
 mod agentic;
 mod answer;
+mod cache;
 mod count;
 mod errors;
 mod fleet;
@@ -41,6 +42,7 @@ mod web;
 
 pub use admin::{Admin, AdminError, KEY_PREFIX, KeyView, NewKey, NewTeam, period};
 pub use agentic::{KitMaker, RequestKit};
+pub use cache::{CacheSettings, Scope as CacheScope};
 pub use hosted::HostedTools;
 use keys::{Caller, Keys};
 pub use keys::{KeyUsage, new_token};
@@ -160,6 +162,10 @@ pub struct Gateway {
     pub(crate) background: tokio_util::sync::CancellationToken,
     /// The background responses this replica runs.
     pub(crate) background_runs: Arc<stored::Runs>,
+    /// The Redis the fleet shares, when set.
+    pub(crate) redis_url: Option<String>,
+    /// The response cache, when on.
+    pub(crate) cache: Option<Arc<cache::Cache>>,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -215,6 +221,8 @@ impl Gateway {
             admin_keys: Vec::new(),
             background: tokio_util::sync::CancellationToken::new(),
             background_runs: Arc::default(),
+            redis_url: None,
+            cache: None,
         }
     }
 

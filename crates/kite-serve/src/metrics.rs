@@ -2,7 +2,7 @@
 //! scrapes (written by `prometheus-client`): requests by route, key and status; the time to
 //! an answer's first byte and to its end; tokens and cost by route; refusals at a key's
 //! limits (and while they cannot be checked); upstream failures by kind (midway through an
-//! answer too); the ledger's rows; requests in flight. A key of kite.toml is
+//! answer too); the ledger's rows; cache lookups; requests in flight. A key of kite.toml is
 //! labelled by its place among the keys given (`key-1`), never by itself nor by its digest;
 //! a key of the store by its name. Asked with a client key, as every `/v1` path is.
 
@@ -57,6 +57,7 @@ pub(crate) struct Metrics {
     refused: Family<Kind, Counter>,
     upstream_errors: Family<Kind, Counter>,
     ledger: Family<Kind, Counter>,
+    cache: Family<Kind, Counter>,
     pub(crate) in_flight: Gauge,
 }
 
@@ -122,6 +123,12 @@ impl Default for Metrics {
             "Spend ledger rows written to the store, or dropped when it would not take them",
             ledger.clone(),
         );
+        let cache = Family::<Kind, Counter>::default();
+        registry.register(
+            "cache_lookups",
+            "Response cache lookups, by result (hit, miss)",
+            cache.clone(),
+        );
         let in_flight = Gauge::default();
         registry.register(
             "requests_in_flight",
@@ -138,6 +145,7 @@ impl Default for Metrics {
             refused,
             upstream_errors,
             ledger,
+            cache,
             in_flight,
         }
     }
@@ -198,6 +206,12 @@ impl Metrics {
     /// The ledger's counts, for its writer.
     pub(crate) fn ledger(&self) -> LedgerCounts {
         LedgerCounts(self.ledger.clone())
+    }
+
+    /// A response cache lookup: `hit` or `miss`.
+    pub(crate) fn cache(&self, result: &str) {
+        let kind = result.to_owned();
+        self.cache.get_or_create(&Kind { kind }).inc();
     }
 
     /// Everything, as the OpenMetrics text format writes it.

@@ -13,7 +13,7 @@
 
 use crate::Gateway;
 use crate::errors::{Api, Kind, error};
-use crate::handlers::{Keep, answer, invalid, now};
+use crate::handlers::{Ask, Keep, answer, fresh, invalid, now};
 use crate::keys::Caller;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, Query, State};
@@ -117,12 +117,14 @@ fn items(input: Option<&Value>) -> Option<Vec<Value>> {
 async fn create(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    let fresh = fresh(&headers);
     // With no store, or a body that is no object, the stateless decoder says what is wrong.
     let (Some(fleet), Ok(Value::Object(mut v))) = (fleet(&gw), serde_json::from_slice(&body))
     else {
-        return stateless(gw, caller, &body).await;
+        return stateless(gw, caller, &body, fresh).await;
     };
     let store = v.get("store") != Some(&Value::Bool(false));
     let previous = v
@@ -214,21 +216,19 @@ async fn create(
         }) as Keep
     });
     let encoder = responses::EventEncoder::new(id, public, created, tools);
-    answer(
-        gw,
-        Api::Chat,
+    let ask = Ask {
+        api: Api::Chat,
         caller,
-        client.request,
-        client.stream,
-        encode,
-        encoder,
+        request: client.request,
+        stream: client.stream,
         keep,
-    )
-    .await
+        fresh,
+    };
+    answer(gw, ask, encode, encoder).await
 }
 
 /// A Responses request answered with nothing kept.
-async fn stateless(gw: Arc<Gateway>, caller: Caller, body: &[u8]) -> Response {
+async fn stateless(gw: Arc<Gateway>, caller: Caller, body: &[u8], fresh: bool) -> Response {
     let mut client = match responses::decode_request(body) {
         Ok(c) => c,
         Err(e) => return invalid(Api::Chat, &e),
@@ -241,17 +241,15 @@ async fn stateless(gw: Arc<Gateway>, caller: Caller, body: &[u8]) -> Response {
     let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created, tools.clone());
     let whole =
         move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools);
-    answer(
-        gw,
-        Api::Chat,
+    let ask = Ask {
+        api: Api::Chat,
         caller,
-        client.request,
-        client.stream,
-        whole,
-        encoder,
-        None,
-    )
-    .await
+        request: client.request,
+        stream: client.stream,
+        keep: None,
+        fresh,
+    };
+    answer(gw, ask, whole, encoder).await
 }
 
 /// The store, or the answer that there is none.

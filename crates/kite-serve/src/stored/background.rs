@@ -161,6 +161,7 @@ async fn run(
             provider: opened.provider,
             model: opened.model,
             tally: opened.tally,
+            cached: false,
         });
         whole(opened.first, until_stopped(opened.events, gw.stop.clone()))
             .await
