@@ -13,6 +13,12 @@
 //!
 //! The load is open-loop: each request starts at its time whatever the others do, so a slow
 //! gateway shows as latency, not as fewer requests.
+//!
+//! With Redis and Postgres installed (`scripts/setup.sh`), a third row puts kite's gateway
+//! as a fleet's replica runs it: a client key whose limits are checked in Redis, and every
+//! answer written to the spend ledger in Postgres. Then the ledger's own write rate is
+//! measured: how many rows a second a replica's writer puts in Postgres when it has fallen
+//! behind (batches of its largest size, one after the other).
 
 mod loopback;
 
@@ -265,12 +271,55 @@ fn main() {
             kite::wire::openai_chat::Dialect::OpenAi,
         )
         .api_key("sk-bench-upstream");
-        let kite = loopback::kite_gateway(MODEL, Arc::new(model));
+        let model: Arc<dyn kite::Model> = Arc::new(model);
+        let kite = loopback::kite_gateway(MODEL, model.clone());
+        let engines = fleet_engines();
         let litellm = litellm(upstream).await;
         let mut targets = vec![
             ("direct", format!("http://{upstream}/v1/chat/completions")),
             ("kite", format!("http://{kite}/v1/chat/completions")),
         ];
+        if let Some((redis, postgres)) = &engines {
+            let every = kite::serve::Limits {
+                requests_per_minute: Some(10_000_000),
+                tokens_per_minute: Some(10_000_000_000),
+                max_parallel: Some(100_000),
+            };
+            let rpm = kite::serve::Limits {
+                requests_per_minute: Some(10_000_000),
+                ..Default::default()
+            };
+            for (name, limits, ledger, shared) in [
+                ("kite, ledger in Postgres", rpm, true, false),
+                ("kite, rpm in Redis", rpm, false, true),
+                ("kite, rpm in Redis, ledger in Postgres", rpm, true, true),
+                (
+                    "kite, rpm+tpm+parallel in Redis, ledger in Postgres",
+                    every,
+                    true,
+                    true,
+                ),
+            ] {
+                let (redis, store) = (redis.url(), postgres.url());
+                let fleet =
+                    loopback::kite_gateway_with(MODEL, model.clone(), move |g| async move {
+                        let mut g = g.key_with(CLIENT_KEY, limits);
+                        if ledger {
+                            let store = kite::store::PostgresStore::connect(&store).await.unwrap();
+                            g = g.fleet(Arc::new(store), None);
+                        }
+                        if shared {
+                            g = g.redis(&redis, kite::serve::Unavailable::Deny).unwrap();
+                        }
+                        g
+                    });
+                targets.push((name, format!("http://{fleet}/v1/chat/completions")));
+            }
+        } else {
+            eprintln!(
+                "Redis or Postgres is not installed (scripts/setup.sh); the fleet's row is left out"
+            );
+        }
         if let Some(l) = &litellm {
             targets.push(("LiteLLM", format!("http://{}/v1/chat/completions", l.addr)));
         } else {
@@ -318,5 +367,55 @@ fn main() {
             );
         }
         drop(litellm);
+        if let Some((_, postgres)) = &engines {
+            ledger_rate(&postgres.url()).await;
+        }
     });
+}
+
+/// Redis and Postgres of the bench's own, when installed.
+fn fleet_engines() -> Option<(
+    kite_testkit::engines::Redis,
+    kite_testkit::engines::Postgres,
+)> {
+    Some((
+        kite_testkit::engines::Redis::start()?,
+        kite_testkit::engines::Postgres::start()?,
+    ))
+}
+
+/// How many ledger rows a second a replica's writer puts in Postgres when it has fallen
+/// behind: batches of 2,000 (its largest), one after the other.
+async fn ledger_rate(url: &str) {
+    use kite::store::Fleet;
+    use kite::store::fleet::LedgerRow;
+    let store = kite::store::PostgresStore::connect(url).await.unwrap();
+    let row = |i: usize| LedgerRow {
+        time_ms: 1_795_694_400_000 + i as i64,
+        request_id: format!("req_{i}"),
+        key: Some(format!("key_{}", i % 50)),
+        team: Some(format!("team_{}", i % 5)),
+        route: MODEL.into(),
+        provider: "openai".into(),
+        model: MODEL.into(),
+        input_tokens: 100,
+        output_tokens: 20,
+        cost: Some(0.0001),
+        status: 200,
+        ttfb_ms: Some(3),
+        duration_ms: 9,
+        ..Default::default()
+    };
+    let (batches, size) = (50, 2_000);
+    let started = Instant::now();
+    for b in 0..batches {
+        let rows = (0..size).map(|i| row(b * size + i)).collect();
+        store.record(rows).await.unwrap();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "\nLedger writes when behind: {} rows in {secs:.2} s = {:.0} rows/s (batches of {size})",
+        batches * size,
+        (batches * size) as f64 / secs
+    );
 }

@@ -44,6 +44,7 @@ impl Gateway {
         api: Api,
         caller: &Caller,
         mut request: kite_core::Request,
+        slot: Option<Arc<crate::limits::Slot>>,
     ) -> Result<Opened, Box<Response>> {
         let public = request.model.clone();
         let Some((route, upstream)) = self.route(&public) else {
@@ -69,7 +70,14 @@ impl Gateway {
                 true => agentic::answer(self, route, request.clone()),
                 false => route.model.stream(&request),
             };
-            let events = self.metered(caller.clone(), route, &request.model, events, &tally);
+            let events = self.metered(
+                caller.clone(),
+                route,
+                &request.model,
+                events,
+                &tally,
+                slot.clone(),
+            );
             let mut events = redacted(events, &self.secrets);
             // The grace ran out while the upstream had not yet answered: 503, to ask again.
             let first = tokio::select! {
@@ -121,18 +129,9 @@ impl Gateway {
         model: &str,
         events: EventStream,
         tally: &Arc<Mutex<Tally>>,
+        slot: Option<Arc<crate::limits::Slot>>,
     ) -> EventStream {
         let tally = tally.clone();
-        let subjects = match &caller {
-            Caller::Key(k) => {
-                let team = k
-                    .team
-                    .as_deref()
-                    .and_then(|t| self.keys.registry.as_ref()?.team_limits(t));
-                k.subjects(team)
-            }
-            Caller::Anyone => Vec::new(),
-        };
         let gw = self.clone();
         let provider = route.model.origin().provider;
         let model = model.to_owned();
@@ -167,10 +166,8 @@ impl Gateway {
                 t.cost += new.cost;
                 t.unpriced |= new.unpriced;
             }
-            let tokens = new.input_tokens.saturating_add(new.output_tokens);
-            if !subjects.is_empty() && tokens > 0 {
-                let (gw, subjects) = (gw.clone(), subjects.clone());
-                tokio::spawn(async move { gw.limiter.spent(&subjects, tokens).await });
+            if let Some(slot) = &slot {
+                slot.used(new.input_tokens.saturating_add(new.output_tokens));
             }
         }))
     }

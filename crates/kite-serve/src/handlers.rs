@@ -122,6 +122,8 @@ pub(crate) struct Ask {
     pub keep: Option<Keep>,
     /// `Cache-Control: no-cache`: answered afresh, and not kept in the cache.
     pub fresh: bool,
+    /// The request's slot: what it uses is counted there.
+    pub slot: Option<Arc<crate::limits::Slot>>,
 }
 
 /// Whether `headers` ask for an answer afresh (`Cache-Control: no-cache` or `no-store`).
@@ -160,11 +162,12 @@ pub(crate) async fn answer<E: Encoder>(
         stream,
         keep,
         fresh,
+        slot,
     } = ask;
     use crate::answer::Lookup;
     let (opened, cached) = match crate::answer::lookup(&gw, api, &caller, &request, fresh).await {
         Ok(Lookup::Hit(hit)) => (*hit, Some(true)),
-        Ok(lookup) => match gw.open(api, &caller, request).await {
+        Ok(lookup) => match gw.open(api, &caller, request, slot).await {
             Ok(mut opened) => {
                 // A miss is kept once whole.
                 if let Lookup::Miss(key) = lookup {
@@ -347,6 +350,7 @@ pub(crate) fn invalid(api: Api, e: &kite_core::Error) -> Response {
 pub(crate) async fn chat(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    slot: Option<Extension<Arc<crate::limits::Slot>>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -368,6 +372,7 @@ pub(crate) async fn chat(
         stream: client.stream,
         keep: None,
         fresh: fresh(&headers),
+        slot: slot.map(|Extension(s)| s),
     };
     answer(gw, ask, whole, encoder).await
 }
@@ -375,6 +380,7 @@ pub(crate) async fn chat(
 pub(crate) async fn anthropic(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    slot: Option<Extension<Arc<crate::limits::Slot>>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -394,6 +400,7 @@ pub(crate) async fn anthropic(
         stream: client.stream,
         keep: None,
         fresh: fresh(&headers),
+        slot: slot.map(|Extension(s)| s),
     };
     answer(gw, ask, whole, encoder).await
 }

@@ -60,23 +60,50 @@ pub(crate) enum Refusal {
     Unavailable,
 }
 
-/// A request's places among those at once: given back when dropped.
+/// What releases a slot: given the tokens the request used.
+pub(crate) type Release = Box<dyn FnOnce(u64) + Send + Sync>;
+
+/// A request admitted: its places among those at once, and the tokens its answer uses as
+/// they are reported. When the last holder lets it go (the answer's end, or a background
+/// run's), the tokens are counted against every subject's tokens per minute and the places
+/// given back: in one call to Redis for a fleet.
 pub(crate) struct Slot {
-    pub(crate) release: Option<Box<dyn FnOnce() + Send>>,
+    tokens: std::sync::atomic::AtomicU64,
+    release: Option<Release>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         if let Some(release) = self.release.take() {
-            release();
+            release(*self.tokens.get_mut());
         }
     }
 }
 
 impl Slot {
     pub(crate) fn none() -> Self {
-        Self { release: None }
+        Self::releasing(None)
     }
+
+    pub(crate) fn releasing(release: Option<Release>) -> Self {
+        Self {
+            tokens: 0.into(),
+            release,
+        }
+    }
+
+    /// Counts `n` tokens more.
+    pub(crate) fn used(&self, n: u64) {
+        self.tokens
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether a request within `subjects` needs its slot back: for its tokens or its places.
+pub(crate) fn counts_at_end(subjects: &[Subject]) -> bool {
+    subjects
+        .iter()
+        .any(|s| s.limits.tokens_per_minute.is_some() || s.limits.max_parallel.is_some())
 }
 
 #[derive(Default)]
@@ -150,23 +177,26 @@ impl Local {
                 parallel.push(s.id.clone());
             }
         }
-        if parallel.is_empty() {
+        if !counts_at_end(subjects) {
             return Ok(Slot::none());
         }
-        let me = self.clone();
-        Ok(Slot {
-            release: Some(Box::new(move || {
-                let mut windows = me.windows.lock().unwrap_or_else(|e| e.into_inner());
-                for id in parallel {
-                    if let Some(w) = windows.get_mut(&id) {
-                        w.parallel = w.parallel.saturating_sub(1);
-                    }
+        let (me, subjects) = (self.clone(), subjects.to_vec());
+        Ok(Slot::releasing(Some(Box::new(move |tokens| {
+            let mut windows = me.windows.lock().unwrap_or_else(|e| e.into_inner());
+            for id in parallel {
+                if let Some(w) = windows.get_mut(&id) {
+                    w.parallel = w.parallel.saturating_sub(1);
                 }
-            })),
-        })
+            }
+            drop(windows);
+            me.spent(&subjects, tokens);
+        }))))
     }
 
     pub(crate) fn spent(&self, subjects: &[Subject], tokens: u64) {
+        if tokens == 0 {
+            return;
+        }
         let now = Instant::now();
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         for s in subjects
@@ -212,14 +242,6 @@ impl Limiter {
         match self {
             Limiter::Local(l) => l.admit(&subjects),
             Limiter::Shared(s) => s.admit(&subjects, metrics).await,
-        }
-    }
-
-    /// Counts `tokens` against every subject's tokens per minute.
-    pub(crate) async fn spent(&self, subjects: &[Subject], tokens: u64) {
-        match self {
-            Limiter::Local(l) => l.spent(subjects, tokens),
-            Limiter::Shared(s) => s.spent(subjects, tokens).await,
         }
     }
 
@@ -284,8 +306,13 @@ mod tests {
                 ..Limits::default()
             },
         );
-        local.admit(std::slice::from_ref(&key)).unwrap();
-        local.spent(std::slice::from_ref(&key), 150);
+        let slot = local.admit(std::slice::from_ref(&key)).unwrap();
+        slot.used(150);
+        assert!(
+            local.admit(std::slice::from_ref(&key)).is_ok(),
+            "not until its end"
+        );
+        drop(slot);
         assert!(matches!(
             local.admit(&[key]),
             Err(Refusal::Wait(_, "tokens"))

@@ -89,6 +89,10 @@ pub(crate) async fn gate(
     match gw.admit(api, request.headers(), counted).await {
         Ok((caller, slot)) => {
             request.extensions_mut().insert(caller);
+            let slot = slot.map(Arc::new);
+            if let Some(slot) = &slot {
+                request.extensions_mut().insert(slot.clone());
+            }
             if request.method() == axum::http::Method::POST {
                 request = match read_body(api, request, gw.deadlines.body).await {
                     Ok(read) => read,

@@ -117,14 +117,16 @@ fn items(input: Option<&Value>) -> Option<Vec<Value>> {
 async fn create(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    slot: Option<Extension<Arc<crate::limits::Slot>>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let fresh = fresh(&headers);
+    let slot = slot.map(|Extension(s)| s);
     // With no store, or a body that is no object, the stateless decoder says what is wrong.
     let (Some(fleet), Ok(Value::Object(mut v))) = (fleet(&gw), serde_json::from_slice(&body))
     else {
-        return stateless(gw, caller, &body, fresh).await;
+        return stateless(gw, caller, &body, fresh, slot).await;
     };
     let store = v.get("store") != Some(&Value::Bool(false));
     let previous = v
@@ -188,17 +190,13 @@ async fn create(
         move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools)
     };
     if background {
-        return background::start(
-            gw,
-            fleet,
+        let run = background::Run {
             caller,
-            client.request,
+            request: client.request,
             kept,
-            public,
-            created,
-            encode,
-        )
-        .await;
+            slot,
+        };
+        return background::start(gw, fleet, run, public, encode).await;
     }
     let keep: Option<Keep> = store.then(|| {
         let encode = encode.clone();
@@ -223,12 +221,19 @@ async fn create(
         stream: client.stream,
         keep,
         fresh,
+        slot,
     };
     answer(gw, ask, encode, encoder).await
 }
 
 /// A Responses request answered with nothing kept.
-async fn stateless(gw: Arc<Gateway>, caller: Caller, body: &[u8], fresh: bool) -> Response {
+async fn stateless(
+    gw: Arc<Gateway>,
+    caller: Caller,
+    body: &[u8],
+    fresh: bool,
+    slot: Option<Arc<crate::limits::Slot>>,
+) -> Response {
     let mut client = match responses::decode_request(body) {
         Ok(c) => c,
         Err(e) => return invalid(Api::Chat, &e),
@@ -248,6 +253,7 @@ async fn stateless(gw: Arc<Gateway>, caller: Caller, body: &[u8], fresh: bool) -
         stream: client.stream,
         keep: None,
         fresh,
+        slot,
     };
     answer(gw, ask, whole, encoder).await
 }

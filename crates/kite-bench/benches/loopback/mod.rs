@@ -39,6 +39,19 @@ pub(crate) fn upstream(path: &'static str, body: String) -> SocketAddr {
 /// kite's gateway serving `model` as `name` (and any other name, as `kite serve` does with
 /// no routes), with a worker per core as `kite serve` runs.
 pub(crate) fn kite_gateway(name: &'static str, model: Arc<dyn kite::Model>) -> SocketAddr {
+    kite_gateway_with(name, model, |g| async move { g })
+}
+
+/// The same, as `configure` makes it (within the gateway's runtime).
+#[allow(dead_code)]
+pub(crate) fn kite_gateway_with<F>(
+    name: &'static str,
+    model: Arc<dyn kite::Model>,
+    configure: impl FnOnce(kite::serve::Gateway) -> F + Send + 'static,
+) -> SocketAddr
+where
+    F: std::future::Future<Output = kite::serve::Gateway>,
+{
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -47,7 +60,7 @@ pub(crate) fn kite_gateway(name: &'static str, model: Arc<dyn kite::Model>) -> S
             .unwrap();
         rt.block_on(async move {
             let route = kite::serve::Route::new(name, model, name);
-            let gateway = kite::serve::Gateway::new(vec![route], true);
+            let gateway = configure(kite::serve::Gateway::new(vec![route], true)).await;
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             kite::serve::serve(listener, Arc::new(gateway), std::future::pending())

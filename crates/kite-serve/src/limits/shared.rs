@@ -69,27 +69,29 @@ end
 return {'ok', 0}
 ";
 
-/// Adds ARGV[1] tokens to the current second of each key (tokens by second).
-const SPENT: &str = r"
+/// A request's end: adds ARGV[2] tokens to the current second of the first ARGV[1] keys
+/// (tokens by second), and gives back the place ARGV[3] in the others.
+const FINISH: &str = r"
 local t = redis.call('TIME')
-for _, k in ipairs(KEYS) do
-  redis.call('HINCRBY', k, t[1], ARGV[1])
-  redis.call('EXPIRE', k, 120)
+local n = tonumber(ARGV[1])
+for i, k in ipairs(KEYS) do
+  if i <= n then
+    redis.call('HINCRBY', k, t[1], ARGV[2])
+    redis.call('EXPIRE', k, 120)
+  else
+    redis.call('ZREM', k, ARGV[3])
+  end
 end
 return 0
 ";
 
-/// Renews (ARGV[1] = 1) or gives back (0) the place ARGV[2] in each key.
+/// Renews the place ARGV[1] in each key for ARGV[2] ms.
 const PLACE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for _, k in ipairs(KEYS) do
-  if ARGV[1] == '1' then
-    redis.call('ZADD', k, 'XX', now + tonumber(ARGV[3]), ARGV[2])
-    redis.call('PEXPIRE', k, tonumber(ARGV[3]))
-  else
-    redis.call('ZREM', k, ARGV[2])
-  end
+  redis.call('ZADD', k, 'XX', now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', k, tonumber(ARGV[2]))
 end
 return 0
 ";
@@ -98,8 +100,8 @@ return 0
 pub(crate) struct Shared {
     redis: ConnectionManager,
     admit: redis::Script,
-    spent: redis::Script,
-    place: redis::Script,
+    finish: redis::Script,
+    renew: redis::Script,
     /// When Redis cannot be reached.
     policy: Unavailable,
     /// This replica's own limits, for `Allow` while Redis is away.
@@ -133,8 +135,8 @@ impl Shared {
         Ok(Self {
             redis,
             admit: redis::Script::new(ADMIT),
-            spent: redis::Script::new(SPENT),
-            place: redis::Script::new(PLACE),
+            finish: redis::Script::new(FINISH),
+            renew: redis::Script::new(PLACE),
             policy,
             local: Arc::default(),
             held: Arc::default(),
@@ -224,63 +226,54 @@ impl Shared {
             let wait = Duration::from_millis(wait.max(1000) as u64);
             return Err(Refusal::Wait(wait, kind));
         }
-        if parallel.is_empty() {
+        if !super::counts_at_end(subjects) {
             return Ok(Slot::none());
         }
-        self.held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), parallel.clone());
-        let me = self.clone();
-        Ok(Slot {
-            release: Some(Box::new(move || {
-                me.held
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id);
+        if !parallel.is_empty() {
+            self.held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.clone(), parallel.clone());
+        }
+        let tokens: Vec<String> = subjects
+            .iter()
+            .filter(|s| s.limits.tokens_per_minute.is_some())
+            .map(|s| keys_of(&s.id)[1].clone())
+            .collect();
+        let (me, subjects) = (self.clone(), subjects.to_vec());
+        Ok(Slot::releasing(Some(Box::new(move |used| {
+            me.held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            let tokens = match used {
+                0 => Vec::new(),
+                _ => tokens,
+            };
+            if tokens.is_empty() && parallel.is_empty() {
+                return;
+            }
+            tokio::spawn(async move {
+                let mut call = me.finish.prepare_invoke();
+                call.arg(tokens.len()).arg(used).arg(&id);
+                for k in tokens.iter().chain(&parallel) {
+                    call.key(k);
+                }
                 let mut c = me.redis.clone();
-                let script = me.place.clone();
-                tokio::spawn(async move {
-                    let mut call = script.prepare_invoke();
-                    call.arg("0").arg(&id).arg(0);
-                    for k in &parallel {
-                        call.key(k);
-                    }
-                    // Lost when Redis is away: the place lapses with its lease.
-                    let _ = tokio::time::timeout(REDIS_DEADLINE, call.invoke_async::<i64>(&mut c))
-                        .await;
-                });
-            })),
-        })
+                let done = tokio::time::timeout(REDIS_DEADLINE, call.invoke_async::<i64>(&mut c));
+                if !matches!(done.await, Ok(Ok(_))) {
+                    // Counted here at least while Redis is away; the places lapse with
+                    // their lease.
+                    me.local.spent(&subjects, used);
+                }
+            });
+        }))))
     }
 
     fn unreachable(&self, subjects: &[Subject]) -> Result<Slot, Refusal> {
         match self.policy {
             Unavailable::Deny => Err(Refusal::Unavailable),
             Unavailable::Allow => self.local.admit(subjects),
-        }
-    }
-
-    pub(crate) async fn spent(&self, subjects: &[Subject], tokens: u64) {
-        let counted: Vec<&Subject> = subjects
-            .iter()
-            .filter(|s| s.limits.tokens_per_minute.is_some())
-            .collect();
-        if counted.is_empty() || tokens == 0 {
-            return;
-        }
-        let mut call = self.spent.prepare_invoke();
-        call.arg(tokens);
-        for s in counted {
-            call.key(&keys_of(&s.id)[1]);
-        }
-        let mut c = self.redis.clone();
-        if !matches!(
-            tokio::time::timeout(REDIS_DEADLINE, call.invoke_async::<i64>(&mut c)).await,
-            Ok(Ok(_))
-        ) {
-            // Counted here at least, for while Redis is away.
-            self.local.spent(subjects, tokens);
         }
     }
 
@@ -300,8 +293,8 @@ impl Shared {
                 .map(|(id, keys)| (id.clone(), keys.clone()))
                 .collect();
             for (id, keys) in held {
-                let mut call = self.place.prepare_invoke();
-                call.arg("1").arg(&id).arg(LEASE.as_millis() as u64);
+                let mut call = self.renew.prepare_invoke();
+                call.arg(&id).arg(LEASE.as_millis() as u64);
                 for k in &keys {
                     call.key(k);
                 }

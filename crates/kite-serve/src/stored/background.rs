@@ -83,34 +83,40 @@ fn with_status(body: &Value, status: &str, error: Option<String>) -> Value {
     v
 }
 
+/// A background response to run: who asked what, kept how, and the request's slot (its
+/// places among those at once are held, and its tokens counted, until the run ends).
+pub(super) struct Run {
+    pub caller: Caller,
+    pub request: kite_core::Request,
+    pub kept: StoredResponse,
+    pub slot: Option<Arc<crate::limits::Slot>>,
+}
+
 /// Keeps the response queued, answers with it, and runs it in a task of its own.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn start(
     gw: Arc<Gateway>,
     fleet: Arc<dyn Fleet>,
-    caller: Caller,
-    request: kite_core::Request,
-    mut kept: StoredResponse,
+    mut run: Run,
     public: String,
-    created: u64,
     encode: impl Fn(&kite_core::Response) -> Value + Send + Sync + 'static,
 ) -> Response {
+    let caller = &run.caller;
+    // The checks `open` makes, before the response is queued.
     // What would refuse the run refuses the request.
     if gw.route(&public).is_none() {
         return unknown_model(Api::Chat, &public);
     }
-    if let Caller::Key(k) = &caller
+    if let Caller::Key(k) = caller
         && !k.may_use(&public)
     {
         return not_allowed(Api::Chat, &public);
     }
-    let _ = created;
     let mut skeleton = encode(&kite_core::Response::empty(kite_core::FinishReason::Stop));
     skeleton["output"] = json!([]);
     skeleton["usage"] = Value::Null;
     let queued = with_status(&skeleton, "queued", None);
-    kept.body = queued.to_string();
-    if !put(&fleet, kept.clone()).await {
+    run.kept.body = queued.to_string();
+    if !put(&fleet, run.kept.clone()).await {
         return super::unavailable();
     }
     let cancel = CancellationToken::new();
@@ -118,24 +124,25 @@ pub(super) async fn start(
         .0
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(kept.id.clone(), cancel.clone());
-    tokio::spawn(run(
-        gw, fleet, caller, request, kept, skeleton, encode, cancel,
-    ));
+        .insert(run.kept.id.clone(), cancel.clone());
+    tokio::spawn(go(gw, fleet, run, skeleton, encode, cancel));
     axum::Json(queued).into_response()
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run(
+async fn go(
     gw: Arc<Gateway>,
     fleet: Arc<dyn Fleet>,
-    caller: Caller,
-    request: kite_core::Request,
-    kept: StoredResponse,
+    run: Run,
     skeleton: Value,
     encode: impl Fn(&kite_core::Response) -> Value,
     cancel: CancellationToken,
 ) {
+    let Run {
+        caller,
+        request,
+        kept,
+        slot,
+    } = run;
     let at = |status: &str, body: Value| StoredResponse {
         status: status.to_owned(),
         body: body.to_string(),
@@ -151,7 +158,7 @@ async fn run(
     let mut served = None;
     let work = async {
         let opened = gw
-            .open(Api::Chat, &caller, request)
+            .open(Api::Chat, &caller, request, slot)
             .await
             .map_err(|refused| format!("the upstream refused ({})", refused.status()))?;
         served = Some(Answered {

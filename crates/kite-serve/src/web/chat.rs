@@ -33,6 +33,7 @@ fn sse(name: &str, data: Value) -> String {
 pub(super) async fn chat(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    slot: Option<Extension<Arc<crate::limits::Slot>>>,
     body: Bytes,
 ) -> Response {
     let ask: Ask = match serde_json::from_slice(&body) {
@@ -84,15 +85,50 @@ pub(super) async fn chat(
         model: upstream,
     };
     let (runs, stop) = (gw.runs.clone(), gw.stop.clone());
+    let (route_name, came, started) = (
+        route.name.clone(),
+        crate::admin::now_ms(),
+        std::time::Instant::now(),
+    );
     let talk = async move {
-        // The request's kit lives as long as its run.
+        // The request's kit lives as long as its run, and its slot (its place among those
+        // at once).
         let _kit = kit;
+        let slot = slot.map(|Extension(s)| s);
         let Some(ended) = relay(events, &tx, &stop, &gw.secrets).await else {
             return;
         };
         let run = &ended.run;
         let usage = run.usage();
         gw.charge(&caller, &usage);
+        if let Some(slot) = &slot {
+            slot.used(usage.input_tokens.saturating_add(usage.output_tokens));
+        }
+        if let Some(ledger) = &gw.ledger {
+            let tally = crate::answer::Tally {
+                usage,
+                cost: usage.cost.unwrap_or(0.0),
+                unpriced: usage.cost.is_none(),
+            };
+            let answered = crate::handlers::Answered {
+                route: route_name,
+                key: gw.keys.label(&caller),
+                caller: caller.clone(),
+                provider: kept.provider.clone(),
+                model: kept.model.clone(),
+                tally: Arc::new(std::sync::Mutex::new(tally)),
+                cached: false,
+            };
+            let id = gw.next_id("web_");
+            ledger.record(crate::ledger::row(
+                &answered,
+                id,
+                came,
+                200,
+                None,
+                started.elapsed(),
+            ));
+        }
         // The turn is kept before the page hears it is done, so a reload finds it.
         if let Err(e) = kept.keep(&ended).await {
             let message = format!("the answer was not kept: {e}");
