@@ -188,6 +188,26 @@ async fn limits_hold_across_replicas() {
             assert_eq!(body["error"]["type"], "rate_limit_error");
         }
     }
+    // Each replica counted its own refusals; together, all of them.
+    let mut refused = 0.0;
+    for replica in &fleet.replicas {
+        let text = fleet
+            .http
+            .get(format!("{}/metrics", replica.site()))
+            .bearer_auth(GATEWAY_KEY)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        refused += text
+            .lines()
+            .filter_map(|l| l.strip_prefix("kite_limit_refusals_total{kind=\"requests\"} "))
+            .map(|v| v.parse::<f64>().unwrap())
+            .sum::<f64>();
+    }
+    assert_eq!(refused, 20.0);
 
     // Tokens per minute: 2,000 a request against 3,000 a minute lets two through.
     let key = fleet.create_key("tpm", &["--tpm", "3000"]);

@@ -1,7 +1,7 @@
 //! `kite serve`: an OpenAI- and Anthropic-compatible gateway in front of any kite model.
 //!
 //! `POST /v1/chat/completions` (whole and streamed, tools, tool choice, structured output,
-//! `stream_options.include_usage`), `POST /v1/responses` (stateless), `POST /v1/messages`,
+//! `stream_options.include_usage`), `POST /v1/responses` (stored with a store), `POST /v1/messages`,
 //! `GET /v1/models`, `GET /v1/usage` (what the caller's key has used) and `GET /health`,
 //! on axum (`handlers.rs`), and a web chat at `/` (`web.rs`). A client's request is decoded with kite-wire's
 //! codecs run the other way (`openai_chat::serve`, `openai_responses::serve`,
@@ -18,6 +18,11 @@
 //! A route may carry its own tools (built-in, MCP servers', skills'): for clients that send
 //! none, the gateway runs the tool loop itself and answers with the text of each step,
 //! never a tool call (`agentic.rs`).
+//!
+//! Replicas share what must be shared ([`Gateway::fleet`], [`Gateway::redis`]): keys and
+//! teams made without a restart (`registry.rs`, `admin.rs`), the spend ledger
+//! (`ledger.rs`), stored Responses (`stored.rs`) in the store; limits (`limits.rs`) and the
+//! response cache (`cache.rs`) in Redis.
 
 mod admin;
 mod agentic;

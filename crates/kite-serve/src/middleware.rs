@@ -22,12 +22,18 @@ pub(crate) async fn gate(
     next: axum::middleware::Next,
 ) -> Response {
     let path = request.uri().path();
-    // Probes (a load balancer's, an orchestrator's) ask with no key; the admin API asks
-    // for keys of its own.
-    if matches!(path, "/health" | "/ready")
-        || crate::web::PUBLIC.contains(&path)
-        || path.starts_with("/v1/admin/")
-    {
+    // Probes (a load balancer's, an orchestrator's) ask with no key.
+    if matches!(path, "/health" | "/ready") || crate::web::PUBLIC.contains(&path) {
+        return next.run(request).await;
+    }
+    // The admin API asks for keys of its own; its bodies come within the same deadline.
+    if path.starts_with("/v1/admin/") {
+        if request.method() == axum::http::Method::POST {
+            request = match read_body(Api::Chat, request, gw.deadlines.body).await {
+                Ok(read) => read,
+                Err(refused) => return *refused,
+            };
+        }
         return next.run(request).await;
     }
     // Anthropic's endpoints, and the shared ones asked by an Anthropic client, answer in
