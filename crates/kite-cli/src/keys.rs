@@ -1,12 +1,12 @@
-//! `kite keys`, `kite teams` and `kite usage`: the gateway's client keys and teams, and
-//! what the ledger says they spent, managed in the store every replica of `kite serve`
+//! `kite keys` and `kite teams`: the gateway's client keys and teams (`kite usage`, what
+//! the ledger says they spent, is in `usage.rs`), managed in the store every replica of `kite serve`
 //! reads (`KITE_STORE_URL` or `[store] url`), with no restart. The same operations as
 //! `/v1/admin/...` (kite-serve's `Admin`). A new key is printed once, alone on stdout.
 
 use crate::output::{errln, outln};
 use clap::{Args, Subcommand};
 use kite::serve::{Admin, AdminError, KeyView, NewKey, NewTeam};
-use kite::store::fleet::{Budget, By, FleetLimits, UsageLine, UsageQuery};
+use kite::store::fleet::{Budget, FleetLimits};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -110,31 +110,12 @@ impl LimitArgs {
     }
 }
 
-/// `kite usage`.
-#[derive(Args)]
-pub(crate) struct UsageArgs {
-    /// One key's (by name or id).
-    #[arg(long)]
-    key: Option<String>,
-    /// One team's.
-    #[arg(long)]
-    team: Option<String>,
-    /// From then on: a date (2026-11-01), a time (RFC 3339), or a span back from now (7d).
-    #[arg(long, value_name = "WHEN")]
-    since: Option<String>,
-    /// Grouped by day, model, key or route.
-    #[arg(long, value_parser = ["day", "model", "key", "route"])]
-    by: Option<String>,
-    #[arg(long)]
-    json: bool,
-}
-
-fn fail(e: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn fail(e: impl std::fmt::Display) -> ExitCode {
     errln!("kite: {e}");
     ExitCode::FAILURE
 }
 
-async fn admin(config: Option<&Path>) -> Result<Admin, ExitCode> {
+pub(crate) async fn admin(config: Option<&Path>) -> Result<Admin, ExitCode> {
     let loaded = crate::config::load(config).map_err(fail)?;
     let backend = crate::history::open_backend(&loaded.config.store)
         .await
@@ -142,13 +123,13 @@ async fn admin(config: Option<&Path>) -> Result<Admin, ExitCode> {
     Ok(Admin::new(backend.fleet()))
 }
 
-fn failed(e: AdminError) -> ExitCode {
+pub(crate) fn failed(e: AdminError) -> ExitCode {
     fail(e)
 }
 
 /// A time given as a date, an RFC 3339 time, or a span from now (`ahead`: later; else
 /// earlier), as Unix milliseconds.
-fn when(given: &str, ahead: bool) -> Result<i64, String> {
+pub(crate) fn when(given: &str, ahead: bool) -> Result<i64, String> {
     let now = chrono::Utc::now();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(given) {
         return Ok(t.timestamp_millis());
@@ -195,12 +176,38 @@ fn limits_line(l: &FleetLimits, budget: &Option<Budget>) -> String {
         parts.push(format!("{n} at once"));
     }
     if let Some(b) = budget {
-        parts.push(format!("${} per {:?}", b.usd, b.period).to_lowercase());
+        parts.push(format!(
+            "{} {}",
+            crate::output::dollars(b.usd),
+            period_words(b.period)
+        ));
     }
     match parts.is_empty() {
         true => "no limits".into(),
         false => parts.join(", "),
     }
+}
+
+fn period_words(p: kite::store::fleet::Period) -> &'static str {
+    match p {
+        kite::store::fleet::Period::Day => "a day",
+        kite::store::fleet::Period::Month => "a month",
+        kite::store::fleet::Period::Total => "in all",
+    }
+}
+
+/// What was spent of `budget`, on one line.
+fn spent_line(spent: f64, budget: &Budget) -> String {
+    let when = match budget.period {
+        kite::store::fleet::Period::Day => " today",
+        kite::store::fleet::Period::Month => " this month",
+        kite::store::fleet::Period::Total => "",
+    };
+    format!(
+        "spent {} of {}{when}",
+        crate::output::dollars(spent),
+        crate::output::dollars(budget.usd)
+    )
 }
 
 fn key_line(k: &KeyView) -> String {
@@ -219,20 +226,29 @@ fn key_line(k: &KeyView) -> String {
     )
 }
 
-/// A new key: its description on stderr, the key alone on stdout.
-fn print_new(view: &KeyView, key: &str, json: bool) {
+/// A new key: its description on stderr, the key alone on stdout. A key that could not be
+/// shown (stdout closed or full) is revoked, as nobody could use it.
+async fn print_new(admin: &Admin, view: &KeyView, key: &str, json: bool) -> Result<(), ExitCode> {
     if json {
         let mut v = serde_json::json!(view);
         v["key"] = key.into();
         outln!("{v}");
-        return;
+    } else {
+        errln!(
+            "kite: key {:?} ({}); it is shown this once, keep it now:",
+            view.name,
+            view.id
+        );
+        outln!("{key}");
     }
-    errln!(
-        "kite: key {:?} ({}); it is shown this once, keep it now:",
-        view.name,
-        view.id
-    );
-    outln!("{key}");
+    if crate::output::stdout_failed() {
+        let _ = admin.revoke(&view.id).await;
+        return Err(fail(format!(
+            "the key could not be written out, so key {:?} is revoked; make another",
+            view.name
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) async fn keys(cmd: KeysCommand, config: Option<&Path>) -> Result<(), ExitCode> {
@@ -256,7 +272,7 @@ pub(crate) async fn keys(cmd: KeysCommand, config: Option<&Path>) -> Result<(), 
                 expires_ms,
             };
             let (view, key) = admin.create_key(new).await.map_err(failed)?;
-            print_new(&view, &key, json);
+            print_new(&admin, &view, &key, json).await?;
         }
         KeysCommand::List { json } => {
             let all = admin.keys().await.map_err(failed)?;
@@ -299,7 +315,7 @@ pub(crate) async fn keys(cmd: KeysCommand, config: Option<&Path>) -> Result<(), 
                 outln!("models {}", k.models.join(", "));
             }
             if let (Some(spent), Some(b)) = (spent, k.budget) {
-                outln!("spent ${spent:.4} of ${} this period", b.usd);
+                outln!("{}", spent_line(spent, &b));
             }
         }
         KeysCommand::Revoke { key } => {
@@ -308,7 +324,7 @@ pub(crate) async fn keys(cmd: KeysCommand, config: Option<&Path>) -> Result<(), 
         }
         KeysCommand::Rotate { key, json } => {
             let (view, key) = admin.rotate(&key).await.map_err(failed)?;
-            print_new(&view, &key, json);
+            print_new(&admin, &view, &key, json).await?;
         }
     }
     Ok(())
@@ -369,7 +385,7 @@ pub(crate) async fn teams(cmd: TeamsCommand, config: Option<&Path>) -> Result<()
                 limits_line(&team.limits, &team.budget)
             );
             if let (Some(spent), Some(b)) = (spent, team.budget) {
-                outln!("spent ${spent:.4} of ${} this period", b.usd);
+                outln!("{}", spent_line(spent, &b));
             }
             for k in &keys {
                 outln!("  {}", key_line(k));
@@ -377,60 +393,4 @@ pub(crate) async fn teams(cmd: TeamsCommand, config: Option<&Path>) -> Result<()
         }
     }
     Ok(())
-}
-
-pub(crate) async fn usage(args: UsageArgs, config: Option<&Path>) -> Result<(), ExitCode> {
-    let admin = admin(config).await?;
-    let since_ms = args
-        .since
-        .map(|s| when(&s, false))
-        .transpose()
-        .map_err(fail)?;
-    let by = match args.by.as_deref() {
-        Some("day") => Some(By::Day),
-        Some("model") => Some(By::Model),
-        Some("key") => Some(By::Key),
-        Some("route") => Some(By::Route),
-        _ => None,
-    };
-    let query = UsageQuery {
-        key: args.key,
-        team: args.team,
-        since_ms,
-        by,
-    };
-    let lines = admin.usage(query).await.map_err(failed)?;
-    if args.json {
-        outln!("{}", serde_json::json!(lines));
-        return Ok(());
-    }
-    if lines.is_empty() {
-        errln!("kite: the ledger has no requests for that");
-    }
-    for l in &lines {
-        outln!("{}", usage_line(l, by.is_some()));
-    }
-    Ok(())
-}
-
-fn usage_line(l: &UsageLine, grouped: bool) -> String {
-    let group = match (grouped, &l.group) {
-        (false, _) => String::new(),
-        (true, Some(g)) => format!("{g:<24} "),
-        (true, None) => format!("{:<24} ", "(no key)"),
-    };
-    let mut line = format!(
-        "{group}{} requests, {} in / {} out tokens, {}",
-        l.requests,
-        l.input_tokens,
-        l.output_tokens,
-        crate::output::dollars(l.cost)
-    );
-    if l.unpriced > 0 {
-        line.push_str(&format!(" ({} unpriced)", l.unpriced));
-    }
-    if l.cached > 0 {
-        line.push_str(&format!(", {} from the cache", l.cached));
-    }
-    line
 }

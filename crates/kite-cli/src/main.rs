@@ -28,6 +28,7 @@ mod signals;
 mod skills;
 mod transcribe;
 mod trust;
+mod usage;
 mod verbose;
 mod waiting;
 
@@ -106,7 +107,7 @@ enum Command {
     /// Transcribe an audio file.
     Transcribe(Box<transcribe::TranscribeArgs>),
     /// What `kite serve`'s clients used, from the ledger: requests, tokens and cost.
-    Usage(keys::UsageArgs),
+    Usage(usage::UsageArgs),
 }
 
 /// Exit status when a run stopped without an answer (the turn limit, a hook).
@@ -140,7 +141,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::run(*args, config).await,
             Command::Keys(cmd) => keys::keys(cmd, config).await,
             Command::Teams(cmd) => keys::teams(cmd, config).await,
-            Command::Usage(args) => keys::usage(args, config).await,
+            Command::Usage(args) => usage::usage(args, config).await,
             Command::Mcp(cmd) => mcp::run(cmd, config).await,
             Command::Models(args) => models::run(args, config).await,
             Command::Cassette(cmd) => cassette::run(cmd),

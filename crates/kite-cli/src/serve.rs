@@ -5,6 +5,7 @@
 //! user's store with no key, and each key's own with keys.
 
 mod routes;
+mod shared;
 
 use crate::choose::{SessionArgs, choose_model};
 use crate::output::errln;
@@ -28,7 +29,12 @@ pub(crate) struct ServeArgs {
     /// KITE_SERVE_API_KEY or [serve] keys: a key on the command line shows in `ps`. With
     /// none, the gateway listens on loopback only and asks for a token it makes at start
     /// and prints (none at all with --no-auth).
-    #[arg(long = "api-key", value_name = "KEY", env = "KITE_SERVE_API_KEY")]
+    #[arg(
+        long = "api-key",
+        value_name = "KEY",
+        env = "KITE_SERVE_API_KEY",
+        hide_env_values = true
+    )]
     api_keys: Vec<String>,
     /// Requests per minute each key may make (answered with 429 and Retry-After past it).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -132,7 +138,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         ));
     }
     // With no key, a token of this run's own, asked of every caller.
-    let token = match keys.is_empty() && !args.no_auth {
+    let mut token = match keys.is_empty() && !args.no_auth {
         true => {
             Some(kite::serve::new_token().map_err(|e| fail(format!("cannot make a token: {e}")))?)
         }
@@ -239,65 +245,20 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     for key in &admin_keys {
         gateway = gateway.admin_key(key);
     }
-    let mut shared_store = false;
-    if !session.no_store {
-        // One store for everything: the web chat's conversations (each key's apart), the
-        // keys of `kite keys`, the ledger, stored responses.
-        let backend = crate::history::open_backend(&loaded.config.store)
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        shared_store = backend.is_shared();
-        if keys.is_empty() {
-            gateway = gateway.store(Arc::from(backend.store()));
-        }
-        let fleet = backend.fleet();
-        let owned: kite::serve::Conversations = Arc::new(move |owner| backend.owned_by(owner));
-        gateway = gateway.fleet(fleet, Some(owned));
-        if let Err(e) = gateway.refresh().await {
-            return Err(fail(format!(
-                "cannot read the gateway's keys from the store: {e}"
-            )));
-        }
-    } else if !admin_keys.is_empty() {
-        errln!("kite: [serve] admin_keys need a store (not --no-store): the admin API is off");
-    }
-    match &redis_url {
-        Some(url) => {
-            let policy = match settings.limits_unavailable {
-                crate::settings::LimitsUnavailable::Deny => kite::serve::Unavailable::Deny,
-                crate::settings::LimitsUnavailable::Allow => kite::serve::Unavailable::Allow,
-            };
-            gateway = gateway.redis(url, policy).map_err(fail)?;
-        }
-        None if shared_store && settings.cache.is_some() => errln!(
-            "kite: the store is shared but no Redis is set (KITE_REDIS_URL or [serve] \
-             redis_url): rate limits and the cache hold per replica"
-        ),
-        None if shared_store => errln!(
-            "kite: the store is shared but no Redis is set (KITE_REDIS_URL or [serve] \
-             redis_url): rate limits hold per replica"
-        ),
-        None => {}
-    }
-    if let Some(c) = &settings.cache {
-        let defaults = kite::serve::CacheSettings::default();
-        let cache = kite::serve::CacheSettings {
-            ttl: c
-                .ttl_secs
-                .map_or(defaults.ttl, std::time::Duration::from_secs),
-            max_entry_bytes: c.max_entry_bytes.unwrap_or(defaults.max_entry_bytes),
-            max_bytes: c.max_bytes.unwrap_or(defaults.max_bytes),
-            scope: match c.scope {
-                crate::settings::CacheScope::Key => kite::serve::CacheScope::Key,
-                crate::settings::CacheScope::Shared => kite::serve::CacheScope::Shared,
-            },
-        };
-        if cache.ttl.is_zero() || cache.max_entry_bytes == 0 {
-            return Err(fail(
-                "[serve.cache] ttl_secs and max_entry_bytes must be at least 1".into(),
-            ));
-        }
-        gateway = gateway.cache(cache).map_err(fail)?;
+    let sharing = shared::Sharing {
+        settings,
+        store: &loaded.config.store,
+        no_store: session.no_store,
+        kite_toml_keys: !keys.is_empty(),
+        admin_keys: !admin_keys.is_empty(),
+        no_auth: args.no_auth,
+        redis_url: redis_url.as_deref(),
+    };
+    let (shared_gateway, store_keys) = shared::share(gateway, sharing).await.map_err(fail)?;
+    gateway = shared_gateway;
+    // Keys made by `kite keys create`: callers give those, and no token.
+    if store_keys {
+        token = None;
     }
     let addr = match args.addr.as_deref().or(settings.addr.as_deref()) {
         Some(given) => resolve(given).await.map_err(fail)?,
@@ -332,7 +293,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     // --grace; a second signal ends kite at once.
     let grace = args.grace;
     let claim = Arc::new(crate::signals::Claim::new());
-    let (stopping, mut stopped) = tokio::sync::watch::channel(false);
+    let (stopping, mut stopped) = tokio::sync::watch::channel(None::<std::time::Instant>);
     let watcher = claim.clone();
     let shutdown = async move {
         watcher.interrupted().await;
@@ -341,7 +302,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
              stops at once)",
             grace.as_secs_f64()
         );
-        let _ = stopping.send(true);
+        let _ = stopping.send(Some(std::time::Instant::now()));
     };
     let gateway = Arc::new(gateway);
     let serving = kite::serve::serve(listener, gateway.clone(), shutdown);
@@ -349,7 +310,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     let (result, cut_off) = tokio::select! {
         r = &mut serving => (r.map_err(|e| fail(e.to_string())), false),
         _ = async {
-            let _ = stopped.wait_for(|s| *s).await;
+            let _ = stopped.wait_for(|s| s.is_some()).await;
             tokio::time::sleep(grace).await;
         } => {
             errln!("kite: requests still under way after {} s are cut off", grace.as_secs_f64());
@@ -363,8 +324,14 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             (Ok(()), true)
         }
     };
-    // The ledger's last rows are written.
-    gateway.finish().await;
+    // Background responses may finish within what is left of the grace; the ledger's last
+    // rows are written.
+    let stopped_at = *stopped.borrow();
+    let left = match stopped_at {
+        Some(at) => grace.saturating_sub(at.elapsed()),
+        None => std::time::Duration::ZERO,
+    };
+    gateway.finish(left).await;
     for hub in kept.hubs {
         hub.close().await;
     }

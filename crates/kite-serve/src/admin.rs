@@ -165,6 +165,11 @@ fn secret() -> Result<(String, String, String), AdminError> {
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), AdminError> {
+    if name.starts_with("key_") {
+        return Err(AdminError::Invalid(format!(
+            "a {what}'s name cannot begin with key_, as keys' ids do"
+        )));
+    }
     let fine = !name.is_empty()
         && name.len() <= 64
         && name
@@ -172,9 +177,14 @@ fn check_name(what: &str, name: &str) -> Result<(), AdminError> {
             .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
     match fine {
         true => Ok(()),
-        false => Err(AdminError::Invalid(format!(
-            "a {what}'s name is 1 to 64 letters, digits, '-', '_', '.' or '@', not {name:?}"
-        ))),
+        false => {
+            let shown: String = name.chars().take(64).collect();
+            let more = if name.chars().count() > 64 { "..." } else { "" };
+            Err(AdminError::Invalid(format!(
+                "a {what}'s name is 1 to 64 letters, digits, '-', '_', '.' or '@', not \
+                 {shown:?}{more}"
+            )))
+        }
     }
 }
 
@@ -185,10 +195,10 @@ fn check_limits(l: &FleetLimits, budget: &Option<Budget>) -> Result<(), AdminErr
         ));
     }
     if let Some(b) = budget
-        && !(b.usd.is_finite() && b.usd >= 0.0)
+        && !(b.usd.is_finite() && (0.0..=1e12).contains(&b.usd))
     {
         return Err(AdminError::Invalid(format!(
-            "a budget is a number of dollars, not {}",
+            "a budget is a number of dollars from 0 to 1e12, not {}",
             b.usd
         )));
     }
@@ -208,9 +218,25 @@ impl Admin {
         if let Some(team) = &new.team {
             self.team(team).await?;
         }
-        if new.models.iter().any(|m| m.trim().is_empty()) {
+        let models: Vec<String> = new.models.iter().map(|m| m.trim().to_owned()).collect();
+        if models.iter().any(String::is_empty) {
             return Err(AdminError::Invalid("a model's name cannot be empty".into()));
         }
+        if models.len() > 1_000 || models.iter().any(|m| m.len() > 256) {
+            return Err(AdminError::Invalid(
+                "a key names at most 1,000 models, each of at most 256 characters".into(),
+            ));
+        }
+        if new.expires_ms.is_some_and(|t| t <= now_ms()) {
+            return Err(AdminError::Invalid(
+                "that key would have expired already: give a time to come".into(),
+            ));
+        }
+        // -0 is 0.
+        let budget = new.budget.map(|b| Budget {
+            usd: b.usd.abs(),
+            ..b
+        });
         let (key, digest, hint) = secret()?;
         let mut id = [0u8; 8];
         getrandom::fill(&mut id).map_err(|e| AdminError::Invalid(format!("no randomness: {e}")))?;
@@ -224,8 +250,8 @@ impl Admin {
             hint,
             team: new.team,
             limits: new.limits,
-            budget: new.budget,
-            models: new.models,
+            budget,
+            models,
             expires_ms: new.expires_ms,
             created_ms: now_ms(),
             revoked_ms: None,
@@ -240,11 +266,11 @@ impl Admin {
     }
 
     async fn record(&self, name_or_id: &str) -> Result<KeyRecord, AdminError> {
-        self.fleet
-            .keys()
-            .await?
-            .into_iter()
-            .find(|k| k.id == name_or_id || k.name == name_or_id)
+        let keys = self.fleet.keys().await?;
+        // An id first: a name can never look like one.
+        let by_id = keys.iter().position(|k| k.id == name_or_id);
+        let at = by_id.or_else(|| keys.iter().position(|k| k.name == name_or_id));
+        at.map(|i| keys[i].clone())
             .ok_or_else(|| AdminError::NotFound(format!("key {name_or_id:?}")))
     }
 
@@ -309,11 +335,18 @@ impl Admin {
     }
 
     /// The ledger's sums for `query`, whose key may be named by its name or id.
+    /// A key of kite.toml is named by its ledger id (`cfg_...`); an unknown key or team is
+    /// said to be unknown.
     pub async fn usage(&self, mut query: UsageQuery) -> Result<Vec<UsageLine>, AdminError> {
-        if let Some(k) = &query.key
-            && let Ok(found) = self.record(k).await
-        {
-            query.key = Some(found.id);
+        if let Some(k) = &query.key {
+            match self.record(k).await {
+                Ok(found) => query.key = Some(found.id),
+                Err(_) if k.starts_with("cfg_") => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(team) = &query.team {
+            self.team(team).await?;
         }
         Ok(self.fleet.usage(query).await?)
     }

@@ -73,7 +73,7 @@ impl Gateway {
             let events = self.metered(
                 caller.clone(),
                 route,
-                &request.model,
+                &request,
                 events,
                 &tally,
                 slot.clone(),
@@ -120,56 +120,19 @@ impl Gateway {
         Err(Box::new(upstream_error(api, &e)))
     }
 
-    /// `events`, with what they report used counted against `caller` (a provider that
-    /// reports usage twice is counted once), priced when the provider gives no cost.
+    /// `events`, with what they report used counted against `caller` (`meter.rs`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn metered(
         self: &Arc<Self>,
         caller: Caller,
         route: &Route,
-        model: &str,
+        request: &kite_core::Request,
         events: EventStream,
         tally: &Arc<Mutex<Tally>>,
         slot: Option<Arc<crate::limits::Slot>>,
     ) -> EventStream {
-        let tally = tally.clone();
-        let gw = self.clone();
-        let provider = route.model.origin().provider;
-        let model = model.to_owned();
-        let mut counted = keys::Spent::default();
-        let mut seen = kite_core::Usage::default();
-        let route = route.name.clone();
-        Box::pin(events.inspect(move |e| {
-            let usage = match e {
-                Ok(Event::Usage { usage }) => usage,
-                // Failures of the upstream, before its answer began or in the middle.
-                Err(e) => {
-                    gw.metrics.upstream_error(kite_core::trace::error_type(e));
-                    return;
-                }
-                Ok(_) => return,
-            };
-            let cost = usage.cost.or_else(|| {
-                let pricer = gw.pricer.as_ref()?;
-                pricer(&provider, &model, usage)
-            });
-            let now = keys::Spent::of(usage, cost);
-            let new = now.beyond(&counted);
-            gw.keys.spent(&caller, new);
-            counted = counted.most(now);
-            // A provider that reports usage again reports what it has used so far.
-            let more = usage.beyond(&seen);
-            seen += more;
-            gw.metrics.used(&route, &more, Some(new.cost));
-            {
-                let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
-                t.usage += more;
-                t.cost += new.cost;
-                t.unpriced |= new.unpriced;
-            }
-            if let Some(slot) = &slot {
-                slot.used(new.input_tokens.saturating_add(new.output_tokens));
-            }
-        }))
+        let mut meter = crate::meter::Meter::new(self, caller, route, request, tally, slot);
+        Box::pin(events.inspect(move |e| meter.event(e)))
     }
 
     /// Counts all of `usage` (one whole run's) against `caller`.

@@ -26,6 +26,7 @@ const PER_FILE: u64 = 1_500;
 
 pub(crate) async fn count_tokens(
     State(gw): State<Arc<Gateway>>,
+    axum::extract::Extension(caller): axum::extract::Extension<crate::keys::Caller>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -36,6 +37,11 @@ pub(crate) async fn count_tokens(
     let Some((route, upstream)) = gw.route(&request.model) else {
         return unknown_model(Api::Messages, &request.model);
     };
+    if let crate::keys::Caller::Key(k) = &caller
+        && !k.may_use(&request.model)
+    {
+        return crate::errors::not_allowed(Api::Messages, &request.model);
+    }
     request.model = upstream;
     offer_betas(&headers, &mut request);
     let asked = match route.model.count_tokens(&request) {

@@ -59,6 +59,15 @@ impl Gateway {
         Ok(self)
     }
 
+    /// Why the Redis given to [`Gateway::redis`] does not answer, if it does not (for a
+    /// word at start: the gateway goes on, and uses it once it does).
+    pub async fn check_redis(&self) -> Result<(), String> {
+        match &self.limiter {
+            limits::Limiter::Shared(s) => s.check().await,
+            limits::Limiter::Local(_) => Ok(()),
+        }
+    }
+
     /// Keeps answers in a cache, and answers the same requests from it: in Redis when
     /// [`Gateway::redis`] was given one before, else in this process.
     pub fn cache(mut self, settings: crate::CacheSettings) -> Result<Self, String> {
@@ -80,9 +89,12 @@ impl Gateway {
         self
     }
 
-    /// Ends the tasks that read and write the store, once the ledger's last rows are
-    /// written (for at most a few seconds). For the end of serving.
-    pub async fn finish(&self) {
+    /// For the end of serving: lets the background responses under way here finish, for at
+    /// most `grace` (those still running then end as failed, so that their clients ask
+    /// again), then ends the tasks that read and write the store once the ledger's last
+    /// rows are written (for at most a few seconds).
+    pub async fn finish(&self, grace: std::time::Duration) {
+        self.background_runs.finish(grace).await;
         self.background.cancel();
         let task = self
             .ledger_task

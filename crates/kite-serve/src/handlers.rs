@@ -126,19 +126,22 @@ pub(crate) struct Ask {
     pub slot: Option<Arc<crate::limits::Slot>>,
 }
 
-/// Whether `headers` ask for an answer afresh (`Cache-Control: no-cache` or `no-store`).
+/// Whether `headers` ask for an answer afresh: `Cache-Control: no-cache`, `no-store` or
+/// `max-age=0`, or `Pragma: no-cache`.
 pub(crate) fn fresh(headers: &axum::http::HeaderMap) -> bool {
-    headers
-        .get_all(header::CACHE_CONTROL)
+    let said = |name| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|d| d.trim().to_ascii_lowercase().replace(' ', ""))
+            .collect::<Vec<_>>()
+    };
+    said(header::CACHE_CONTROL)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|d| {
-            matches!(
-                d.trim().to_ascii_lowercase().as_str(),
-                "no-cache" | "no-store"
-            )
-        })
+        .any(|d| matches!(d.as_str(), "no-cache" | "no-store" | "max-age=0"))
+        || said(header::PRAGMA).iter().any(|d| d == "no-cache")
 }
 
 /// What keeps an answer once it is whole (a stored response), before the client is told
@@ -169,9 +172,10 @@ pub(crate) async fn answer<E: Encoder>(
         Ok(Lookup::Hit(hit)) => (*hit, Some(true)),
         Ok(lookup) => match gw.open(api, &caller, request, slot).await {
             Ok(mut opened) => {
-                // A miss is kept once whole.
+                // A miss is kept once whole, its first event too.
                 if let Lookup::Miss(key) = lookup {
-                    opened.events = crate::answer::kept_in_cache(&gw, key, opened.events);
+                    let all = futures_util::stream::iter(opened.first.take()).chain(opened.events);
+                    opened.events = crate::answer::kept_in_cache(&gw, key, Box::pin(all));
                 }
                 (opened, gw.cache.as_ref().map(|_| false))
             }

@@ -1,9 +1,12 @@
-//! The spend ledger's writer: each answered request's row goes on a queue, off the
-//! request's path, and one task writes what has gathered in one batch every
-//! [`FLUSH`] (sooner once [`BATCH`] rows wait). A crash loses at most the rows of the last
-//! [`FLUSH`]. While the store does not take them, rows wait and are tried again, up to
-//! [`HELD`] of them; past that the oldest are dropped, counted and logged. When the
-//! gateway stops, what waits is written before it ends (for at most [`LAST_WRITE`]).
+//! The spend ledger's writer: each answered request's row goes on a queue when its answer
+//! ends, off the request's path, and one task writes what has gathered in one batch every
+//! [`FLUSH`] (and at once when `/v1/usage` asks). What a crash loses is what was not yet
+//! written: the rows of the last [`FLUSH`] and of a write under way, the rows of answers
+//! still under way, and, while the store does not take them, the rows waiting for it (up
+//! to [`HELD`]; past that the oldest are dropped, counted and logged). A batch whose
+//! write's answer was lost is written again, and the store counts each request once. When
+//! the gateway stops, what waits is written before it ends (for at most [`LAST_WRITE`]);
+//! a row that comes after is counted as dropped.
 
 use kite_store::Fleet;
 use kite_store::fleet::LedgerRow;
@@ -27,6 +30,7 @@ const LAST_WRITE: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub(crate) struct Ledger {
     rows: mpsc::UnboundedSender<LedgerRow>,
+    counts: crate::metrics::LedgerCounts,
     /// Asks for what waits to be written now, and says when it is.
     settle: mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>,
 }
@@ -42,13 +46,22 @@ impl Ledger {
     ) -> (Self, tokio::task::JoinHandle<()>) {
         let (rows, queue) = mpsc::unbounded_channel();
         let (settle, asked) = mpsc::unbounded_channel();
+        let counts = metrics.clone();
         let task = tokio::spawn(write(fleet, queue, asked, stop, written, metrics));
-        (Self { rows, settle }, task)
+        let ledger = Self {
+            rows,
+            counts,
+            settle,
+        };
+        (ledger, task)
     }
 
     /// Queues `row`.
     pub(crate) fn record(&self, row: LedgerRow) {
-        let _ = self.rows.send(row);
+        if self.rows.send(row).is_err() {
+            self.counts.ledger_dropped(1);
+            tracing::warn!(target: "kite::serve", "an answer ended after the ledger's last write: its row is dropped");
+        }
     }
 
     /// Waits (2 s at most) until the rows queued so far are written: what this replica
@@ -129,10 +142,9 @@ async fn write(
         if wrote {
             written.spent.notify_one();
         }
-        if waiting.is_empty() {
-            for done in settled.drain(..) {
-                let _ = done.send(());
-            }
+        // Those who asked are told once their rows are written, or that they cannot be.
+        for done in settled.drain(..) {
+            let _ = done.send(());
         }
         if stopping {
             if !waiting.is_empty() {

@@ -25,6 +25,7 @@
 //! response cache (`cache.rs`) in Redis.
 
 mod admin;
+mod admission;
 mod agentic;
 mod answer;
 mod cache;
@@ -37,6 +38,7 @@ mod keys;
 mod ledger;
 mod limits;
 mod listen;
+mod meter;
 mod metrics;
 mod middleware;
 mod models;
@@ -61,10 +63,9 @@ pub use limits::{Limits, Unavailable};
 pub use listen::{MAX_CONNECTIONS, MAX_PER_ADDRESS, bind};
 
 use axum::Router;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::Response;
+use axum::http::StatusCode;
 use axum::routing::{get, post};
-use errors::{Api, Kind, error, unauthorized};
+use errors::{Api, Kind, error};
 use handlers::{anthropic, chat};
 use kite_core::Model;
 use middleware::{gate, log_request};
@@ -312,6 +313,11 @@ impl Gateway {
         self.keys.usage(n)
     }
 
+    /// Whether callers must give a key: one is set in kite.toml, or the store holds keys.
+    pub fn has_keys(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
     /// The routes' names, as clients ask for them.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.routes.iter().map(|r| r.name.as_str())
@@ -325,78 +331,6 @@ impl Gateway {
                  (KITE_SERVE_API_KEY or [serve] keys), or listen on 127.0.0.1"
             )),
             _ => Ok(()),
-        }
-    }
-
-    /// The caller, admitted: a refusal in the client's API's shape when its key is
-    /// wrong (401) or, for a request that asks a model (`counted`), over its budget or its
-    /// team's (429 `insufficient_quota`) or over its limits or its team's (429 with
-    /// `Retry-After`; 503 while the limits cannot be checked and the policy is to refuse).
-    /// Reading what there is (models, usage, conversations) needs the key but spends
-    /// nothing, so a client over its limits can still see why. The slot holds the
-    /// request's place among those at once until dropped.
-    pub(crate) async fn admit(
-        &self,
-        api: Api,
-        headers: &HeaderMap,
-        counted: bool,
-    ) -> Result<(Caller, Option<limits::Slot>), Box<Response>> {
-        let Some(caller) = self.keys.caller(headers) else {
-            let given = ["authorization", "x-api-key"]
-                .iter()
-                .any(|h| headers.contains_key(*h));
-            return Err(Box::new(unauthorized(api, self.keys.is_empty(), given)));
-        };
-        if !counted {
-            return Ok((caller, None));
-        }
-        let mut subjects = Vec::new();
-        if let Caller::Key(k) = &caller {
-            let registry = self.keys.registry.as_ref();
-            if let Some(over) = registry.and_then(|r| r.over_budget(k)) {
-                self.metrics.refused("budget");
-                return Err(Box::new(errors::over_budget(api, &over)));
-            }
-            let team = k.team.as_deref().and_then(|t| registry?.team_limits(t));
-            subjects = k.subjects(team);
-        }
-        match self.limiter.admit(&subjects, &self.metrics).await {
-            Ok(slot) => {
-                self.keys.admitted(&caller);
-                Ok((caller, Some(slot)))
-            }
-            Err(limits::Refusal::Wait(wait, kind)) => {
-                self.metrics.refused(kind);
-                let what = match kind {
-                    "tokens" => "Token rate limit",
-                    "parallel" => "Limit of requests at once",
-                    _ => "Rate limit",
-                };
-                let mut r = error(
-                    api,
-                    StatusCode::TOO_MANY_REQUESTS,
-                    &format!(
-                        "{what} reached for this key; try again in {} s.",
-                        seconds(wait)
-                    ),
-                    Kind::RateLimit,
-                );
-                if let Ok(v) = header::HeaderValue::from_str(&seconds(wait).to_string()) {
-                    r.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-                Err(Box::new(r))
-            }
-            Err(limits::Refusal::Unavailable) => {
-                let mut r = error(
-                    api,
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "This gateway cannot check its rate limits just now; try again in a moment.",
-                    Kind::Unavailable,
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-                Err(Box::new(r))
-            }
         }
     }
 

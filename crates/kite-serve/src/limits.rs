@@ -54,8 +54,9 @@ pub(crate) struct Subject {
 /// Why a request was refused.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Refusal {
-    /// Over a limit (`requests`, `tokens` or `parallel`): try again after this.
-    Wait(Duration, &'static str),
+    /// Over a limit (`requests`, `tokens` or `parallel`), the key's or (true) its team's:
+    /// try again after this.
+    Wait(Duration, &'static str, bool),
     /// Redis cannot be reached and the policy is to refuse.
     Unavailable,
 }
@@ -163,7 +164,7 @@ impl Local {
             let w = windows.entry(s.id.clone()).or_default();
             w.forget_before(now);
             if let Some((wait, kind)) = w.refuses(&s.limits, now) {
-                return Err(Refusal::Wait(wait, kind));
+                return Err(Refusal::Wait(wait, kind, s.id.starts_with("team:")));
             }
         }
         let mut parallel = Vec::new();
@@ -245,11 +246,12 @@ impl Limiter {
         }
     }
 
-    /// Whether the limits can be checked (Redis answers), for `/ready`.
+    /// Whether requests can be admitted, for `/ready`: Redis answers, or the policy lets
+    /// requests through without it.
     pub(crate) async fn ready(&self) -> bool {
         match self {
             Limiter::Local(_) => true,
-            Limiter::Shared(s) => s.ready().await,
+            Limiter::Shared(s) => s.policy == Unavailable::Allow || s.ready().await,
         }
     }
 }
@@ -285,12 +287,13 @@ mod tests {
         let first = local.admit(&[key.clone(), team.clone()]).unwrap();
         assert_eq!(
             local.admit(&[key.clone(), team.clone()]).err(),
-            Some(Refusal::Wait(Duration::from_secs(1), "parallel"))
+            Some(Refusal::Wait(Duration::from_secs(1), "parallel", true))
         );
         drop(first);
         // The refusal took no request from the key: one is left.
         let _second = local.admit(&[key.clone(), team.clone()]).unwrap();
-        let Err(Refusal::Wait(wait, "requests")) = local.admit(std::slice::from_ref(&key)) else {
+        let Err(Refusal::Wait(wait, "requests", false)) = local.admit(std::slice::from_ref(&key))
+        else {
             panic!("the key has had its two requests");
         };
         assert!(wait > Duration::from_secs(55), "{wait:?}");
@@ -315,7 +318,7 @@ mod tests {
         drop(slot);
         assert!(matches!(
             local.admit(&[key]),
-            Err(Refusal::Wait(_, "tokens"))
+            Err(Refusal::Wait(_, "tokens", false))
         ));
     }
 }

@@ -58,6 +58,7 @@ pub(crate) struct Metrics {
     upstream_errors: Family<Kind, Counter>,
     ledger: Family<Kind, Counter>,
     cache: Family<Kind, Counter>,
+    unchecked: Family<Kind, Counter>,
     pub(crate) in_flight: Gauge,
 }
 
@@ -129,6 +130,12 @@ impl Default for Metrics {
             "Response cache lookups, by result (hit, miss)",
             cache.clone(),
         );
+        let unchecked = Family::<Kind, Counter>::default();
+        registry.register(
+            "limits_unavailable",
+            "Requests met while Redis could not check the limits, by policy (deny, allow)",
+            unchecked.clone(),
+        );
         let in_flight = Gauge::default();
         registry.register(
             "requests_in_flight",
@@ -146,6 +153,7 @@ impl Default for Metrics {
             upstream_errors,
             ledger,
             cache,
+            unchecked,
             in_flight,
         }
     }
@@ -206,6 +214,12 @@ impl Metrics {
     /// The ledger's counts, for its writer.
     pub(crate) fn ledger(&self) -> LedgerCounts {
         LedgerCounts(self.ledger.clone())
+    }
+
+    /// A request met while Redis could not check the limits, under `policy`.
+    pub(crate) fn unchecked(&self, policy: &str) {
+        let kind = policy.to_owned();
+        self.unchecked.get_or_create(&Kind { kind }).inc();
     }
 
     /// A response cache lookup: `hit` or `miss`.

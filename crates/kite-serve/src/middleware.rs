@@ -2,13 +2,11 @@
 
 use crate::Gateway;
 use crate::errors::{Api, Kind, error};
-use crate::handlers::now;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use futures_util::StreamExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -26,10 +24,26 @@ pub(crate) async fn gate(
     if matches!(path, "/health" | "/ready") || crate::web::PUBLIC.contains(&path) {
         return next.run(request).await;
     }
-    // The admin API asks for keys of its own; its bodies come within the same deadline.
+    // With admin keys, the metrics (every key's name and counts) are theirs alone.
+    if path == "/metrics" && !gw.admin_keys.is_empty() {
+        if crate::admin::http::is_admin(&gw, request.headers()) {
+            return next.run(request).await;
+        }
+        return error(
+            Api::Chat,
+            StatusCode::UNAUTHORIZED,
+            "the metrics need an admin key ([serve] admin_keys)",
+            Kind::Auth,
+        );
+    }
+    // The admin API asks for keys of its own, before a body is read; its bodies are small.
     if path.starts_with("/v1/admin/") {
+        if let Err(refused) = crate::admin::http::admitted(&gw, request.headers()) {
+            return *refused;
+        }
         if request.method() == axum::http::Method::POST {
-            request = match read_body(Api::Chat, request, gw.deadlines.body).await {
+            let limit = crate::admin::http::MAX_BODY;
+            request = match read_body(Api::Chat, request, gw.deadlines.body, limit).await {
                 Ok(read) => read,
                 Err(refused) => return *refused,
             };
@@ -100,7 +114,7 @@ pub(crate) async fn gate(
                 request.extensions_mut().insert(slot.clone());
             }
             if request.method() == axum::http::Method::POST {
-                request = match read_body(api, request, gw.deadlines.body).await {
+                request = match read_body(api, request, gw.deadlines.body, crate::MAX_BODY).await {
                     Ok(read) => read,
                     Err(refused) => return *refused,
                 };
@@ -122,12 +136,13 @@ pub(crate) async fn gate(
     }
 }
 
-/// `request` with its body read whole, within [`MAX_BODY`](crate::MAX_BODY) and `deadline`:
-/// past either, a refusal in the client's API's shape (413, 408).
+/// `request` with its body read whole, within `limit` bytes and `deadline`: past either, a
+/// refusal in the client's API's shape (413, 408).
 async fn read_body(
     api: Api,
     request: axum::extract::Request,
     deadline: Duration,
+    limit: usize,
 ) -> Result<axum::extract::Request, Box<Response>> {
     use http_body_util::BodyExt;
     let (parts, body) = request.into_parts();
@@ -135,21 +150,21 @@ async fn read_body(
     let too_large = || {
         refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!(
-                "the request body is larger than {} MiB",
-                crate::MAX_BODY >> 20
-            ),
+            &match limit >= 1 << 20 {
+                true => format!("the request body is larger than {} MiB", limit >> 20),
+                false => format!("the request body is larger than {} KiB", limit >> 10),
+            },
         )
     };
     // A body announced larger than the limit is refused before any of it is read.
     if http_body::Body::size_hint(&body)
         .lower()
         .try_into()
-        .is_ok_and(|n: usize| n > crate::MAX_BODY)
+        .is_ok_and(|n: usize| n > limit)
     {
         return Err(too_large());
     }
-    let limited = http_body_util::Limited::new(body, crate::MAX_BODY);
+    let limited = http_body_util::Limited::new(body, limit);
     match tokio::time::timeout(deadline, limited.collect()).await {
         Err(_) => Err(refuse(
             StatusCode::REQUEST_TIMEOUT,
@@ -193,12 +208,8 @@ pub(crate) async fn log_request(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    static IDS: AtomicU64 = AtomicU64::new(0);
-    let id = format!(
-        "req_{:x}_{}",
-        now(),
-        IDS.fetch_add(1, Ordering::Relaxed) + 1
-    );
+    // Random, so that the ledger tells apart every replica's requests.
+    let id = gw.next_id("req_");
     let (method, path) = (request.method().clone(), request.uri().path().to_owned());
     let route = request
         .extensions()

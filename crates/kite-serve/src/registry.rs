@@ -23,6 +23,8 @@ use crate::Conversations;
 #[derive(Default)]
 struct Table {
     version: Option<i64>,
+    /// The store holds keys (revoked ones too): every caller needs one from then on.
+    any: bool,
     keys: HashMap<[u8; 32], Arc<Key>>,
     teams: HashMap<String, TeamRecord>,
     /// `subject|period` to dollars.
@@ -86,9 +88,15 @@ impl Registry {
         self.table.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Whether the store holds any live key.
+    /// Whether the store failed to answer when last read (twice a second).
+    pub(crate) fn store_down(&self) -> bool {
+        self.down.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the store holds any key, even a revoked one: once keys are made, revoking
+    /// the last does not open the gateway to callers with none.
     pub(crate) fn has_keys(&self) -> bool {
-        !self.table().keys.is_empty()
+        self.table().any
     }
 
     /// The live key whose digest is `digest`.
@@ -129,6 +137,7 @@ impl Registry {
         let old = self.table();
         let mut table = Table {
             version: Some(version),
+            any: old.any,
             keys: old.keys.clone(),
             teams: old.teams.clone(),
             spend: HashMap::new(),
@@ -136,6 +145,7 @@ impl Registry {
         if old.version != Some(version) {
             let (keys, teams) = (self.fleet.keys().await?, self.fleet.teams().await?);
             table.teams = teams.into_iter().map(|t| (t.name.clone(), t)).collect();
+            table.any = !keys.is_empty();
             table.keys = keys
                 .into_iter()
                 .filter(|k| k.revoked_ms.is_none())

@@ -56,6 +56,20 @@ fn unavailable() -> Response {
     )
 }
 
+fn unavailable_to_store() -> Response {
+    let mut r = error(
+        Api::Chat,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "responses cannot be stored just now: try again in a moment, or send `store: false`",
+        Kind::Unavailable,
+    );
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("2"),
+    );
+    r
+}
+
 fn not_found(id: &str) -> Response {
     error(
         Api::Chat,
@@ -129,10 +143,20 @@ async fn create(
         return stateless(gw, caller, &body, fresh, slot).await;
     };
     let store = v.get("store") != Some(&Value::Bool(false));
-    let previous = v
-        .remove("previous_response_id")
-        .and_then(|p| p.as_str().filter(|p| !p.is_empty()).map(str::to_owned));
-    let background = v.remove("background") == Some(Value::Bool(true));
+    let previous = match v.remove("previous_response_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) if !p.is_empty() => Some(p),
+        Some(_) => return bad("`previous_response_id` must be a response's id"),
+    };
+    let background = match v.remove("background") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return bad("`background` must be true or false"),
+    };
+    // Asked to keep what cannot be kept just now: said before anything is spent.
+    if (store || previous.is_some()) && gw.keys.registry.as_ref().is_some_and(|r| r.store_down()) {
+        return unavailable_to_store();
+    }
     if background && !store {
         return bad("`background` needs `store`: a background response is kept to be polled");
     }
@@ -324,9 +348,15 @@ async fn input_items(
     Path(id): Path<String>,
     listing: Result<Query<Listing>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
+    let usage = "input_items takes order (asc or desc), limit (1 to 100) and after (an item's id)";
     let Ok(Query(listing)) = listing else {
-        return bad("input_items takes order (asc or desc), limit (a number) and after (an id)");
+        return bad(usage);
     };
+    if !matches!(listing.order.as_deref(), None | Some("asc" | "desc"))
+        || listing.limit.is_some_and(|l| !(1..=100).contains(&l))
+    {
+        return bad(usage);
+    }
     let stored = async {
         let fleet = need(&gw)?;
         load(&fleet, &id, &owner(&caller)).await
@@ -347,12 +377,13 @@ async fn input_items(
     if listing.order.as_deref() != Some("asc") {
         all.reverse();
     }
-    if let Some(after) = &listing.after
-        && let Some(at) = all.iter().position(|i| i["id"] == after.as_str())
-    {
+    if let Some(after) = &listing.after {
+        let Some(at) = all.iter().position(|i| i["id"] == after.as_str()) else {
+            return bad(&format!("response {id} has no input item {after:?}"));
+        };
         all.drain(..=at);
     }
-    let limit = listing.limit.unwrap_or(20).clamp(1, 100);
+    let limit = listing.limit.unwrap_or(20);
     let has_more = all.len() > limit;
     all.truncate(limit);
     axum::Json(json!({

@@ -247,13 +247,16 @@ pub trait Fleet: Send + Sync {
     fn save_team(&self, team: TeamRecord, new: bool) -> StoreFuture<'_, ()>;
     /// Every team, oldest first.
     fn teams(&self) -> StoreFuture<'_, Vec<TeamRecord>>;
-    /// Writes `rows` to the ledger, and their cost to the totals, in one transaction.
+    /// Writes `rows` to the ledger, and their cost to the totals, in one transaction. A row
+    /// whose request id is there already is left out, and so is its cost: a batch written
+    /// twice (its first write's answer lost) counts once.
     fn record(&self, rows: Vec<LedgerRow>) -> StoreFuture<'_, ()>;
     /// The ledger's sums for `query`, largest cost first.
     fn usage(&self, query: UsageQuery) -> StoreFuture<'_, Vec<UsageLine>>;
     /// Every total for the periods named (as [`Period::at`] names them).
     fn spend(&self, periods: Vec<String>) -> StoreFuture<'_, Vec<Spend>>;
-    /// Keeps `response`, replacing the one with its id, unless that one was cancelled.
+    /// Keeps `response`, replacing the one with its id, unless that one was cancelled or
+    /// failed (a final word stays).
     fn put_response(&self, response: StoredResponse) -> StoreFuture<'_, ()>;
     /// The response `id`.
     fn response(&self, id: &str) -> StoreFuture<'_, Option<StoredResponse>>;
@@ -267,10 +270,13 @@ pub trait Fleet: Send + Sync {
     /// Marks as failed every response still under way but untouched since `before_ms`:
     /// the replica running it is gone. Returns how many.
     fn fail_stale(&self, before_ms: i64) -> StoreFuture<'_, u64>;
+    /// Deletes the responses made before `before_ms` that are no longer under way. Returns
+    /// how many.
+    fn forget_responses(&self, before_ms: i64) -> StoreFuture<'_, u64>;
 }
 
 /// What `rows` add to the totals: per key and team, per period.
-pub(crate) fn totals(rows: &[LedgerRow]) -> Vec<Spend> {
+pub(crate) fn totals<'a>(rows: impl IntoIterator<Item = &'a LedgerRow>) -> Vec<Spend> {
     let mut sums: std::collections::BTreeMap<(String, String), f64> = Default::default();
     for row in rows {
         let Some(cost) = row.cost.filter(|c| *c > 0.0) else {

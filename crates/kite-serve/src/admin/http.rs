@@ -24,8 +24,12 @@ pub(crate) fn routes() -> Router<Arc<Gateway>> {
         .route("/v1/admin/usage", get(usage))
 }
 
-/// The admin API, when the caller gives an admin key.
-fn admitted(gw: &Gateway, headers: &HeaderMap) -> Result<Admin, Box<Response>> {
+/// The largest body the admin API reads (its bodies are a few fields).
+pub(crate) const MAX_BODY: usize = 64 << 10;
+
+/// The admin API, when the caller gives an admin key: asked before a body is read, and by
+/// each handler.
+pub(crate) fn admitted(gw: &Gateway, headers: &HeaderMap) -> Result<Admin, Box<Response>> {
     let (Some(admin), false) = (&gw.admin, gw.admin_keys.is_empty()) else {
         return Err(Box::new(error(
             Api::Chat,
@@ -34,14 +38,7 @@ fn admitted(gw: &Gateway, headers: &HeaderMap) -> Result<Admin, Box<Response>> {
             Kind::Missing,
         )));
     };
-    use sha2::Digest;
-    use subtle::ConstantTimeEq;
-    let given = crate::keys::given_key(headers).unwrap_or_default();
-    let digest: [u8; 32] = sha2::Sha256::digest(given.trim().as_bytes()).into();
-    let mut ok = false;
-    for k in &gw.admin_keys {
-        ok |= bool::from(k.ct_eq(&digest));
-    }
+    let ok = is_admin(gw, headers);
     match ok {
         true => Ok(admin.clone()),
         false => Err(Box::new(error(
@@ -51,6 +48,19 @@ fn admitted(gw: &Gateway, headers: &HeaderMap) -> Result<Admin, Box<Response>> {
             Kind::Auth,
         ))),
     }
+}
+
+/// Whether `headers` give one of the admin keys (compared in constant time).
+pub(crate) fn is_admin(gw: &Gateway, headers: &HeaderMap) -> bool {
+    use sha2::Digest;
+    use subtle::ConstantTimeEq;
+    let given = crate::keys::given_key(headers).unwrap_or_default();
+    let digest: [u8; 32] = sha2::Sha256::digest(given.trim().as_bytes()).into();
+    let mut ok = false;
+    for k in &gw.admin_keys {
+        ok |= bool::from(k.ct_eq(&digest));
+    }
+    ok
 }
 
 fn failed(e: AdminError) -> Response {

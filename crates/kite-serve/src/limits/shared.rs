@@ -34,7 +34,7 @@ for i = 0, n - 1 do
     redis.call('ZREMRANGEBYSCORE', req, '-inf', now - 60000)
     if redis.call('ZCARD', req) >= rpm then
       local first = redis.call('ZRANGE', req, 0, 0, 'WITHSCORES')
-      return {'requests', tonumber(first[2]) + 60000 - now}
+      return {'requests', tonumber(first[2]) + 60000 - now, i}
     end
   end
   if tpm > 0 then
@@ -49,11 +49,11 @@ for i = 0, n - 1 do
         if oldest == nil or s < oldest then oldest = s end
       end
     end
-    if sum >= tpm then return {'tokens', oldest * 1000 + 60000 - now} end
+    if sum >= tpm then return {'tokens', oldest * 1000 + 60000 - now, i} end
   end
   if most > 0 then
     redis.call('ZREMRANGEBYSCORE', par, '-inf', now)
-    if redis.call('ZCARD', par) >= most then return {'parallel', 1000} end
+    if redis.call('ZCARD', par) >= most then return {'parallel', 1000, i} end
   end
 end
 for i = 0, n - 1 do
@@ -66,7 +66,7 @@ for i = 0, n - 1 do
     redis.call('PEXPIRE', KEYS[3*i+3], lease)
   end
 end
-return {'ok', 0}
+return {'ok', 0, 0}
 ";
 
 /// A request's end: adds ARGV[2] tokens to the current second of the first ARGV[1] keys
@@ -85,13 +85,14 @@ end
 return 0
 ";
 
-/// Renews the place ARGV[1] in each key for ARGV[2] ms.
+/// Renews the place ARGV[i + 1] in each key i for ARGV[1] ms.
 const PLACE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, k in ipairs(KEYS) do
-  redis.call('ZADD', k, 'XX', now + tonumber(ARGV[2]), ARGV[1])
-  redis.call('PEXPIRE', k, tonumber(ARGV[2]))
+local lease = tonumber(ARGV[1])
+for i, k in ipairs(KEYS) do
+  redis.call('ZADD', k, 'XX', now + lease, ARGV[i + 1])
+  redis.call('PEXPIRE', k, lease)
 end
 return 0
 ";
@@ -103,7 +104,7 @@ pub(crate) struct Shared {
     finish: redis::Script,
     renew: redis::Script,
     /// When Redis cannot be reached.
-    policy: Unavailable,
+    pub(crate) policy: Unavailable,
     /// This replica's own limits, for `Allow` while Redis is away.
     local: Arc<Local>,
     /// Places under way here, renewed while they last: the request's id and its keys.
@@ -112,11 +113,13 @@ pub(crate) struct Shared {
     down: std::sync::atomic::AtomicBool,
 }
 
+/// A subject's keys. One hash tag for all, so that a request's keys (its key's and its
+/// team's) are in one slot of a Redis Cluster, as its script needs.
 fn keys_of(id: &str) -> [String; 3] {
     [
-        format!("kite:limit:{{{id}}}:requests"),
-        format!("kite:limit:{{{id}}}:tokens"),
-        format!("kite:limit:{{{id}}}:parallel"),
+        format!("kite:{{limits}}:{id}:requests"),
+        format!("kite:{{limits}}:{id}:tokens"),
+        format!("kite:{{limits}}:{id}:parallel"),
     ]
 }
 
@@ -153,26 +156,46 @@ impl Shared {
     }
 
     /// Notes whether Redis answered: an outage and its end are each said once.
-    fn reached(&self, ok: bool, metrics: &crate::metrics::Metrics) {
+    /// Notes whether Redis answered (`failed`: why not): an outage and its end are each
+    /// said once, and every request met during one is counted.
+    fn reached(&self, failed: Option<String>, metrics: &crate::metrics::Metrics) {
         use std::sync::atomic::Ordering;
-        let was_down = self.down.swap(!ok, Ordering::Relaxed);
-        match (ok, was_down) {
-            (false, false) => tracing::warn!(
+        let was_down = self.down.swap(failed.is_some(), Ordering::Relaxed);
+        match (&failed, was_down) {
+            (Some(why), false) => tracing::warn!(
                 target: "kite::serve",
                 policy = ?self.policy,
-                "Redis cannot be reached: limits are {} until it is back",
+                "Redis cannot be reached ({why}): limits are {} until it is back",
                 match self.policy {
                     Unavailable::Deny => "refusing requests (limits_unavailable = \"deny\")",
                     Unavailable::Allow => "held per replica (limits_unavailable = \"allow\")",
                 }
             ),
-            (true, true) => {
+            (None, true) => {
                 tracing::info!(target: "kite::serve", "Redis is back: limits are shared again")
             }
             _ => {}
         }
-        if !ok {
-            metrics.refused("limits_unavailable");
+        if failed.is_some() {
+            metrics.unchecked(match self.policy {
+                Unavailable::Deny => "deny",
+                Unavailable::Allow => "allow",
+            });
+            if self.policy == Unavailable::Deny {
+                metrics.refused("limits_unavailable");
+            }
+        }
+    }
+
+    /// Why Redis does not answer a ping in time, if it does not: for a word at start.
+    pub(crate) async fn check(&self) -> Result<(), String> {
+        let mut c = self.redis.clone();
+        let ping = redis::cmd("PING");
+        let asked = ping.query_async::<String>(&mut c);
+        match tokio::time::timeout(REDIS_DEADLINE * 4, asked).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("no answer in time".into()),
         }
     }
 
@@ -184,10 +207,12 @@ impl Shared {
         let id = crate::keys::new_token().unwrap_or_else(|_| format!("{:?}", Instant::now()));
         let mut invocation = self.admit.prepare_invoke();
         invocation.arg(&id).arg(LEASE.as_millis() as u64);
-        let mut parallel = Vec::new();
+        let (mut parallel, mut taken) = (Vec::new(), Vec::new());
         for s in subjects {
             let [requests, tokens, places] = keys_of(&s.id);
-            invocation.key(requests).key(tokens).key(&places);
+            invocation.key(&requests).key(tokens).key(&places);
+            taken.push(requests);
+            taken.push(places.clone());
             invocation
                 .arg(s.limits.requests_per_minute.unwrap_or(0))
                 .arg(s.limits.tokens_per_minute.unwrap_or(0))
@@ -199,21 +224,22 @@ impl Shared {
         let mut c = self.redis.clone();
         let answer = tokio::time::timeout(
             REDIS_DEADLINE,
-            invocation.invoke_async::<(String, i64)>(&mut c),
+            invocation.invoke_async::<(String, i64, i64)>(&mut c),
         )
         .await;
-        let (verdict, wait) = match answer {
+        let (verdict, wait, at) = match answer {
             Ok(Ok(answer)) => {
-                self.reached(true, metrics);
+                self.reached(None, metrics);
                 answer
             }
             Ok(Err(e)) => {
-                tracing::debug!(target: "kite::serve", error = %e, "Redis refused the limits' script");
-                self.reached(false, metrics);
+                self.reached(Some(e.to_string()), metrics);
+                self.undo(id, taken);
                 return self.unreachable(subjects);
             }
             Err(_) => {
-                self.reached(false, metrics);
+                self.reached(Some("no answer in time".into()), metrics);
+                self.undo(id, taken);
                 return self.unreachable(subjects);
             }
         };
@@ -224,7 +250,10 @@ impl Shared {
                 _ => "requests",
             };
             let wait = Duration::from_millis(wait.max(1000) as u64);
-            return Err(Refusal::Wait(wait, kind));
+            let team = subjects
+                .get(at as usize)
+                .is_some_and(|s| s.id.starts_with("team:"));
+            return Err(Refusal::Wait(wait, kind, team));
         }
         if !super::counts_at_end(subjects) {
             return Ok(Slot::none());
@@ -270,6 +299,21 @@ impl Shared {
         }))))
     }
 
+    /// Takes back what an admission whose answer was lost may have taken (its request in
+    /// the minute, its places), as far as Redis can be reached.
+    fn undo(self: &Arc<Self>, id: String, taken: Vec<String>) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut call = me.finish.prepare_invoke();
+            call.arg(0).arg(0).arg(&id);
+            for k in &taken {
+                call.key(k);
+            }
+            let mut c = me.redis.clone();
+            let _ = tokio::time::timeout(REDIS_DEADLINE, call.invoke_async::<i64>(&mut c)).await;
+        });
+    }
+
     fn unreachable(&self, subjects: &[Subject]) -> Result<Slot, Refusal> {
         match self.policy {
             Unavailable::Deny => Err(Refusal::Unavailable),
@@ -292,11 +336,16 @@ impl Shared {
                 .iter()
                 .map(|(id, keys)| (id.clone(), keys.clone()))
                 .collect();
-            for (id, keys) in held {
+            // All in one call (in chunks, for a script's arguments).
+            let places: Vec<(String, String)> = held
+                .into_iter()
+                .flat_map(|(id, keys)| keys.into_iter().map(move |k| (k, id.clone())))
+                .collect();
+            for chunk in places.chunks(1_000) {
                 let mut call = self.renew.prepare_invoke();
-                call.arg(&id).arg(LEASE.as_millis() as u64);
-                for k in &keys {
-                    call.key(k);
+                call.arg(LEASE.as_millis() as u64);
+                for (key, id) in chunk {
+                    call.key(key).arg(id);
                 }
                 let mut c = self.redis.clone();
                 let _ =

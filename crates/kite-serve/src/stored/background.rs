@@ -23,14 +23,44 @@ use tokio_util::sync::CancellationToken;
 
 /// How often a run under way is touched, and cancels are looked for.
 const TOUCH: Duration = Duration::from_secs(2);
-/// How long a run may go untouched before it is taken for lost.
-pub(crate) const STALE: Duration = Duration::from_secs(10);
+/// How long a run may go untouched before it is taken for lost: well past the longest gap
+/// between touches (a touch's deadline and its interval), with room for replicas' clocks to
+/// differ by some seconds.
+pub(crate) const STALE: Duration = Duration::from_secs(20);
+
+/// How often runs lost by other replicas are looked for.
+const SWEEP: Duration = Duration::from_secs(5);
+
+/// How long a finished response is kept (as OpenAI keeps them).
+const KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// The background runs under way on this replica, by response id.
 #[derive(Default)]
-pub(crate) struct Runs(Mutex<HashMap<String, CancellationToken>>);
+pub(crate) struct Runs(
+    Mutex<HashMap<String, CancellationToken>>,
+    tokio_util::task::TaskTracker,
+    std::sync::atomic::AtomicBool,
+);
 
 impl Runs {
+    /// Lets the runs under way finish, for at most `grace`; then ends the others, failed
+    /// (this server is stopping), and waits (5 s at most) until each has said so.
+    pub(crate) async fn finish(&self, grace: Duration) {
+        self.1.close();
+        if tokio::time::timeout(grace, self.1.wait()).await.is_ok() {
+            return;
+        }
+        self.2.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.0.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            t.cancel();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.1.wait()).await;
+    }
+
+    fn stopping(&self) -> bool {
+        self.2.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn ids(&self) -> Vec<String> {
         self.0
             .lock()
@@ -47,28 +77,44 @@ impl Runs {
     }
 }
 
-/// Touches this replica's runs, passes on the cancels asked elsewhere, and marks failed the
-/// runs other replicas lost, until `stop`.
+/// Touches this replica's runs and passes on the cancels asked elsewhere; and, apart, marks
+/// failed the runs other replicas lost and forgets responses past [`KEPT`]; until `stop`.
 pub(crate) async fn watch(runs: Arc<Runs>, fleet: Arc<dyn Fleet>, stop: CancellationToken) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(TOUCH) => {}
-            () = stop.cancelled() => return,
+    let touch = async {
+        loop {
+            tokio::time::sleep(TOUCH).await;
+            let ids = runs.ids();
+            let now = crate::admin::now_ms();
+            if !ids.is_empty()
+                && let Ok(Ok(cancelled)) =
+                    tokio::time::timeout(DEADLINE, fleet.touch_responses(ids, now)).await
+            {
+                cancelled.iter().for_each(|id| runs.cancel(id));
+            }
         }
-        let now = crate::admin::now_ms();
-        let ids = runs.ids();
-        if !ids.is_empty()
-            && let Ok(Ok(cancelled)) =
-                tokio::time::timeout(DEADLINE, fleet.touch_responses(ids, now)).await
-        {
-            cancelled.iter().for_each(|id| runs.cancel(id));
+    };
+    let sweep = async {
+        let mut forgot = None::<std::time::Instant>;
+        loop {
+            tokio::time::sleep(SWEEP).await;
+            let now = crate::admin::now_ms();
+            let before = now - STALE.as_millis() as i64;
+            if let Ok(Ok(n)) = tokio::time::timeout(DEADLINE, fleet.fail_stale(before)).await
+                && n > 0
+            {
+                tracing::warn!(target: "kite::serve", n, "background responses whose replica stopped are marked failed");
+            }
+            if forgot.is_none_or(|t| t.elapsed() > Duration::from_secs(3600)) {
+                let before = now - KEPT.as_millis() as i64;
+                let _ = tokio::time::timeout(DEADLINE, fleet.forget_responses(before)).await;
+                forgot = Some(std::time::Instant::now());
+            }
         }
-        let before = now - STALE.as_millis() as i64;
-        if let Ok(Ok(n)) = tokio::time::timeout(DEADLINE, fleet.fail_stale(before)).await
-            && n > 0
-        {
-            tracing::warn!(target: "kite::serve", n, "background responses whose replica stopped are marked failed");
-        }
+    };
+    tokio::select! {
+        () = touch => {}
+        () = sweep => {}
+        () = stop.cancelled() => {}
     }
 }
 
@@ -125,7 +171,8 @@ pub(super) async fn start(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(run.kept.id.clone(), cancel.clone());
-    tokio::spawn(go(gw, fleet, run, skeleton, encode, cancel));
+    let runs = gw.background_runs.clone();
+    runs.1.spawn(go(gw, fleet, run, skeleton, encode, cancel));
     axum::Json(queued).into_response()
 }
 
@@ -191,6 +238,10 @@ async fn go(
             "failed".into(),
             with_status(&skeleton, "failed", Some(message)),
         ),
+        None if gw.background_runs.stopping() => {
+            let why = "this server stopped before the response finished; ask again".to_owned();
+            ("failed".into(), with_status(&skeleton, "failed", Some(why)))
+        }
         None => (
             "cancelled".into(),
             with_status(&skeleton, "cancelled", None),
@@ -247,7 +298,16 @@ pub(super) async fn cancel(
     let cancelled = with_status(&body, "cancelled", None);
     let asked = fleet.cancel_response(&id, cancelled.to_string());
     match tokio::time::timeout(DEADLINE, asked).await {
-        Ok(Ok(_)) => axum::Json(cancelled).into_response(),
+        Ok(Ok(true)) => axum::Json(cancelled).into_response(),
+        // It ended meanwhile: as it ended.
+        Ok(Ok(false)) => match load(&fleet, &id, &owner(&caller)).await {
+            Ok(r) => (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                r.body,
+            )
+                .into_response(),
+            Err(refused) => *refused,
+        },
         _ => super::unavailable(),
     }
 }

@@ -59,6 +59,11 @@ pub(super) async fn chat(
     let Some((route, upstream)) = gw.route(&ask.model) else {
         return unknown_model(Api::Chat, &ask.model);
     };
+    if let Caller::Key(k) = &caller
+        && !k.may_use(&ask.model)
+    {
+        return crate::errors::not_allowed(Api::Chat, &ask.model);
+    }
     // The agent first: a conversation is made only for a question that can be asked.
     let (agent, kit) = match agentic::agent(&gw, route, Request::new(upstream.clone())) {
         Ok(made) => made,

@@ -23,7 +23,7 @@ pub(super) const TABLES: &str = "
         name TEXT PRIMARY KEY, created_ms BIGINT NOT NULL, body TEXT NOT NULL
     );
     CREATE TABLE kite_ledger (
-        time_ms BIGINT NOT NULL, request_id TEXT NOT NULL, key_id TEXT, team TEXT,
+        time_ms BIGINT NOT NULL, request_id TEXT NOT NULL UNIQUE, key_id TEXT, team TEXT,
         route TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL,
         input_tokens BIGINT NOT NULL, output_tokens BIGINT NOT NULL,
         cache_read_tokens BIGINT NOT NULL, cache_write_tokens BIGINT NOT NULL,
@@ -204,27 +204,30 @@ impl Fleet for PostgresStore {
                 column!(duration_ms),
                 column!(cached),
             );
-            let spent = totals(&rows);
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(db)?;
+            let written = tx
+                .query(
+                    "INSERT INTO kite_ledger SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], \
+                     $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::BIGINT[], \
+                     $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::BIGINT[], \
+                     $13::DOUBLE PRECISION[], $14::INTEGER[], $15::BIGINT[], $16::BIGINT[], \
+                     $17::BOOLEAN[]) ON CONFLICT (request_id) DO NOTHING RETURNING request_id",
+                    &[
+                        &time, &id, &key, &team, &route, &provider, &model, &input, &output, &read,
+                        &write, &reasoning, &cost, &status, &ttfb, &duration, &cached,
+                    ],
+                )
+                .await
+                .map_err(db)?;
+            let written: std::collections::HashSet<String> =
+                written.iter().map(|r| r.get(0)).collect();
+            let spent = totals(rows.iter().filter(|r| written.contains(&r.request_id)));
             let (subjects, periods, costs): (Vec<_>, Vec<_>, Vec<_>) = (
                 spent.iter().map(|s| s.subject.clone()).collect(),
                 spent.iter().map(|s| s.period.clone()).collect(),
                 spent.iter().map(|s| s.cost).collect(),
             );
-            let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(db)?;
-            tx.execute(
-                "INSERT INTO kite_ledger SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], \
-                 $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::BIGINT[], \
-                 $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::BIGINT[], \
-                 $13::DOUBLE PRECISION[], $14::INTEGER[], $15::BIGINT[], $16::BIGINT[], \
-                 $17::BOOLEAN[])",
-                &[
-                    &time, &id, &key, &team, &route, &provider, &model, &input, &output, &read,
-                    &write, &reasoning, &cost, &status, &ttfb, &duration, &cached,
-                ],
-            )
-            .await
-            .map_err(db)?;
             tx.execute(
                 "INSERT INTO kite_spend (subject, period, cost) \
                  SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::DOUBLE PRECISION[]) \
@@ -305,7 +308,8 @@ impl Fleet for PostgresStore {
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
                          ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
                          updated_ms = excluded.updated_ms, body = excluded.body, \
-                         input = excluded.input WHERE kite_responses.status <> 'cancelled'"
+                         input = excluded.input \
+                         WHERE kite_responses.status NOT IN ('cancelled', 'failed')"
                     ),
                     &[
                         &r.id,
@@ -413,6 +417,19 @@ impl Fleet for PostgresStore {
             }
             tx.commit().await.map_err(db)?;
             Ok(stale.len() as u64)
+        })
+    }
+
+    fn forget_responses(&self, before_ms: i64) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            self.client()
+                .await?
+                .execute(
+                    "DELETE FROM kite_responses WHERE created_ms < $1 AND NOT (status = ANY($2))",
+                    &[&before_ms, &&UNDER_WAY[..]],
+                )
+                .await
+                .map_err(db)
         })
     }
 }

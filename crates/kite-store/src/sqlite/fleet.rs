@@ -22,7 +22,7 @@ pub(super) const TABLES: &str = "
         name TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, body TEXT NOT NULL
     );
     CREATE TABLE kite_ledger (
-        time_ms INTEGER NOT NULL, request_id TEXT NOT NULL, key_id TEXT, team TEXT,
+        time_ms INTEGER NOT NULL, request_id TEXT NOT NULL UNIQUE, key_id TEXT, team TEXT,
         route TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL,
         input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
         cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
@@ -163,11 +163,13 @@ impl Fleet for SqliteStore {
                 let mut insert = tx
                     .prepare(
                         "INSERT INTO kite_ledger VALUES \
-                         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) \
+                         ON CONFLICT (request_id) DO NOTHING",
                     )
                     .map_err(db)?;
+                let mut written = Vec::with_capacity(rows.len());
                 for r in &rows {
-                    insert
+                    let n = insert
                         .execute(params![
                             r.time_ms,
                             r.request_id,
@@ -188,6 +190,9 @@ impl Fleet for SqliteStore {
                             r.cached,
                         ])
                         .map_err(db)?;
+                    if n > 0 {
+                        written.push(r);
+                    }
                 }
                 let mut add = tx
                     .prepare(
@@ -195,7 +200,7 @@ impl Fleet for SqliteStore {
                          ON CONFLICT (subject, period) DO UPDATE SET cost = cost + excluded.cost",
                     )
                     .map_err(db)?;
-                for s in totals(&rows) {
+                for s in totals(written) {
                     add.execute(params![s.subject, s.period, s.cost])
                         .map_err(db)?;
                 }
@@ -265,7 +270,7 @@ impl Fleet for SqliteStore {
                 "INSERT INTO kite_responses VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
                  ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
                  updated_ms = excluded.updated_ms, body = excluded.body, input = excluded.input \
-                 WHERE kite_responses.status <> 'cancelled'",
+                 WHERE kite_responses.status NOT IN ('cancelled', 'failed')",
                 params![
                     r.id,
                     r.owner,
@@ -371,6 +376,18 @@ impl Fleet for SqliteStore {
             }
             tx.commit().map_err(db)?;
             Ok(stale.len() as u64)
+        })
+    }
+
+    fn forget_responses(&self, before_ms: i64) -> StoreFuture<'_, u64> {
+        self.with(move |conn| {
+            let n = conn
+                .execute(
+                    "DELETE FROM kite_responses WHERE created_ms < ?1 AND status NOT IN (?2, ?3)",
+                    params![before_ms, UNDER_WAY[0], UNDER_WAY[1]],
+                )
+                .map_err(db)?;
+            Ok(n as u64)
         })
     }
 }

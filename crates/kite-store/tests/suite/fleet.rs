@@ -111,8 +111,10 @@ pub(crate) async fn the_ledger(store: &dyn Fleet) {
         row(day2, "lk2", "m1", None),
     ];
     rows[2].cached = true;
-    store.record(rows).await.unwrap();
+    store.record(rows.clone()).await.unwrap();
     store.record(Vec::new()).await.unwrap();
+    // Written again (its first answer lost): counted once.
+    store.record(rows).await.unwrap();
 
     let all = store
         .usage(UsageQuery {
@@ -264,8 +266,20 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
         store.response("resp_stop").await.unwrap().unwrap().status,
         "cancelled"
     );
+    // A run marked failed stays failed, whatever it says after.
+    store
+        .put_response(response("resp_gone", "completed", 5_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.response("resp_gone").await.unwrap().unwrap().status,
+        "failed"
+    );
     assert!(store.delete_response("resp_done").await.unwrap());
     assert!(!store.delete_response("resp_done").await.unwrap());
+    // Old responses are forgotten, but not one under way.
+    assert_eq!(store.forget_responses(2).await.unwrap(), 2, "gone and stop");
+    assert!(store.response("resp_run").await.unwrap().is_some());
 }
 
 /// Each owner sees only its own conversations.
