@@ -523,6 +523,11 @@ async fn with_redis_away_allow_answers_within_each_replicas_limits() {
         statuses.push(fleet.ask(&replica, &key).await.status().as_u16());
     }
     assert_eq!(statuses, [200, 200, 429], "this replica's own limits hold");
+    // It can serve, so it stays ready.
+    let ready = fleet
+        .http
+        .get(format!("{}/ready", fleet.replicas[0].site()));
+    assert_eq!(ready.send().await.unwrap().status(), 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -555,6 +560,17 @@ async fn with_postgres_away_answers_go_on_and_the_ledger_catches_up() {
         .await
         .unwrap();
     assert_eq!(ready.status(), 503);
+    // A response to keep is refused before anything is spent; one not to keep is answered.
+    let respond = |store: bool| {
+        fleet
+            .http
+            .post(format!("{}/responses", fleet.replicas[0].base))
+            .bearer_auth(&key)
+            .json(&json!({"model": "gpt-5-nano", "input": "Hi", "store": store}))
+            .send()
+    };
+    assert_eq!(respond(true).await.unwrap().status(), 503);
+    assert_eq!(respond(false).await.unwrap().status(), 200);
     fleet.postgres.run();
     let since = Instant::now();
     loop {
@@ -567,7 +583,7 @@ async fn with_postgres_away_answers_go_on_and_the_ledger_catches_up() {
             .unwrap();
         if r.status() == 200 {
             let used: Value = r.json().await.unwrap();
-            if used["usage"]["requests"] == 4 {
+            if used["usage"]["requests"] == 5 {
                 break;
             }
         }
@@ -736,6 +752,35 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
         assert!(since.elapsed() < Duration::from_secs(10), "still {r}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+
+    // A replica asked to stop lets its background runs finish within its grace.
+    let started: Value = fleet
+        .http
+        .post(format!("{}/responses", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .json(&json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["id"].as_str().unwrap().to_owned();
+    let mut stopping = fleet.replicas.remove(0);
+    stopping.terminate();
+    let status = stopping.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let r: Value = fleet
+        .http
+        .get(format!("{}/responses/{id}", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "completed", "{r}");
 }
 
 /// A chat completion of `body` through `base` with `key` and `headers`: its status, its
@@ -864,4 +909,43 @@ async fn with_no_redis_the_cache_is_the_processs_own() {
     // Shared: the second key is given the first's answer.
     assert_eq!(said, ["miss", "hit", "hit"]);
     assert_eq!(upstream.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_before_the_usage_still_pays_an_estimate() {
+    let Some(fleet) = Fleet::start(10, true, "deny").await else {
+        return;
+    };
+    let key = fleet.create_key("leaver", &[]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut r = fleet
+        .http
+        .post(format!("{}/chat/completions", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .json(&json!({"model": "gpt-5-nano", "stream": true,
+            "messages": [{"role": "user", "content": "Tell me a long story, please."}]}))
+        .send()
+        .await
+        .unwrap();
+    // The first words, then gone before the usage comes at the end.
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    drop(r);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let used: Value = fleet
+        .http
+        .get(format!("{}/usage", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(used["usage"]["requests"], 1, "{used}");
+    assert!(
+        used["usage"]["input_tokens"].as_i64().unwrap() > 0,
+        "{used}"
+    );
+    assert!(used["usage"]["cost"].as_f64().unwrap() > 0.0, "{used}");
 }
