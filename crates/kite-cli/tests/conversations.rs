@@ -508,8 +508,25 @@ async fn a_local_answer_cut_short_still_costs_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout =
-        signal_once_begun(&mut child, "-TERM", std::time::Duration::from_secs(120)).await;
+    // Stopped once some of the answer's text has come (not only the call's start).
+    let mut stdout = child.stdout.take().unwrap();
+    let mut said = Vec::new();
+    let mut byte = [0u8; 1];
+    let text_came = async {
+        while !String::from_utf8_lossy(&said).contains("\"text_delta\"") {
+            stdout.read_exact(&mut byte).await.unwrap();
+            said.push(byte[0]);
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(120), text_came)
+        .await
+        .expect("the answer's text began");
+    let pid = child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).await.unwrap();
     let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())

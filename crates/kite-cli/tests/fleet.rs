@@ -948,4 +948,30 @@ async fn a_client_that_leaves_before_the_usage_still_pays_an_estimate() {
         "{used}"
     );
     assert!(used["usage"]["cost"].as_f64().unwrap() > 0.0, "{used}");
+    // The same for a whole answer its client gave up on.
+    let gave_up = fleet
+        .http
+        .post(format!("{}/chat/completions", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .timeout(Duration::from_millis(400))
+        .json(&json!({"model": "gpt-5-nano",
+            "messages": [{"role": "user", "content": "Tell me a long story, please."}]}))
+        .send()
+        .await;
+    assert!(
+        gave_up.is_err(),
+        "the answer takes longer than the client waits"
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let used: Value = fleet
+        .http
+        .get(format!("{}/usage", fleet.replicas[0].base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(used["usage"]["requests"], 2, "{used}");
 }

@@ -203,7 +203,11 @@ pub(crate) async fn answer<E: Encoder>(
     };
     let events = until_stopped(events, gw.stop.clone());
     if !stream {
-        let mut answer = match whole(first, events).await {
+        // A client that leaves before the whole answer is written down all the same.
+        let left = crate::ledger::LeftEarly::arm(&gw, &served);
+        let whole = whole(first, events).await;
+        left.disarm();
+        let mut answer = match whole {
             Ok(r) => {
                 let body = whole_body(&r);
                 if let Some(keep) = keep {

@@ -195,3 +195,46 @@ pub(crate) fn row(
         cached: a.cached,
     }
 }
+
+/// The ledger row of a whole answer whose client left before it was written (499, as
+/// nginx says), written when dropped armed: what the answer used so far (its estimate, see
+/// `meter.rs`) is counted.
+pub(crate) struct LeftEarly(
+    Option<(
+        Arc<crate::Gateway>,
+        crate::handlers::Answered,
+        i64,
+        std::time::Instant,
+    )>,
+);
+
+impl LeftEarly {
+    pub(crate) fn arm(gw: &Arc<crate::Gateway>, answered: &crate::handlers::Answered) -> Self {
+        let armed = gw.ledger.is_some().then(|| {
+            let came = crate::admin::now_ms();
+            (
+                gw.clone(),
+                answered.clone(),
+                came,
+                std::time::Instant::now(),
+            )
+        });
+        Self(armed)
+    }
+
+    pub(crate) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for LeftEarly {
+    fn drop(&mut self) {
+        let Some((gw, answered, came, started)) = self.0.take() else {
+            return;
+        };
+        if let Some(ledger) = &gw.ledger {
+            let id = gw.next_id("req_");
+            ledger.record(row(&answered, id, came, 499, None, started.elapsed()));
+        }
+    }
+}

@@ -31,6 +31,10 @@ mod background;
 
 pub(crate) use background::{Runs, watch};
 
+/// The largest conversation continued with `previous_response_id` (16 MiB, as large as a
+/// request may be).
+const MAX_KEPT: usize = crate::MAX_BODY;
+
 /// How long one read or write of a stored response may take.
 const DEADLINE: Duration = Duration::from_secs(5);
 
@@ -190,6 +194,14 @@ async fn create(
         v.insert("input".into(), Value::Array(all.clone()));
     }
     let bytes = Value::Object(v).to_string().into_bytes();
+    // Each response keeps the whole conversation before it: past a bound, a new one.
+    if previous.is_some() && bytes.len() > MAX_KEPT {
+        return bad(&format!(
+            "the conversation continued with previous_response_id is over {} MiB: start a new \
+             one (or send the input whole, with store: false)",
+            MAX_KEPT >> 20
+        ));
+    }
     let mut client = match responses::decode_request(&bytes) {
         Ok(c) => c,
         Err(e) => return invalid(Api::Chat, &e),
