@@ -241,10 +241,13 @@ async fn print_new(admin: &Admin, view: &KeyView, key: &str, json: bool) -> Resu
         );
         outln!("{key}");
     }
-    if crate::output::stdout_failed() {
-        let _ = admin.revoke(&view.id).await;
+    if crate::output::stdout_closed() {
+        let what = match admin.revoke(&view.id).await {
+            Ok(_) => "is revoked; make another".to_owned(),
+            Err(e) => format!("could not be revoked ({e}): revoke it with `kite keys revoke`"),
+        };
         return Err(fail(format!(
-            "the key could not be written out, so key {:?} is revoked; make another",
+            "the key could not be written out, so key {:?} {what}",
             view.name
         )));
     }

@@ -206,7 +206,6 @@ pub(crate) async fn answer<E: Encoder>(
         // A client that leaves before the whole answer is written down all the same.
         let left = crate::ledger::LeftEarly::arm(&gw, &served);
         let whole = whole(first, events).await;
-        left.disarm();
         let mut answer = match whole {
             Ok(r) => {
                 let body = whole_body(&r);
@@ -222,6 +221,8 @@ pub(crate) async fn answer<E: Encoder>(
         };
         mark(&mut answer, cached);
         answer.extensions_mut().insert(served);
+        // Its row is the request log's from here (kept whole first, when asked).
+        left.disarm();
         return answer;
     }
     let route = served.route.clone();

@@ -103,6 +103,8 @@ impl Meter {
         };
         self.began = true;
         match event {
+            // A report of nothing (what some upstreams say when they say nothing) is none.
+            Event::Usage { usage } if usage.input_tokens + usage.output_tokens == 0 => {}
             Event::Usage { usage } => {
                 self.reported = true;
                 self.count(usage);

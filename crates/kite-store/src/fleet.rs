@@ -265,7 +265,8 @@ pub trait Fleet: Send + Sync {
     /// Cancels the response `id`, while under way: it is kept as `body` (the response,
     /// cancelled), and its run is asked to stop; false when it is not under way.
     fn cancel_response(&self, id: &str, body: String) -> StoreFuture<'_, bool>;
-    /// Touches the responses `ids` (under way on this replica); returns those asked to stop.
+    /// Touches the responses `ids` (under way on this replica); returns those to stop: asked
+    /// to, or already ended (another replica took them for lost).
     fn touch_responses(&self, ids: Vec<String>, now_ms: i64) -> StoreFuture<'_, Vec<String>>;
     /// Marks as failed every response still under way but untouched since `before_ms`:
     /// the replica running it is gone. Returns how many.

@@ -381,8 +381,8 @@ impl Fleet for PostgresStore {
                 .await?
                 .query(
                     "UPDATE kite_responses SET updated_ms = $2 \
-                     WHERE id = ANY($1) RETURNING id, cancel",
-                    &[&ids, &now_ms],
+                     WHERE id = ANY($1) RETURNING id, cancel OR NOT (status = ANY($3))",
+                    &[&ids, &now_ms, &&UNDER_WAY[..]],
                 )
                 .await
                 .map_err(db)?;

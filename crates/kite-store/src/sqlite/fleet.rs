@@ -333,8 +333,9 @@ impl Fleet for SqliteStore {
             for id in ids {
                 let cancel: Option<bool> = tx
                     .query_row(
-                        "UPDATE kite_responses SET updated_ms = ?2 WHERE id = ?1 RETURNING cancel",
-                        params![id, now_ms],
+                        "UPDATE kite_responses SET updated_ms = ?2 WHERE id = ?1 \
+                         RETURNING cancel OR status NOT IN (?3, ?4)",
+                        params![id, now_ms, UNDER_WAY[0], UNDER_WAY[1]],
                         |r| r.get(0),
                     )
                     .optional()
