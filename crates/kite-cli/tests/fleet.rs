@@ -97,6 +97,18 @@ impl Fleet {
         Some(fleet)
     }
 
+    /// What `GET url` with `key` answers, as JSON.
+    async fn get_json(&self, url: impl reqwest::IntoUrl, key: &str) -> Value {
+        let r = self.http.get(url).bearer_auth(key).send().await.unwrap();
+        r.json().await.unwrap()
+    }
+
+    /// What `POST url` of `body` with `key` answers, as JSON.
+    async fn post_json(&self, url: impl reqwest::IntoUrl, key: &str, body: &Value) -> Value {
+        let r = self.http.post(url).bearer_auth(key).json(body);
+        r.send().await.unwrap().json().await.unwrap()
+    }
+
     /// `kite ARGS` on the fleet's store.
     fn kite(&self, args: &[&str]) -> common::Run {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
@@ -444,15 +456,8 @@ async fn usage_is_the_same_on_every_replica_and_survives_a_replica_killed_midway
     let mut said = Vec::new();
     for replica in &fleet.replicas {
         let used: Value = fleet
-            .http
-            .get(format!("{}/usage", replica.base))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .get_json(format!("{}/usage", replica.base), &key)
+            .await;
         said.push(used["usage"].clone());
     }
     assert_eq!(said[0], said[1]);
@@ -676,16 +681,12 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
     let key = fleet.create_key("patient", &[]);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let started: Value = fleet
-        .http
-        .post(format!("{}/responses", fleet.replicas[0].base))
-        .bearer_auth(&key)
-        .json(&json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .post_json(
+            format!("{}/responses", fleet.replicas[0].base),
+            &key,
+            &json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}),
+        )
+        .await;
     assert_eq!(started["status"], "queued", "{started}");
     let id = started["id"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -695,15 +696,8 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
     let since = Instant::now();
     let ended = loop {
         let r: Value = fleet
-            .http
-            .get(format!("{}/responses/{id}", fleet.replicas[0].base))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .get_json(format!("{}/responses/{id}", fleet.replicas[0].base), &key)
+            .await;
         if !["queued", "in_progress"].contains(&r["status"].as_str().unwrap()) {
             break r;
         }
@@ -715,16 +709,12 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
 
     // A cancel asked of one replica stops a run on another.
     let started: Value = fleet
-        .http
-        .post(format!("{}/responses", fleet.replicas[0].base))
-        .bearer_auth(&key)
-        .json(&json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .post_json(
+            format!("{}/responses", fleet.replicas[0].base),
+            &key,
+            &json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}),
+        )
+        .await;
     let id = started["id"].as_str().unwrap().to_owned();
     let cancelled = fleet
         .http
@@ -737,15 +727,8 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
     let since = Instant::now();
     loop {
         let r: Value = fleet
-            .http
-            .get(format!("{}/responses/{id}", fleet.replicas[1].base))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .get_json(format!("{}/responses/{id}", fleet.replicas[1].base), &key)
+            .await;
         if r["status"] == "cancelled" {
             break;
         }
@@ -755,31 +738,20 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
 
     // A replica asked to stop lets its background runs finish within its grace.
     let started: Value = fleet
-        .http
-        .post(format!("{}/responses", fleet.replicas[0].base))
-        .bearer_auth(&key)
-        .json(&json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .post_json(
+            format!("{}/responses", fleet.replicas[0].base),
+            &key,
+            &json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}),
+        )
+        .await;
     let id = started["id"].as_str().unwrap().to_owned();
     let mut stopping = fleet.replicas.remove(0);
     stopping.terminate();
     let status = stopping.child.wait().unwrap();
     assert!(status.success(), "{status}");
     let r: Value = fleet
-        .http
-        .get(format!("{}/responses/{id}", fleet.replicas[0].base))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(format!("{}/responses/{id}", fleet.replicas[0].base), &key)
+        .await;
     assert_eq!(r["status"], "completed", "{r}");
 }
 
@@ -933,15 +905,8 @@ async fn a_client_that_leaves_before_the_usage_still_pays_an_estimate() {
     drop(r);
     tokio::time::sleep(Duration::from_millis(600)).await;
     let used: Value = fleet
-        .http
-        .get(format!("{}/usage", fleet.replicas[0].base))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(format!("{}/usage", fleet.replicas[0].base), &key)
+        .await;
     assert_eq!(used["usage"]["requests"], 1, "{used}");
     assert!(
         used["usage"]["input_tokens"].as_i64().unwrap() > 0,
@@ -964,14 +929,7 @@ async fn a_client_that_leaves_before_the_usage_still_pays_an_estimate() {
     );
     tokio::time::sleep(Duration::from_millis(600)).await;
     let used: Value = fleet
-        .http
-        .get(format!("{}/usage", fleet.replicas[0].base))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(format!("{}/usage", fleet.replicas[0].base), &key)
+        .await;
     assert_eq!(used["usage"]["requests"], 2, "{used}");
 }

@@ -7,6 +7,7 @@
 
 pub(crate) mod http;
 
+use crate::ids::hex;
 use kite_store::fleet::{
     Budget, FleetLimits, KeyRecord, Period, TeamRecord, UsageLine, UsageQuery,
 };
@@ -109,6 +110,11 @@ pub enum AdminError {
     Store(StoreError),
 }
 
+/// Random hex, or the failure to draw it.
+fn random_hex(n: usize) -> Result<String, AdminError> {
+    crate::ids::random_hex(n).map_err(|e| AdminError::Invalid(format!("no randomness: {e}")))
+}
+
 impl From<StoreError> for AdminError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -147,19 +153,8 @@ fn view(k: KeyRecord) -> KeyView {
 
 /// A new secret, its digest (hex) and its hint.
 fn secret() -> Result<(String, String, String), AdminError> {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).map_err(|e| AdminError::Invalid(format!("no randomness: {e}")))?;
-    let key: String = KEY_PREFIX
-        .chars()
-        .chain(bytes.iter().flat_map(|b| {
-            let hex = format!("{b:02x}");
-            hex.chars().collect::<Vec<_>>()
-        }))
-        .collect();
-    let digest: String = Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let key = format!("{KEY_PREFIX}{}", random_hex(24)?);
+    let digest = hex(&Sha256::digest(key.as_bytes()));
     let hint = format!("{KEY_PREFIX}...{}", &key[key.len() - 4..]);
     Ok((key, digest, hint))
 }
@@ -238,13 +233,8 @@ impl Admin {
             ..b
         });
         let (key, digest, hint) = secret()?;
-        let mut id = [0u8; 8];
-        getrandom::fill(&mut id).map_err(|e| AdminError::Invalid(format!("no randomness: {e}")))?;
         let record = KeyRecord {
-            id: format!(
-                "key_{}",
-                id.iter().map(|b| format!("{b:02x}")).collect::<String>()
-            ),
+            id: format!("key_{}", random_hex(8)?),
             name: new.name,
             digest,
             hint,

@@ -178,8 +178,7 @@ impl Cache {
 }
 
 fn redis_key(key: &[u8; 32]) -> String {
-    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-    format!("kite:cache:{hex}")
+    format!("kite:cache:{}", crate::ids::hex(key))
 }
 
 #[cfg(test)]

@@ -106,37 +106,13 @@ pub(crate) fn over_budget(api: Api, over: &crate::registry::OverBudget) -> Respo
         "x-should-retry",
         axum::http::HeaderValue::from_static("false"),
     );
-    if let Some(secs) = period_left(over.budget.period)
-        && let Ok(v) = axum::http::HeaderValue::from_str(&secs.to_string())
+    let now = crate::admin::now_ms();
+    if let Some(end) = over.budget.period.end(now)
+        && let Ok(v) = axum::http::HeaderValue::from_str(&((end - now) / 1000).max(1).to_string())
     {
         h.insert(axum::http::header::RETRY_AFTER, v);
     }
     r
-}
-
-/// Seconds until the current UTC day or month ends (none for all time).
-fn period_left(period: kite_store::fleet::Period) -> Option<i64> {
-    let now = crate::admin::now_ms();
-    let mut end = now;
-    // The first millisecond named as another period.
-    let named = period.at(now);
-    let mut step = 3_600_000;
-    if named == "total" {
-        return None;
-    }
-    while period.at(end) == named {
-        end += step;
-        if end - now > 40 * 86_400_000 {
-            return None;
-        }
-    }
-    // Back to the hour it turned, then minute by minute.
-    end -= step;
-    step = 60_000;
-    while period.at(end) == named {
-        end += step;
-    }
-    Some(((end - now) / 1000).max(1))
 }
 
 /// A key asking for a model it may not use.

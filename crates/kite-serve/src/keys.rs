@@ -67,9 +67,8 @@ impl Key {
     /// A key of kite.toml.
     fn configured(key: &str, place: usize, limits: Limits) -> Self {
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         Self {
-            id: format!("cfg_{hex}"),
+            id: format!("cfg_{}", crate::ids::hex(&digest[..8])),
             label: format!("key-{}", place + 1),
             digest,
             limits,
@@ -120,13 +119,6 @@ pub(crate) struct Keys {
 /// port of a host, so each port has its own).
 pub(crate) fn cookie_name(port: &str) -> String {
     format!("kite-token-{port}")
-}
-
-/// A new token: 32 random bytes as hex.
-pub fn new_token() -> std::io::Result<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 impl Spent {

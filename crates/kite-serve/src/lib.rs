@@ -30,10 +30,12 @@ mod agentic;
 mod answer;
 mod cache;
 mod count;
+mod encoders;
 mod errors;
 mod fleet;
 mod handlers;
 mod hosted;
+mod ids;
 mod keys;
 mod ledger;
 mod limits;
@@ -51,8 +53,9 @@ pub use admin::{Admin, AdminError, KEY_PREFIX, KeyView, NewKey, NewTeam, period}
 pub use agentic::{KitMaker, RequestKit};
 pub use cache::{CacheSettings, Scope as CacheScope};
 pub use hosted::HostedTools;
+pub use ids::new_token;
+pub use keys::KeyUsage;
 use keys::{Caller, Keys};
-pub use keys::{KeyUsage, new_token};
 pub use kite_agent::{Pricer, ToolSet};
 pub use kite_store::Store;
 
@@ -345,11 +348,7 @@ impl Gateway {
     /// A new answer's id: `prefix` (the client API's own), then random hex, unique across
     /// replicas and restarts (stored responses are found by it), and a count.
     pub(crate) fn next_id(&self, prefix: &str) -> String {
-        let mut bytes = [0u8; 12];
-        let random: String = match getrandom::fill(&mut bytes) {
-            Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
-            Err(_) => format!("{:x}", handlers::now()),
-        };
+        let random = ids::random_hex(12).unwrap_or_else(|_| format!("{:x}", handlers::now()));
         format!(
             "{prefix}{random}{}",
             self.ids.fetch_add(1, Ordering::Relaxed) + 1

@@ -38,9 +38,10 @@ pub(crate) async fn gate(
     }
     // The admin API asks for keys of its own, before a body is read; its bodies are small.
     if path.starts_with("/v1/admin/") {
-        if let Err(refused) = crate::admin::http::admitted(&gw, request.headers()) {
-            return *refused;
-        }
+        match crate::admin::http::admitted(&gw, request.headers()) {
+            Ok(admin) => request.extensions_mut().insert(admin),
+            Err(refused) => return *refused,
+        };
         if request.method() == axum::http::Method::POST {
             let limit = crate::admin::http::MAX_BODY;
             request = match read_body(Api::Chat, request, gw.deadlines.body, limit).await {

@@ -19,6 +19,7 @@ pub(crate) const POLL: Duration = Duration::from_millis(500);
 const DEADLINE: Duration = Duration::from_secs(5);
 
 use crate::Conversations;
+use crate::admin::now_ms;
 
 #[derive(Default)]
 struct Table {
@@ -48,12 +49,6 @@ pub(crate) fn limits(l: FleetLimits) -> Limits {
         tokens_per_minute: l.tpm,
         max_parallel: l.max_parallel,
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn digest(hex: &str) -> Option<[u8; 32]> {

@@ -119,16 +119,55 @@ pub(crate) async fn put(fleet: &Arc<dyn Fleet>, response: StoredResponse) -> boo
     false
 }
 
-/// `input` as items: text is one user message.
-fn items(input: Option<&Value>) -> Option<Vec<Value>> {
-    match input? {
-        Value::String(s) => Some(vec![json!({
+/// `input` as items: text is one user message; anything else is given back, for the
+/// decoder to say what is wrong with it.
+fn items(input: Value) -> Result<Vec<Value>, Value> {
+    match input {
+        Value::String(s) => Ok(vec![json!({
             "type": "message",
             "role": "user",
             "content": [{"type": "input_text", "text": s}],
         })]),
-        Value::Array(a) => Some(a.clone()),
-        _ => None,
+        Value::Array(a) => Ok(a),
+        other => Err(other),
+    }
+}
+
+/// A response's id, model, time and the client's tools: what writes it, whole or streamed.
+struct Reply {
+    id: String,
+    public: String,
+    created: u64,
+    tools: responses::ClientTools,
+}
+
+impl Reply {
+    /// The reply to `client`, whose hosted tools the gateway's policy places first.
+    fn to(gw: &Gateway, client: &mut responses::ClientRequest) -> Self {
+        gw.place_hosted_tools(client);
+        Self {
+            id: gw.next_id("resp_"),
+            public: client.request.model.clone(),
+            created: now(),
+            tools: client.tools.clone(),
+        }
+    }
+
+    /// What writes the whole response.
+    fn encode(&self) -> impl Fn(&kite_core::Response) -> Value + Clone + Send + Sync + 'static {
+        let Reply {
+            id,
+            public,
+            created,
+            tools,
+        } = self;
+        let (id, public, created, tools) = (id.clone(), public.clone(), *created, tools.clone());
+        move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools)
+    }
+
+    /// What writes it streamed.
+    fn encoder(self) -> responses::EventEncoder {
+        responses::EventEncoder::new(self.id, self.public, self.created, self.tools)
     }
 }
 
@@ -170,7 +209,14 @@ async fn create(
         );
     }
     let owner = owner(&caller);
-    let mut input = items(v.get("input"));
+    let mut input = match v.remove("input").map(items) {
+        Some(Ok(all)) => Some(all),
+        Some(Err(other)) => {
+            v.insert("input".into(), other);
+            None
+        }
+        None => None,
+    };
     if let Some(previous) = &previous {
         let earlier = match load(&fleet, previous, &owner).await {
             Ok(r) => r,
@@ -182,49 +228,47 @@ async fn create(
                 earlier.status
             ));
         }
+        // Each response keeps the whole conversation before it: past a bound, a new one.
+        if earlier.input.len() + earlier.body.len() + body.len() > MAX_KEPT {
+            return bad(&format!(
+                "the conversation continued with previous_response_id is over {} MiB: start a \
+                 new one (or send the input whole, with store: false)",
+                MAX_KEPT >> 20
+            ));
+        }
         let mut chain: Vec<Value> = serde_json::from_str(&earlier.input).unwrap_or_default();
-        let said: Value = serde_json::from_str(&earlier.body).unwrap_or_default();
-        if let Some(output) = said["output"].as_array() {
-            chain.extend(output.iter().cloned());
+        let mut said: Value = serde_json::from_str(&earlier.body).unwrap_or_default();
+        if let Some(Value::Array(output)) = said.get_mut("output").map(Value::take) {
+            chain.extend(output);
         }
         chain.extend(input.take().unwrap_or_default());
         input = Some(chain);
     }
-    if let Some(all) = &input {
-        v.insert("input".into(), Value::Array(all.clone()));
+    // What is kept of the input, before the decoder takes it.
+    let kept_input = match (store, &input) {
+        (true, Some(all)) => serde_json::to_string(all).unwrap_or_else(|_| "[]".into()),
+        _ => "[]".into(),
+    };
+    if let Some(all) = input {
+        v.insert("input".into(), Value::Array(all));
     }
-    let bytes = Value::Object(v).to_string().into_bytes();
-    // Each response keeps the whole conversation before it: past a bound, a new one.
-    if previous.is_some() && bytes.len() > MAX_KEPT {
-        return bad(&format!(
-            "the conversation continued with previous_response_id is over {} MiB: start a new \
-             one (or send the input whole, with store: false)",
-            MAX_KEPT >> 20
-        ));
-    }
-    let mut client = match responses::decode_request(&bytes) {
+    let mut client = match responses::decode_value(&Value::Object(v)) {
         Ok(c) => c,
         Err(e) => return invalid(Api::Chat, &e),
     };
-    gw.place_hosted_tools(&mut client);
-    let public = client.request.model.clone();
-    let id = gw.next_id("resp_");
-    let created = now();
-    let tools = client.tools.clone();
+    let reply = Reply::to(&gw, &mut client);
+    let now_ms = crate::admin::now_ms();
     let kept = StoredResponse {
-        id: id.clone(),
+        id: reply.id.clone(),
         owner,
         status: "queued".into(),
-        created_ms: crate::admin::now_ms(),
-        updated_ms: crate::admin::now_ms(),
+        created_ms: now_ms,
+        updated_ms: now_ms,
         cancel: false,
         body: String::new(),
-        input: Value::Array(input.unwrap_or_default()).to_string(),
+        input: kept_input,
     };
-    let encode = {
-        let (id, public, tools) = (id.clone(), public.clone(), tools.clone());
-        move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools)
-    };
+    let encode = reply.encode();
     if background {
         let run = background::Run {
             caller,
@@ -232,7 +276,7 @@ async fn create(
             kept,
             slot,
         };
-        return background::start(gw, fleet, run, public, encode).await;
+        return background::start(gw, fleet, run, reply.public, encode).await;
     }
     let keep: Option<Keep> = store.then(|| {
         let encode = encode.clone();
@@ -249,7 +293,7 @@ async fn create(
             }) as futures_util::future::BoxFuture<'static, ()>
         }) as Keep
     });
-    let encoder = responses::EventEncoder::new(id, public, created, tools);
+    let encoder = reply.encoder();
     let ask = Ask {
         api: Api::Chat,
         caller,
@@ -274,14 +318,9 @@ async fn stateless(
         Ok(c) => c,
         Err(e) => return invalid(Api::Chat, &e),
     };
-    gw.place_hosted_tools(&mut client);
-    let public = client.request.model.clone();
-    let id = gw.next_id("resp_");
-    let created = now();
-    let tools = client.tools;
-    let encoder = responses::EventEncoder::new(id.clone(), public.clone(), created, tools.clone());
-    let whole =
-        move |r: &kite_core::Response| responses::encode_response(r, &id, &public, created, &tools);
+    let reply = Reply::to(&gw, &mut client);
+    let whole = reply.encode();
+    let encoder = reply.encoder();
     let ask = Ask {
         api: Api::Chat,
         caller,

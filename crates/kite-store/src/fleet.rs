@@ -49,6 +49,21 @@ impl Period {
         }
     }
 
+    /// When the period that holds `time_ms` ends (Unix milliseconds; none for all time).
+    pub fn end(self, time_ms: i64) -> Option<i64> {
+        use chrono::{Datelike, NaiveDate};
+        let day = chrono::DateTime::from_timestamp_millis(time_ms)?.date_naive();
+        let next = match self {
+            Period::Day => day.succ_opt()?,
+            Period::Month => match day.month() {
+                12 => NaiveDate::from_ymd_opt(day.year() + 1, 1, 1)?,
+                m => NaiveDate::from_ymd_opt(day.year(), m + 1, 1)?,
+            },
+            Period::Total => return None,
+        };
+        Some(next.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
+    }
+
     /// Every period, as for [`Fleet::spend`].
     pub const ALL: [Period; 3] = [Period::Day, Period::Month, Period::Total];
 }
@@ -304,6 +319,20 @@ pub(crate) fn totals<'a>(rows: impl IntoIterator<Item = &'a LedgerRow>) -> Vec<S
         .collect()
 }
 
+/// `v` as JSON text, to be kept.
+pub(crate) fn json<T: Serialize>(v: &T) -> Result<String, crate::StoreError> {
+    serde_json::to_string(v).map_err(|e| crate::StoreError::Backend(e.to_string()))
+}
+
+/// A kept `what` read back from its JSON text.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+    what: &str,
+    body: &str,
+) -> Result<T, crate::StoreError> {
+    serde_json::from_str(body)
+        .map_err(|e| crate::StoreError::Backend(format!("a stored {what} is not readable: {e}")))
+}
+
 /// Statuses of a response under way.
 pub const UNDER_WAY: [&str; 2] = ["queued", "in_progress"];
 
@@ -335,6 +364,14 @@ mod tests {
         assert_eq!(Period::Month.at(t), "month:2026-11");
         assert_eq!(Period::Day.at(t + 1), "day:2026-11-27");
         assert_eq!(Period::Total.at(t), "total");
+        assert_eq!(Period::Day.end(t), Some(t + 1));
+        assert_eq!(Period::Month.end(t), Some(1_796_083_200_000), "2026-12-01");
+        // 2026-12-31T12:00Z: the month ends with the year.
+        assert_eq!(
+            Period::Month.end(1_798_718_400_000),
+            Some(1_798_761_600_000)
+        );
+        assert_eq!(Period::Total.end(t), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use super::{Admin, AdminError, NewKey, NewTeam};
 use crate::Gateway;
 use crate::errors::{Api, Kind, error};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -27,8 +27,8 @@ pub(crate) fn routes() -> Router<Arc<Gateway>> {
 /// The largest body the admin API reads (its bodies are a few fields).
 pub(crate) const MAX_BODY: usize = 64 << 10;
 
-/// The admin API, when the caller gives an admin key: asked before a body is read, and by
-/// each handler.
+/// The admin API, when the caller gives an admin key: asked by `middleware::gate` before a
+/// body is read, and given to the handlers.
 pub(crate) fn admitted(gw: &Gateway, headers: &HeaderMap) -> Result<Admin, Box<Response>> {
     let (Some(admin), false) = (&gw.admin, gw.admin_keys.is_empty()) else {
         return Err(Box::new(error(
@@ -103,23 +103,11 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Box<Response>
     })
 }
 
-async fn keys(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn keys(Extension(admin): Extension<Admin>) -> Response {
     answer(admin.keys().await.map(list))
 }
 
-async fn create_key(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    bytes: axum::body::Bytes,
-) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn create_key(Extension(admin): Extension<Admin>, bytes: axum::body::Bytes) -> Response {
     let new: NewKey = match body(&bytes) {
         Ok(n) => n,
         Err(r) => return *r,
@@ -130,59 +118,23 @@ async fn create_key(
     }
 }
 
-async fn key(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn key(Extension(admin): Extension<Admin>, Path(id): Path<String>) -> Response {
     answer(admin.key(&id).await.map(|k| json!(k)))
 }
 
-async fn revoke(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn revoke(Extension(admin): Extension<Admin>, Path(id): Path<String>) -> Response {
     answer(admin.revoke(&id).await.map(|k| json!(k)))
 }
 
-async fn rotate(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn rotate(Extension(admin): Extension<Admin>, Path(id): Path<String>) -> Response {
     answer(admin.rotate(&id).await.map(|(v, k)| with_key(v, k)))
 }
 
-async fn teams(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn teams(Extension(admin): Extension<Admin>) -> Response {
     answer(admin.teams().await.map(list))
 }
 
-async fn create_team(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    bytes: axum::body::Bytes,
-) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn create_team(Extension(admin): Extension<Admin>, bytes: axum::body::Bytes) -> Response {
     let new: NewTeam = match body(&bytes) {
         Ok(n) => n,
         Err(r) => return *r,
@@ -193,15 +145,7 @@ async fn create_team(
     }
 }
 
-async fn team(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
+async fn team(Extension(admin): Extension<Admin>, Path(name): Path<String>) -> Response {
     let shown = async {
         let team = admin.team(&name).await?;
         let keys: Vec<_> = admin
@@ -228,14 +172,9 @@ struct UsageParams {
 }
 
 async fn usage(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
+    Extension(admin): Extension<Admin>,
     params: Result<Query<UsageParams>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let admin = match admitted(&gw, &headers) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
     let Ok(Query(p)) = params else {
         return error(
             Api::Chat,

@@ -204,7 +204,7 @@ impl Shared {
         subjects: &[Subject],
         metrics: &crate::metrics::Metrics,
     ) -> Result<Slot, Refusal> {
-        let id = crate::keys::new_token().unwrap_or_else(|_| format!("{:?}", Instant::now()));
+        let id = crate::ids::new_token().unwrap_or_else(|_| format!("{:?}", Instant::now()));
         let mut invocation = self.admit.prepare_invoke();
         invocation.arg(&id).arg(LEASE.as_millis() as u64);
         let (mut parallel, mut taken) = (Vec::new(), Vec::new());

@@ -5,7 +5,7 @@
 use super::{PostgresStore, db};
 use crate::fleet::{
     By, Fleet, KeyRecord, LedgerRow, Spend, StoredResponse, TeamRecord, UNDER_WAY, UsageLine,
-    UsageQuery, failed_body, totals,
+    UsageQuery, failed_body, json, parse, totals,
 };
 use crate::{StoreError, StoreFuture};
 
@@ -44,20 +44,12 @@ pub(super) const TABLES: &str = "
     CREATE INDEX kite_responses_under_way ON kite_responses (status, updated_ms);
 ";
 
-fn json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Backend(e.to_string()))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(
+/// Each row's first column, a kept `what` as JSON text, read back.
+fn parse_all<T: serde::de::DeserializeOwned>(
     what: &str,
     rows: Vec<tokio_postgres::Row>,
 ) -> Result<Vec<T>, StoreError> {
-    rows.iter()
-        .map(|r| {
-            serde_json::from_str(r.get(0))
-                .map_err(|e| StoreError::Backend(format!("a stored {what} is not readable: {e}")))
-        })
-        .collect()
+    rows.iter().map(|r| parse(what, r.get(0))).collect()
 }
 
 /// A unique column's clash, named as what clashed.
@@ -139,7 +131,7 @@ impl Fleet for PostgresStore {
                 .query("SELECT body FROM kite_keys ORDER BY created_ms, id", &[])
                 .await
                 .map_err(db)?;
-            parse("key", rows)
+            parse_all("key", rows)
         })
     }
 
@@ -172,7 +164,7 @@ impl Fleet for PostgresStore {
                 .query("SELECT body FROM kite_teams ORDER BY created_ms, name", &[])
                 .await
                 .map_err(db)?;
-            parse("team", rows)
+            parse_all("team", rows)
         })
     }
 

@@ -3,7 +3,7 @@
 use super::{SqliteStore, db};
 use crate::fleet::{
     By, Fleet, KeyRecord, LedgerRow, Spend, StoredResponse, TeamRecord, UNDER_WAY, UsageLine,
-    UsageQuery, failed_body, totals,
+    UsageQuery, failed_body, json, parse, totals,
 };
 use crate::{StoreError, StoreFuture};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -42,15 +42,6 @@ pub(super) const TABLES: &str = "
     );
     CREATE INDEX kite_responses_under_way ON kite_responses (status, updated_ms);
 ";
-
-fn json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Backend(e.to_string()))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T, StoreError> {
-    serde_json::from_str(body)
-        .map_err(|e| StoreError::Backend(format!("a stored {what} is not readable: {e}")))
-}
 
 /// A unique column's clash as [`StoreError::Exists`].
 fn unique(e: rusqlite::Error, what: &str) -> StoreError {

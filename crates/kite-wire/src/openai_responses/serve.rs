@@ -67,7 +67,13 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     let v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
-    let f = Fields::of(&v)?;
+    decode_value(&v)
+}
+
+/// Decodes a client's `POST /v1/responses` body already read as JSON (by a server that
+/// took some fields out first), as [`decode_request`] does.
+pub fn decode_value(v: &Value) -> Result<ClientRequest, Error> {
+    let f = Fields::of(v)?;
     for stored in ["previous_response_id", "conversation"] {
         if f.get(stored).is_some_and(|x| x != "") {
             return Err(bad(format!(
