@@ -418,12 +418,31 @@ pub(crate) fn seconds(s: &str) -> Result<Duration, String> {
 
 /// The configuration in `text` (a `kite.toml`), or what is wrong with it.
 pub(crate) fn parse(text: &str) -> Result<Config, String> {
-    toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())
+    toml::from_str(text).map_err(|e| wrong(text, &e))
+}
+
+/// What is wrong with a TOML file, and where: never its text, which may hold keys and
+/// passwords (the message's double-quoted values are left out too).
+fn wrong(text: &str, e: &toml::de::Error) -> String {
+    let mut message = String::new();
+    for (i, part) in e.message().trim_end().split('"').enumerate() {
+        match i % 2 {
+            0 => message.push_str(part),
+            _ => message.push_str("\"…\""),
+        }
+    }
+    let Some(span) = e.span() else {
+        return message;
+    };
+    let before = text.get(..span.start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}: {message}")
 }
 
 /// The prompts file's content (`text`), or what is wrong with it.
 pub(crate) fn parse_prompts(text: &str) -> Result<Prompts, String> {
-    let prompts: Prompts = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    let prompts: Prompts = toml::from_str(text).map_err(|e| wrong(text, &e))?;
     match prompts.file {
         Some(_) => Err("a prompts file cannot name another (`file`)".into()),
         None => Ok(prompts),

@@ -981,12 +981,16 @@ async fn a_token_in_an_mcp_servers_url_is_never_shown() {
 }
 
 #[tokio::test]
-async fn a_broken_kite_toml_never_shows_a_password_it_quotes() {
+async fn a_broken_kite_toml_never_shows_a_password_or_key_it_holds() {
     let dir = scratch("toml-password");
     let path = dir.join("kite.toml");
     for text in [
         "[store]\nurl = \"postgres://u:sekritpass@127.0.0.1:9/db\n",
         "[store]\nurl = [\"postgres://u:sekritpass@127.0.0.1:9/db\"]\n",
+        "[serve]\nkeys = [\"sk-sekritpass\"\n",
+        "[serve]\nadmin_keys = \"sekritpass\"\n",
+        "[serve]\nadmin_keys = [\"sekritpass\"]\nkeys = [\"a\", 7]\n",
+        "[providers.openai]\napi_key = [\"sekritpass\"]\n",
     ] {
         std::fs::write(&path, text).unwrap();
         let r = run(kite()
@@ -996,6 +1000,11 @@ async fn a_broken_kite_toml_never_shows_a_password_it_quotes() {
         .await;
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(r.stderr.contains("kite.toml"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("line "),
+            "where it is wrong: {}",
+            r.stderr
+        );
         assert!(!r.stderr.contains("sekritpass"), "{}", r.stderr);
     }
 }
