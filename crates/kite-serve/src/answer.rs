@@ -103,7 +103,7 @@ impl Gateway {
                 // is no answer: what the route before it met is.
                 Some(Err(Error::InvalidRequest(_))) if failure.is_some() => {}
                 // The request itself is at fault: no other route will do better.
-                Some(Err(e)) => return Err(Box::new(upstream_error(api, &e))),
+                Some(Err(e)) => return Err(Box::new(upstream_error(api, &e, &self.secrets))),
                 first => {
                     return Ok(Opened {
                         first,
@@ -117,7 +117,7 @@ impl Gateway {
             }
         }
         let e = failure.unwrap_or(Error::Cancelled);
-        Err(Box::new(upstream_error(api, &e)))
+        Err(Box::new(upstream_error(api, &e, &self.secrets)))
     }
 
     /// `events`, with what they report used counted against `caller` (`meter.rs`).

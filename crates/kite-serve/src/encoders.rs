@@ -1,7 +1,6 @@
 //! Each client API's stream encoder as server-sent-event text, for `handlers::answer`:
 //! Chat Completions' chunks, Anthropic's named events, and Responses' typed events.
 
-use crate::errors::told;
 use kite_core::Event;
 use kite_wire::anthropic::serve as messages;
 use kite_wire::openai_chat::serve::ChunkEncoder;
@@ -12,8 +11,9 @@ use serde_json::Value;
 pub(crate) trait Encoder: Send + 'static {
     /// What one of kite's events says to the client.
     fn event(&mut self, event: &Event) -> String;
-    /// What a failure midway says; the stream ends with it.
-    fn failed(&mut self, error: &kite_core::Error) -> String;
+    /// What a failure midway says (`message`, as the client is told it); the stream ends
+    /// with it.
+    fn failed(&mut self, message: &str) -> String;
     /// What closes the stream.
     fn finish(&mut self) -> String;
 }
@@ -33,10 +33,10 @@ impl Encoder for ChunkEncoder {
             .map(data)
             .collect()
     }
-    fn failed(&mut self, error: &kite_core::Error) -> String {
+    fn failed(&mut self, message: &str) -> String {
         // Mid-stream, an error can only be said in the stream.
         data(kite_wire::openai_chat::serve::error_body(
-            &told(error),
+            message,
             "api_error",
             None,
         ))
@@ -53,10 +53,10 @@ impl Encoder for messages::EventEncoder {
         let events = messages::EventEncoder::event(self, event);
         events.iter().map(|(name, v)| named(name, v)).collect()
     }
-    fn failed(&mut self, error: &kite_core::Error) -> String {
+    fn failed(&mut self, message: &str) -> String {
         // After an error the stream ends with it: no stop reason follows.
         messages::EventEncoder::failed(self);
-        named("error", &messages::error_body(&told(error), "api_error"))
+        named("error", &messages::error_body(message, "api_error"))
     }
     fn finish(&mut self) -> String {
         let events = messages::EventEncoder::finish(self);
@@ -75,8 +75,8 @@ impl Encoder for responses::EventEncoder {
     fn event(&mut self, event: &Event) -> String {
         typed(responses::EventEncoder::event(self, event))
     }
-    fn failed(&mut self, error: &kite_core::Error) -> String {
-        typed(responses::EventEncoder::failed(self, &told(error)))
+    fn failed(&mut self, message: &str) -> String {
+        typed(responses::EventEncoder::failed(self, message))
     }
     fn finish(&mut self) -> String {
         typed(responses::EventEncoder::finish(self))

@@ -136,8 +136,9 @@ pub(crate) fn unknown_model(api: Api, name: &str) -> Response {
 
 /// What a client is told of an upstream failure: the provider refusing the gateway's own
 /// credentials is the gateway's business, not theirs.
-pub(crate) fn told(e: &Error) -> String {
-    match e {
+/// What a client is told of `e`: with `secrets` (the gateway's) hidden in it.
+pub(crate) fn told(e: &Error, secrets: &[String]) -> String {
+    let said = match e {
         Error::Api(a)
             if matches!(
                 a.kind,
@@ -147,14 +148,15 @@ pub(crate) fn told(e: &Error) -> String {
             REFUSED.to_owned()
         }
         e => e.to_string(),
-    }
+    };
+    kite_core::redact::redact_all(&said, secrets)
 }
 
 const REFUSED: &str = "the gateway's upstream refused its credentials";
 
 /// An upstream failure as the client should see it: the status it stands for, in its
-/// API's shape, with kite's words (the upstream's were redacted of its key already).
-pub(crate) fn upstream_error(api: Api, e: &Error) -> Response {
+/// API's shape, with kite's words (and the upstream's, with `secrets` hidden in them).
+pub(crate) fn upstream_error(api: Api, e: &Error, secrets: &[String]) -> Response {
     let (status, kind) = match e {
         Error::Api(a) => {
             // Only an error status passes through; anything else from upstream is the
@@ -179,7 +181,7 @@ pub(crate) fn upstream_error(api: Api, e: &Error) -> Response {
         Error::Transport(_) => (StatusCode::BAD_GATEWAY, Kind::Upstream),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, Kind::Upstream),
     };
-    let mut answer = error(api, status, &e.to_string(), kind);
+    let mut answer = error(api, status, &told(e, secrets), kind);
     // The gateway has retried already: a client that retries too (the official SDKs, and
     // the agents on them, honour this) would only make its user wait minutes longer.
     if status.is_server_error() {

@@ -141,7 +141,7 @@ pub(crate) async fn answer<E: Encoder>(
             }
             Err(e) => {
                 failed_midway(&served.route, &e);
-                upstream_error(api, &e)
+                upstream_error(api, &e, &gw.secrets)
             }
         };
         mark(&mut answer, cached);
@@ -151,6 +151,7 @@ pub(crate) async fn answer<E: Encoder>(
         return answer;
     }
     let route = served.route.clone();
+    let secrets = gw.secrets.clone();
     // With something to keep, the answer is also built whole as it streams.
     let built = keep.as_ref().map(|_| ResponseBuilder::new());
     let state = Arc::new(tokio::sync::Mutex::new((encoder, built, keep)));
@@ -159,7 +160,7 @@ pub(crate) async fn answer<E: Encoder>(
         .map(Some)
         .chain(futures_util::stream::once(async { None }))
         .then(move |item| {
-            let (state, route) = (state.clone(), route.clone());
+            let (state, route, secrets) = (state.clone(), route.clone(), secrets.clone());
             async move {
                 let mut guard = state.lock().await;
                 let (enc, built, keep) = &mut *guard;
@@ -173,7 +174,7 @@ pub(crate) async fn answer<E: Encoder>(
                     Some(Err(e)) => {
                         failed_midway(&route, &e);
                         *built = None;
-                        enc.failed(&e)
+                        enc.failed(&crate::errors::told(&e, &secrets))
                     }
                     None => {
                         if let (Some(b), Some(keep)) = (built.take(), keep.take())

@@ -151,7 +151,7 @@ pub struct Gateway {
     /// Set once asked to stop: new requests are refused with 503.
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// What no answer may carry to a client (the upstreams' keys): hidden as it streams.
-    pub(crate) secrets: Vec<String>,
+    pub(crate) secrets: Arc<[String]>,
     /// With `catch_all`, the names `GET /v1/models` lists (the upstream's own), when known.
     pub(crate) listed: Vec<String>,
     /// What becomes of hosted tools a route's provider cannot run.
@@ -219,7 +219,7 @@ impl Gateway {
             runs: tokio_util::task::TaskTracker::new(),
             stop: tokio_util::sync::CancellationToken::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
-            secrets: Vec::new(),
+            secrets: Arc::from([]),
             listed: Vec::new(),
             hosted: HostedTools::default(),
             metrics: metrics::Metrics::default(),
@@ -245,7 +245,7 @@ impl Gateway {
     /// Hides `secrets` (the upstreams' own keys, say) in every answer before it reaches a
     /// client, even one a model splits between two deltas.
     pub fn secrets(mut self, secrets: Vec<String>) -> Self {
-        self.secrets = secrets;
+        self.secrets = secrets.into();
         self
     }
 

@@ -300,6 +300,75 @@ async fn the_upstreams_key_never_reaches_a_client_however_the_model_splits_it() 
     }
 }
 
+/// A model whose upstream says a secret in its error: before anything (`first`), or midway.
+struct SaysInError {
+    first: bool,
+}
+
+impl Model for SaysInError {
+    fn stream(&self, _: &Request) -> EventStream {
+        let said = kite_core::ApiError::new(
+            Some(400),
+            format!("bad request from {UPSTREAM_KEY} and {ADMIN_KEY}"),
+        );
+        let mut events = vec![Ok(Event::text(0, "so far"))];
+        if self.first {
+            events.clear();
+        }
+        events.push(Err(kite_core::Error::Api(Box::new(said))));
+        Box::pin(futures_util::stream::iter(events))
+    }
+}
+
+const ADMIN_KEY: &str = "kite-admin-key-0123456789abcdef";
+
+#[tokio::test]
+async fn no_secret_of_the_gateway_reaches_a_client_in_an_upstreams_error() {
+    let route = |name: &str, first| {
+        kite_serve::Route::new(name, std::sync::Arc::new(SaysInError { first }), name)
+    };
+    let gateway =
+        kite_serve::Gateway::new(vec![route("first", true), route("midway", false)], false)
+            .secrets(vec![UPSTREAM_KEY.to_owned(), ADMIN_KEY.to_owned()]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        std::sync::Arc::new(gateway),
+        std::future::pending(),
+    ));
+    let client = reqwest::Client::new();
+    for model in ["first", "midway"] {
+        for (path, stream) in [
+            ("chat/completions", true),
+            ("chat/completions", false),
+            ("messages", true),
+            ("messages", false),
+            ("responses", true),
+            ("responses", false),
+        ] {
+            let body = match path {
+                "responses" => serde_json::json!({"model": model, "stream": stream, "input": "hi"}),
+                _ => serde_json::json!({"model": model, "stream": stream, "max_tokens": 20,
+                    "messages": [{"role": "user", "content": "hi"}]}),
+            };
+            let said = client
+                .post(format!("http://{addr}/v1/{path}"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let at = format!("{model} {path} stream={stream}");
+            assert!(said.contains("bad request from"), "{at}: {said}");
+            assert!(!said.contains(UPSTREAM_KEY), "{at}: {said}");
+            assert!(!said.contains(ADMIN_KEY), "{at}: {said}");
+        }
+    }
+}
+
 /// A caller with no key is told it gave none, one with a wrong key that it is wrong.
 #[tokio::test]
 async fn no_key_and_a_wrong_key_are_told_apart() {

@@ -67,7 +67,7 @@ pub(super) async fn chat(
     // The agent first: a conversation is made only for a question that can be asked.
     let (agent, kit) = match agentic::agent(&gw, route, Request::new(upstream.clone())) {
         Ok(made) => made,
-        Err(e) => return upstream_error(Api::Chat, &e),
+        Err(e) => return upstream_error(Api::Chat, &e, &gw.secrets),
     };
     let store = gw.store_for(&caller);
     let (conversation, mut history) =
@@ -226,7 +226,7 @@ async fn relay(
                 let _ = tx
                     .send(sse(
                         "error",
-                        json!({"message": told(&agentic::model_error(e))}),
+                        json!({"message": told(&agentic::model_error(e), secrets)}),
                     ))
                     .await;
                 // What was shown of the answer that failed stays, as when it is stopped.
