@@ -205,7 +205,7 @@ async fn limits_hold_across_replicas() {
     let client = fleet.http.get(&metrics).bearer_auth(GATEWAY_KEY).send();
     assert_eq!(client.await.unwrap().status(), 401);
     // Each replica counted its own refusals; together, all of them.
-    let mut refused = 0.0;
+    let (mut refused, mut named) = (0.0, 0.0);
     for replica in &fleet.replicas {
         let text = fleet
             .http
@@ -222,8 +222,16 @@ async fn limits_hold_across_replicas() {
             .filter_map(|l| l.strip_prefix("kite_limit_refusals_total{kind=\"requests\"} "))
             .map(|v| v.parse::<f64>().unwrap())
             .sum::<f64>();
+        // Refusals are counted under the key refused.
+        named += text
+            .lines()
+            .filter(|l| l.starts_with("kite_requests_total{"))
+            .filter(|l| l.contains("key=\"rpm\"") && l.contains("status=\"429\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>();
     }
     assert_eq!(refused, 20.0);
+    assert_eq!(named, 20.0);
 
     // Tokens per minute: 2,000 a request against 3,000 a minute lets two through.
     let key = fleet.create_key("tpm", &["--tpm", "3000"]);
@@ -356,6 +364,30 @@ async fn keys_made_or_revoked_anywhere_hold_everywhere_within_two_seconds() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let (status, _, body) = body(fleet.ask(&fleet.base(), &bob).await).await;
     assert_eq!(status, 403, "{body}");
+    // Nor does it see the others listed.
+    let listed = fleet
+        .get_json(format!("{}/models", fleet.base()), &bob)
+        .await;
+    assert_eq!(listed["data"], json!([]), "{listed}");
+    let listed = fleet
+        .get_json(format!("{}/models", fleet.base()), GATEWAY_KEY)
+        .await;
+    assert!(listed["data"][0]["id"].is_string(), "{listed}");
+    // What the admin API cannot keep, it refuses.
+    for wrong in [
+        json!({"name": "carol", "budget": {"usd": 1, "period": "day", "cap": 2}}),
+        json!({"name": "carol", "expires_ms": i64::MAX}),
+    ] {
+        let r = fleet
+            .http
+            .post(format!("{}/admin/keys", fleet.base()))
+            .bearer_auth(ADMIN)
+            .json(&wrong)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{wrong}");
+    }
     // Nor through the web chat.
     let chat = fleet
         .http
@@ -409,6 +441,30 @@ async fn a_team_budget_is_spent_across_replicas_then_refused_as_insufficient_quo
     assert!(
         spent < 0.1 + 2.0 * each,
         "spent {spent} over {answered} answers"
+    );
+    // Requests one after another on one replica, with no pause: only the one that reaches
+    // the budget goes past it, though the store's totals are read only twice a second.
+    let solo = fleet.create_key("solo", &["--budget", "0.1", "--period", "day"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let replica = &fleet.replicas[0].base;
+    let mut answered = 0;
+    loop {
+        let (status, _, body) = body(fleet.ask(replica, &solo).await).await;
+        match status {
+            200 => answered += 1,
+            429 => break,
+            other => panic!("{other}: {body}"),
+        }
+        assert!(answered < 30, "the budget was never reached");
+    }
+    // The last answer's row is written within a quarter of a second.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let shown = fleet.kite(&["keys", "show", "solo", "--json"]);
+    let shown: Value = serde_json::from_str(shown.stdout.trim()).unwrap();
+    let spent = shown["spent"].as_f64().unwrap();
+    assert!(
+        spent >= 0.1 && spent - each < 0.1,
+        "spent {spent} over {answered} answers of {each}"
     );
 }
 
@@ -507,6 +563,14 @@ async fn with_redis_away_deny_refuses_in_the_clients_shape_and_recovers() {
         .unwrap();
     assert_eq!(ready.status(), 503);
     fleet.redis.run();
+    // Ready again at the first check once Redis is back.
+    let ready = fleet
+        .http
+        .get(format!("{}/ready", replica.trim_end_matches("/v1")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
     let since = Instant::now();
     while fleet.ask(&replica, &key).await.status() != 200 {
         assert!(since.elapsed() < Duration::from_secs(10), "no recovery");
@@ -537,12 +601,22 @@ async fn with_redis_away_allow_answers_within_each_replicas_limits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_postgres_away_answers_go_on_and_the_ledger_catches_up() {
-    let Some(mut fleet) = Fleet::start(10, false, "deny").await else {
+    // Slow answers: a background run ends while the store is away.
+    let Some(mut fleet) = Fleet::start(10, true, "deny").await else {
         return;
     };
     let key = fleet.create_key("steady", &[]);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(fleet.ask(&fleet.base(), &key).await.status(), 200);
+    let started: Value = fleet
+        .post_json(
+            format!("{}/responses", fleet.replicas[0].base),
+            &key,
+            &json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}),
+        )
+        .await;
+    assert_eq!(started["status"], "queued", "{started}");
+    let background = started["id"].as_str().unwrap().to_owned();
     fleet.postgres.stop();
     // Keys as last read still work (asked of the replicas themselves: haproxy takes them
     // out while their store is away); what needs the store says it is away, in the
@@ -576,7 +650,13 @@ async fn with_postgres_away_answers_go_on_and_the_ledger_catches_up() {
     };
     assert_eq!(respond(true).await.unwrap().status(), 503);
     assert_eq!(respond(false).await.unwrap().status(), 200);
+    // A replica stopped meanwhile keeps its rows for the store, within its grace.
+    let mut stopping = fleet.replicas.remove(2);
+    stopping.terminate();
+    tokio::time::sleep(Duration::from_secs(1)).await;
     fleet.postgres.run();
+    let status = stopping.child.wait().unwrap();
+    assert!(status.success(), "{status}");
     let since = Instant::now();
     loop {
         let r = fleet
@@ -588,11 +668,28 @@ async fn with_postgres_away_answers_go_on_and_the_ledger_catches_up() {
             .unwrap();
         if r.status() == 200 {
             let used: Value = r.json().await.unwrap();
-            if used["usage"]["requests"] == 5 {
+            // One before, three while away, one not kept, and the background run's.
+            if used["usage"]["requests"] == 6 {
                 break;
             }
         }
         assert!(since.elapsed() < Duration::from_secs(15), "no recovery");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // The background run's end, come while the store was away, is kept once it is back.
+    let since = Instant::now();
+    loop {
+        let r: Value = fleet
+            .get_json(
+                format!("{}/responses/{background}", fleet.replicas[1].base),
+                &key,
+            )
+            .await;
+        if r["status"] == "completed" {
+            break;
+        }
+        assert_eq!(r["status"], "in_progress", "{r}");
+        assert!(since.elapsed() < Duration::from_secs(15), "still {r}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
@@ -733,6 +830,35 @@ async fn a_background_response_whose_replica_dies_ends_failed() {
             break;
         }
         assert!(since.elapsed() < Duration::from_secs(10), "still {r}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    // A response deleted while it runs stays deleted when its run ends.
+    let started: Value = fleet
+        .post_json(
+            format!("{}/responses", fleet.replicas[0].base),
+            &key,
+            &json!({"model": "gpt-5-nano", "input": "Slowly.", "background": true}),
+        )
+        .await;
+    let id = started["id"].as_str().unwrap().to_owned();
+    let deleted = fleet
+        .http
+        .delete(format!("{}/responses/{id}", fleet.replicas[1].base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    for _ in 0..10 {
+        let r = fleet
+            .http
+            .get(format!("{}/responses/{id}", fleet.replicas[0].base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 

@@ -28,7 +28,7 @@ impl Gateway {
         self.ledger = Some(ledger);
         tokio::spawn(crate::stored::watch(
             self.background_runs.clone(),
-            fleet.clone(),
+            registry.clone(),
             self.background.clone(),
         ));
         *self
@@ -92,9 +92,14 @@ impl Gateway {
     /// For the end of serving: lets the background responses under way here finish, for at
     /// most `grace` (those still running then end as failed, so that their clients ask
     /// again), then ends the tasks that read and write the store once the ledger's last
-    /// rows are written (for at most a few seconds).
+    /// rows are written (tried again, while the store does not take them, until what is
+    /// left of `grace` is over, and for a few seconds at least).
     pub async fn finish(&self, grace: std::time::Duration) {
+        let end = std::time::Instant::now() + grace;
         self.background_runs.finish(grace).await;
+        if let Some(ledger) = &self.ledger {
+            ledger.end_by(end);
+        }
         self.background.cancel();
         let task = self
             .ledger_task
@@ -102,7 +107,10 @@ impl Gateway {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some(task) = task {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
+            let waits = end.saturating_duration_since(std::time::Instant::now())
+                + ledger::LAST_WRITE
+                + std::time::Duration::from_secs(5);
+            let _ = tokio::time::timeout(waits, task).await;
         }
     }
 }

@@ -5,14 +5,15 @@
 //! still under way, and, while the store does not take them, the rows waiting for it (up
 //! to [`HELD`]; past that the oldest are dropped, counted and logged). A batch whose
 //! write's answer was lost is written again, and the store counts each request once. When
-//! the gateway stops, what waits is written before it ends (for at most [`LAST_WRITE`]);
-//! a row that comes after is counted as dropped.
+//! the gateway stops, what waits is written before it ends, tried again while the store
+//! does not take it until what is left of the server's grace is over (and for
+//! [`LAST_WRITE`] at least); a row that comes after is counted as dropped.
 
 use kite_store::Fleet;
 use kite_store::fleet::LedgerRow;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// How often gathered rows are written.
@@ -23,8 +24,8 @@ const BATCH: usize = 2_000;
 const HELD: usize = 200_000;
 /// How long one write may take.
 const DEADLINE: Duration = Duration::from_secs(10);
-/// How long the last write, at the end, may take.
-const LAST_WRITE: Duration = Duration::from_secs(5);
+/// How long the last write, at the end, may take at least.
+pub(crate) const LAST_WRITE: Duration = Duration::from_secs(5);
 
 /// Where answered requests' rows go.
 #[derive(Clone)]
@@ -33,6 +34,10 @@ pub(crate) struct Ledger {
     counts: crate::metrics::LedgerCounts,
     /// Asks for what waits to be written now, and says when it is.
     settle: mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>,
+    /// When the last write must end by, once the gateway stops.
+    end: Arc<std::sync::OnceLock<Instant>>,
+    /// Told of each row's spending, until the totals show it.
+    registry: Arc<crate::registry::Registry>,
 }
 
 impl Ledger {
@@ -47,21 +52,38 @@ impl Ledger {
         let (rows, queue) = mpsc::unbounded_channel();
         let (settle, asked) = mpsc::unbounded_channel();
         let counts = metrics.clone();
-        let task = tokio::spawn(write(fleet, queue, asked, stop, written, metrics));
+        let end = Arc::new(std::sync::OnceLock::new());
+        let writer = Writer {
+            fleet,
+            written: written.clone(),
+            metrics,
+            end: end.clone(),
+        };
+        let task = tokio::spawn(writer.write(queue, asked, stop));
         let ledger = Self {
             rows,
             counts,
             settle,
+            end,
+            registry: written,
         };
         (ledger, task)
     }
 
     /// Queues `row`.
     pub(crate) fn record(&self, row: LedgerRow) {
-        if self.rows.send(row).is_err() {
+        self.registry.pending.add(&row);
+        if let Err(mpsc::error::SendError(row)) = self.rows.send(row) {
+            self.registry.pending.forget([row.request_id.as_str()]);
             self.counts.ledger_dropped(1);
             tracing::warn!(target: "kite::serve", "an answer ended after the ledger's last write: its row is dropped");
         }
+    }
+
+    /// Says that the last write, once the gateway stops, must end by `by` (and, whatever
+    /// `by` says, may take [`LAST_WRITE`]).
+    pub(crate) fn end_by(&self, by: Instant) {
+        let _ = self.end.set(by);
     }
 
     /// Waits (2 s at most) until the rows queued so far are written: what this replica
@@ -74,57 +96,116 @@ impl Ledger {
     }
 }
 
-async fn write(
+/// The writer task's own.
+struct Writer {
     fleet: Arc<dyn Fleet>,
-    mut queue: mpsc::UnboundedReceiver<LedgerRow>,
-    mut asked: mpsc::UnboundedReceiver<tokio::sync::oneshot::Sender<()>>,
-    stop: tokio_util::sync::CancellationToken,
+    /// Told of every write.
     written: Arc<crate::registry::Registry>,
     metrics: crate::metrics::LedgerCounts,
-) {
-    let mut waiting: VecDeque<LedgerRow> = VecDeque::new();
-    let mut failing = false;
-    let mut settled = Vec::new();
-    loop {
-        let stopping = tokio::select! {
-            () = tokio::time::sleep(FLUSH) => false,
-            Some(done) = asked.recv() => {
-                settled.push(done);
-                false
+    end: Arc<std::sync::OnceLock<Instant>>,
+}
+
+impl Writer {
+    async fn write(
+        self,
+        mut queue: mpsc::UnboundedReceiver<LedgerRow>,
+        mut asked: mpsc::UnboundedReceiver<tokio::sync::oneshot::Sender<()>>,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        let mut waiting: VecDeque<LedgerRow> = VecDeque::new();
+        let mut failing = false;
+        let mut settled = Vec::new();
+        loop {
+            let stopping = tokio::select! {
+                () = tokio::time::sleep(FLUSH) => false,
+                Some(done) = asked.recv() => {
+                    settled.push(done);
+                    false
+                }
+                () = stop.cancelled() => true,
+            };
+            while let Ok(row) = queue.try_recv() {
+                waiting.push_back(row);
             }
-            () = stop.cancelled() => true,
-        };
-        while let Ok(row) = queue.try_recv() {
-            waiting.push_back(row);
+            self.bound(&mut waiting);
+            let wrote = !waiting.is_empty();
+            match stopping {
+                false => self.flush(&mut waiting, DEADLINE, &mut failing).await,
+                true => self.last(&mut waiting, &mut failing).await,
+            }
+            if wrote {
+                self.written.spent.notify_one();
+            }
+            // Those who asked are told once their rows are written, or that they cannot be.
+            for done in settled.drain(..) {
+                let _ = done.send(());
+            }
+            if stopping {
+                if !waiting.is_empty() {
+                    tracing::error!(
+                        target: "kite::serve",
+                        lost = waiting.len(),
+                        "the ledger's last rows could not be written before the end"
+                    );
+                }
+                return;
+            }
         }
+    }
+
+    /// Drops the oldest rows past [`HELD`].
+    fn bound(&self, waiting: &mut VecDeque<LedgerRow>) {
         if waiting.len() > HELD {
             let dropped = waiting.len() - HELD;
-            waiting.drain(..dropped);
-            metrics.ledger_dropped(dropped as u64);
+            let gone: Vec<LedgerRow> = waiting.drain(..dropped).collect();
+            let ids = gone.iter().map(|r| r.request_id.as_str());
+            self.written.pending.forget(ids);
+            self.metrics.ledger_dropped(dropped as u64);
             tracing::error!(
                 target: "kite::serve",
                 dropped,
                 "the store has not taken the ledger's rows for too long: the oldest are dropped"
             );
         }
-        let deadline = match stopping {
-            true => LAST_WRITE,
-            false => DEADLINE,
-        };
-        let wrote = !waiting.is_empty();
+    }
+
+    /// The last writes: tried again until they are taken or the end set by
+    /// [`Ledger::end_by`] (at least [`LAST_WRITE`] from now).
+    async fn last(&self, waiting: &mut VecDeque<LedgerRow>, failing: &mut bool) {
+        let floor = Instant::now() + LAST_WRITE;
+        let end = self.end.get().copied().map_or(floor, |by| by.max(floor));
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            self.flush(waiting, left.min(DEADLINE), failing).await;
+            if waiting.is_empty() || Instant::now() + Duration::from_millis(500) >= end {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Writes what waits, in batches, until done or a write fails.
+    async fn flush(
+        &self,
+        waiting: &mut VecDeque<LedgerRow>,
+        deadline: Duration,
+        failing: &mut bool,
+    ) {
         while !waiting.is_empty() {
             let n = waiting.len().min(BATCH);
             let batch: Vec<LedgerRow> = waiting.iter().take(n).cloned().collect();
-            match tokio::time::timeout(deadline, fleet.record(batch)).await {
+            match tokio::time::timeout(deadline, self.fleet.record(batch)).await {
                 Ok(Ok(())) => {
-                    waiting.drain(..n);
-                    metrics.ledger_written(n as u64);
-                    if std::mem::take(&mut failing) {
+                    let done: Vec<LedgerRow> = waiting.drain(..n).collect();
+                    let ids = done.iter().map(|r| r.request_id.as_str());
+                    self.written.pending.written(ids);
+                    self.metrics.ledger_written(n as u64);
+                    if std::mem::take(failing) {
                         tracing::info!(target: "kite::serve", "the ledger is written again");
                     }
                 }
                 failed => {
-                    if !std::mem::replace(&mut failing, true) {
+                    if !std::mem::replace(failing, true) {
                         let why = match failed {
                             Ok(Err(e)) => e.to_string(),
                             _ => format!("no answer within {} s", deadline.as_secs()),
@@ -135,26 +216,9 @@ async fn write(
                             "the ledger cannot be written ({why}); its rows wait and are tried again"
                         );
                     }
-                    break;
+                    return;
                 }
             }
-        }
-        if wrote {
-            written.spent.notify_one();
-        }
-        // Those who asked are told once their rows are written, or that they cannot be.
-        for done in settled.drain(..) {
-            let _ = done.send(());
-        }
-        if stopping {
-            if !waiting.is_empty() {
-                tracing::error!(
-                    target: "kite::serve",
-                    lost = waiting.len(),
-                    "the ledger's last rows could not be written before the end"
-                );
-            }
-            return;
         }
     }
 }

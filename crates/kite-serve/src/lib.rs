@@ -45,6 +45,7 @@ mod metrics;
 mod middleware;
 mod models;
 mod ops;
+mod pending;
 mod registry;
 mod stored;
 mod web;

@@ -15,6 +15,10 @@ use std::time::Duration;
 /// How often the store is asked whether keys changed.
 pub(crate) const POLL: Duration = Duration::from_millis(500);
 
+/// How far short of a budget its spending may fall and still reach it (a millionth of a
+/// cent): float sums of many small costs fall short by less.
+const SPENT_DUST: f64 = 1e-8;
+
 /// How long one read of the store may take.
 const DEADLINE: Duration = Duration::from_secs(5);
 
@@ -27,6 +31,8 @@ struct Table {
     /// The store holds keys (revoked ones too): every caller needs one from then on.
     any: bool,
     keys: HashMap<[u8; 32], Arc<Key>>,
+    /// The ids of revoked keys.
+    revoked: std::collections::HashSet<String>,
     teams: HashMap<String, TeamRecord>,
     /// `subject|period` to dollars.
     spend: HashMap<String, f64>,
@@ -41,6 +47,8 @@ pub(crate) struct Registry {
     pub(crate) spent: tokio::sync::Notify,
     /// Whether the store last failed to answer (said once per outage).
     down: std::sync::atomic::AtomicBool,
+    /// What this replica spent that the totals do not show yet.
+    pub(crate) pending: crate::pending::Pending,
 }
 
 pub(crate) fn limits(l: FleetLimits) -> Limits {
@@ -76,6 +84,7 @@ impl Registry {
             table: RwLock::default(),
             spent: tokio::sync::Notify::new(),
             down: false.into(),
+            pending: Default::default(),
         }
     }
 
@@ -94,6 +103,11 @@ impl Registry {
         self.table().any
     }
 
+    /// Whether the key `id` of the store was revoked.
+    pub(crate) fn revoked(&self, id: &str) -> bool {
+        self.table().revoked.contains(id)
+    }
+
     /// The live key whose digest is `digest`.
     pub(crate) fn find(&self, digest: &[u8; 32]) -> Option<Arc<Key>> {
         let key = self.table().keys.get(digest).cloned()?;
@@ -106,18 +120,17 @@ impl Registry {
         Some(limits(self.table().teams.get(name)?.limits))
     }
 
-    /// Whether `key`, or its team, has spent its budget.
+    /// Whether `key`, or its team, has spent its budget: by the totals last read, and what
+    /// this replica spent since.
     pub(crate) fn over_budget(&self, key: &Key) -> Option<OverBudget> {
         let table = self.table();
         let now = now_ms();
         let over = |subject: String, budget: Option<Budget>, whose: String| {
             let budget = budget?;
-            let spent = table
-                .spend
-                .get(&format!("{subject}|{}", budget.period.at(now)))
-                .copied()
-                .unwrap_or(0.0);
-            (spent >= budget.usd).then_some(OverBudget { whose, budget })
+            let at = format!("{subject}|{}", budget.period.at(now));
+            let spent = table.spend.get(&at).copied().unwrap_or(0.0) + self.pending.get(&at);
+            // Costs summed in floats may fall a hair short of the budget they reach.
+            (spent >= budget.usd - SPENT_DUST).then_some(OverBudget { whose, budget })
         };
         over(format!("key:{}", key.id), key.budget, "this key".into()).or_else(|| {
             let team = key.team.as_ref()?;
@@ -128,12 +141,15 @@ impl Registry {
 
     /// Reads the store again: keys and teams when their version moved, spending always.
     pub(crate) async fn refresh(&self) -> Result<(), kite_store::StoreError> {
+        // The totals read below show every row written so far.
+        let writes = self.pending.writes();
         let version = self.fleet.version().await?;
         let old = self.table();
         let mut table = Table {
             version: Some(version),
             any: old.any,
             keys: old.keys.clone(),
+            revoked: old.revoked.clone(),
             teams: old.teams.clone(),
             spend: HashMap::new(),
         };
@@ -141,6 +157,11 @@ impl Registry {
             let (keys, teams) = (self.fleet.keys().await?, self.fleet.teams().await?);
             table.teams = teams.into_iter().map(|t| (t.name.clone(), t)).collect();
             table.any = !keys.is_empty();
+            table.revoked = keys
+                .iter()
+                .filter(|k| k.revoked_ms.is_some())
+                .map(|k| k.id.clone())
+                .collect();
             table.keys = keys
                 .into_iter()
                 .filter(|k| k.revoked_ms.is_none())
@@ -162,6 +183,7 @@ impl Registry {
             .map(|s| (format!("{}|{}", s.subject, s.period), s.cost))
             .collect();
         *self.table.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
+        self.pending.settled(writes);
         Ok(())
     }
 

@@ -373,7 +373,11 @@ async fn delete(
         let fleet = need(&gw)?;
         load(&fleet, &id, &owner(&caller)).await?;
         match tokio::time::timeout(DEADLINE, fleet.delete_response(&id)).await {
-            Ok(Ok(_)) => Ok(()),
+            // A run under way here stops now; elsewhere, at its next touch.
+            Ok(Ok(_)) => {
+                gw.background_runs.cancel(&id);
+                Ok(())
+            }
             _ => Err(Box::new(unavailable())),
         }
     };

@@ -70,6 +70,7 @@ impl Period {
 
 /// US dollars that may be spent per period.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Budget {
     /// The most that may be spent.
     pub usd: f64,
@@ -270,9 +271,12 @@ pub trait Fleet: Send + Sync {
     fn usage(&self, query: UsageQuery) -> StoreFuture<'_, Vec<UsageLine>>;
     /// Every total for the periods named (as [`Period::at`] names them).
     fn spend(&self, periods: Vec<String>) -> StoreFuture<'_, Vec<Spend>>;
-    /// Keeps `response`, replacing the one with its id, unless that one was cancelled or
-    /// failed (a final word stays).
+    /// Keeps a new `response` (one already kept under its id stays as it is).
     fn put_response(&self, response: StoredResponse) -> StoreFuture<'_, ()>;
+    /// A later word of the response kept under `response`'s id: its status, body and time.
+    /// False, and nothing written, when it is gone (deleted) or has ended cancelled or
+    /// failed (a final word stays).
+    fn update_response(&self, response: StoredResponse) -> StoreFuture<'_, bool>;
     /// The response `id`.
     fn response(&self, id: &str) -> StoreFuture<'_, Option<StoredResponse>>;
     /// Deletes the response `id`; false when there was none.
@@ -281,7 +285,7 @@ pub trait Fleet: Send + Sync {
     /// cancelled), and its run is asked to stop; false when it is not under way.
     fn cancel_response(&self, id: &str, body: String) -> StoreFuture<'_, bool>;
     /// Touches the responses `ids` (under way on this replica); returns those to stop: asked
-    /// to, or already ended (another replica took them for lost).
+    /// to, deleted, or already ended (another replica took them for lost).
     fn touch_responses(&self, ids: Vec<String>, now_ms: i64) -> StoreFuture<'_, Vec<String>>;
     /// Marks as failed every response still under way but untouched since `before_ms`:
     /// the replica running it is gone. Returns how many.
@@ -292,7 +296,7 @@ pub trait Fleet: Send + Sync {
 }
 
 /// What `rows` add to the totals: per key and team, per period.
-pub(crate) fn totals<'a>(rows: impl IntoIterator<Item = &'a LedgerRow>) -> Vec<Spend> {
+pub fn totals<'a>(rows: impl IntoIterator<Item = &'a LedgerRow>) -> Vec<Spend> {
     let mut sums: std::collections::BTreeMap<(String, String), f64> = Default::default();
     for row in rows {
         let Some(cost) = row.cost.filter(|c| *c > 0.0) else {

@@ -2,8 +2,13 @@
 //! this replica runs it (`in_progress`, then `completed`, `incomplete`, `failed` or
 //! `cancelled`) while any replica reports it. The task is touched in the store every
 //! [`TOUCH`]; a cancel asked on any replica is found there on the next touch (at once on
-//! this one). A run left untouched for [`STALE`] lost its replica, and any replica marks it
-//! failed ([`watch`]): none stays in progress for ever.
+//! this one), and so is a response deleted while it runs. A run left untouched for
+//! [`STALE`] lost its replica, and any replica marks it failed ([`watch`]): none stays in
+//! progress for ever. A store that was away makes no run look lost: a replica marks runs
+//! failed only once it has reached the store for [`STALE`] without a break, by when the
+//! replicas running them have touched them again. A run's last word waits for the store
+//! (for [`LAST_WORD`] at most, or the server's grace when it stops), and its later words
+//! only update: a deleted response is not brought back.
 
 use super::{DEADLINE, load, need, owner, put};
 use crate::Gateway;
@@ -31,13 +36,17 @@ pub(crate) const STALE: Duration = Duration::from_secs(20);
 /// How often runs lost by other replicas are looked for.
 const SWEEP: Duration = Duration::from_secs(5);
 
+/// How long a run's last word waits for a store that does not take it.
+const LAST_WORD: Duration = Duration::from_secs(600);
+
 /// How long a finished response is kept (as OpenAI keeps them).
 const KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// The background runs under way on this replica, by response id.
+/// The background runs under way on this replica: by response id, whose each is, and what
+/// stops it.
 #[derive(Default)]
 pub(crate) struct Runs(
-    Mutex<HashMap<String, CancellationToken>>,
+    Mutex<HashMap<String, (String, CancellationToken)>>,
     tokio_util::task::TaskTracker,
     std::sync::atomic::AtomicBool,
 );
@@ -51,7 +60,7 @@ impl Runs {
             return;
         }
         self.2.store(true, std::sync::atomic::Ordering::Relaxed);
-        for t in self.0.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        for (_, t) in self.0.lock().unwrap_or_else(|e| e.into_inner()).values() {
             t.cancel();
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), self.1.wait()).await;
@@ -70,19 +79,35 @@ impl Runs {
             .collect()
     }
 
-    fn cancel(&self, id: &str) {
-        if let Some(t) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+    pub(super) fn cancel(&self, id: &str) {
+        if let Some((_, t)) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
             t.cancel();
+        }
+    }
+
+    /// Stops the runs of the keys `revoked` says are revoked.
+    fn stop_revoked(&self, revoked: impl Fn(&str) -> bool) {
+        for (owner, t) in self.0.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            if revoked(owner) {
+                t.cancel();
+            }
         }
     }
 }
 
-/// Touches this replica's runs and passes on the cancels asked elsewhere; and, apart, marks
-/// failed the runs other replicas lost and forgets responses past [`KEPT`]; until `stop`.
-pub(crate) async fn watch(runs: Arc<Runs>, fleet: Arc<dyn Fleet>, stop: CancellationToken) {
+/// Touches this replica's runs, passes on the cancels asked elsewhere, and stops the runs
+/// of keys revoked; and, apart, marks failed the runs other replicas lost and forgets
+/// responses past [`KEPT`]; until `stop`.
+pub(crate) async fn watch(
+    runs: Arc<Runs>,
+    registry: Arc<crate::registry::Registry>,
+    stop: CancellationToken,
+) {
+    let fleet = registry.fleet.clone();
     let touch = async {
         loop {
             tokio::time::sleep(TOUCH).await;
+            runs.stop_revoked(|owner| registry.revoked(owner));
             let ids = runs.ids();
             let now = crate::admin::now_ms();
             if !ids.is_empty()
@@ -95,8 +120,18 @@ pub(crate) async fn watch(runs: Arc<Runs>, fleet: Arc<dyn Fleet>, stop: Cancella
     };
     let sweep = async {
         let mut forgot = None::<std::time::Instant>;
+        // Since when the store has answered without a break.
+        let mut up_since = None::<Instant>;
         loop {
             tokio::time::sleep(SWEEP).await;
+            let up = matches!(
+                tokio::time::timeout(DEADLINE, fleet.version()).await,
+                Ok(Ok(_))
+            );
+            up_since = up.then(|| up_since.unwrap_or_else(Instant::now));
+            if up_since.is_none_or(|t| t.elapsed() < STALE) {
+                continue;
+            }
             let now = crate::admin::now_ms();
             let before = now - STALE.as_millis() as i64;
             if let Ok(Ok(n)) = tokio::time::timeout(DEADLINE, fleet.fail_stale(before)).await
@@ -170,7 +205,10 @@ pub(super) async fn start(
         .0
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(run.kept.id.clone(), cancel.clone());
+        .insert(
+            run.kept.id.clone(),
+            (run.kept.owner.clone(), cancel.clone()),
+        );
     let runs = gw.background_runs.clone();
     runs.1.spawn(go(gw, fleet, run, skeleton, encode, cancel));
     axum::Json(queued).into_response()
@@ -196,11 +234,8 @@ async fn go(
         updated_ms: crate::admin::now_ms(),
         ..kept.clone()
     };
-    put(
-        &fleet,
-        at("in_progress", with_status(&skeleton, "in_progress", None)),
-    )
-    .await;
+    let started_word = at("in_progress", with_status(&skeleton, "in_progress", None));
+    let _ = tokio::time::timeout(DEADLINE, fleet.update_response(started_word)).await;
     let (came, started) = (crate::admin::now_ms(), Instant::now());
     let mut served = None;
     let work = async {
@@ -219,7 +254,7 @@ async fn go(
         });
         whole(opened.first, until_stopped(opened.events, gw.stop.clone()))
             .await
-            .map_err(|e| told(&e))
+            .map_err(|e| told(&e, &gw.secrets))
     };
     let ended = tokio::select! {
         r = work => Some(r),
@@ -247,21 +282,6 @@ async fn go(
             with_status(&skeleton, "cancelled", None),
         ),
     };
-    // While this server stops, one try: its clients may ask another replica.
-    match gw.background_runs.stopping() {
-        true => {
-            let once = fleet.put_response(at(&status, body));
-            let _ = tokio::time::timeout(Duration::from_secs(2), once).await;
-        }
-        false => {
-            put(&fleet, at(&status, body)).await;
-        }
-    }
-    gw.background_runs
-        .0
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&kept.id);
     if let (Some(served), Some(ledger)) = (served, &gw.ledger) {
         let code = if status == "failed" { 502 } else { 200 };
         ledger.record(crate::ledger::row(
@@ -272,6 +292,41 @@ async fn go(
             None,
             started.elapsed(),
         ));
+    }
+    // Still touched while it waits for the store: no replica takes it for lost.
+    last_word(&gw.background_runs, &fleet, at(&status, body)).await;
+    gw.background_runs
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&kept.id);
+}
+
+/// Writes a run's last word, again and again until the store takes it, for [`LAST_WORD`]
+/// at most; once this server is stopping (its grace over), one more try of 2 s, for its
+/// clients may ask another replica.
+async fn last_word(runs: &Runs, fleet: &Arc<dyn Fleet>, word: StoredResponse) {
+    let began = Instant::now();
+    let mut pause = Duration::from_millis(200);
+    loop {
+        let deadline = match runs.stopping() {
+            true => Duration::from_secs(2),
+            false => DEADLINE,
+        };
+        let now = StoredResponse {
+            updated_ms: crate::admin::now_ms(),
+            ..word.clone()
+        };
+        // Written, or it ended or was deleted meanwhile: either way, said.
+        if let Ok(Ok(_)) = tokio::time::timeout(deadline, fleet.update_response(now)).await {
+            return;
+        }
+        if runs.stopping() || began.elapsed() > LAST_WORD {
+            tracing::error!(target: "kite::serve", id = %word.id, "a background response's end could not be stored");
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(TOUCH);
     }
 }
 
@@ -318,5 +373,27 @@ pub(super) async fn cancel(
             Err(refused) => *refused,
         },
         _ => super::unavailable(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Runs;
+    use tokio_util::sync::CancellationToken;
+
+    #[test]
+    fn a_revoked_keys_runs_stop_and_no_others() {
+        let runs = Runs::default();
+        let (a, b) = (CancellationToken::new(), CancellationToken::new());
+        {
+            let mut map = runs.0.lock().unwrap();
+            map.insert("resp_a".into(), ("key_a".into(), a.clone()));
+            map.insert("resp_b".into(), ("key_b".into(), b.clone()));
+        }
+        runs.stop_revoked(|owner| owner == "key_a");
+        assert!(a.is_cancelled());
+        assert!(!b.is_cancelled());
+        runs.cancel("resp_b");
+        assert!(b.is_cancelled());
     }
 }

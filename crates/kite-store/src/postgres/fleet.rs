@@ -297,11 +297,7 @@ impl Fleet for PostgresStore {
                 .execute(
                     &format!(
                         "INSERT INTO kite_responses ({RESPONSE}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                         ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
-                         updated_ms = excluded.updated_ms, body = excluded.body, \
-                         input = excluded.input \
-                         WHERE kite_responses.status NOT IN ('cancelled', 'failed')"
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING"
                     ),
                     &[
                         &r.id,
@@ -317,6 +313,22 @@ impl Fleet for PostgresStore {
                 .await
                 .map_err(db)?;
             Ok(())
+        })
+    }
+
+    fn update_response(&self, r: StoredResponse) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            let n = self
+                .client()
+                .await?
+                .execute(
+                    "UPDATE kite_responses SET status = $2, updated_ms = $3, body = $4 \
+                     WHERE id = $1 AND status NOT IN ('cancelled', 'failed')",
+                    &[&r.id, &r.status, &r.updated_ms, &r.body],
+                )
+                .await
+                .map_err(db)?;
+            Ok(n > 0)
         })
     }
 
@@ -378,11 +390,13 @@ impl Fleet for PostgresStore {
                 )
                 .await
                 .map_err(db)?;
-            Ok(rows
+            // Asked to stop, ended, or deleted.
+            let running: std::collections::HashSet<String> = rows
                 .iter()
-                .filter(|r| r.get::<_, bool>(1))
+                .filter(|r| !r.get::<_, bool>(1))
                 .map(|r| r.get(0))
-                .collect())
+                .collect();
+            Ok(ids.into_iter().filter(|id| !running.contains(id)).collect())
         })
     }
 

@@ -259,9 +259,7 @@ impl Fleet for SqliteStore {
         self.with(move |conn| {
             conn.execute(
                 "INSERT INTO kite_responses VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
-                 updated_ms = excluded.updated_ms, body = excluded.body, input = excluded.input \
-                 WHERE kite_responses.status NOT IN ('cancelled', 'failed')",
+                 ON CONFLICT (id) DO NOTHING",
                 params![
                     r.id,
                     r.owner,
@@ -275,6 +273,19 @@ impl Fleet for SqliteStore {
             )
             .map_err(db)?;
             Ok(())
+        })
+    }
+
+    fn update_response(&self, r: StoredResponse) -> StoreFuture<'_, bool> {
+        self.with(move |conn| {
+            let n = conn
+                .execute(
+                    "UPDATE kite_responses SET status = ?2, updated_ms = ?3, body = ?4 \
+                     WHERE id = ?1 AND status NOT IN ('cancelled', 'failed')",
+                    params![r.id, r.status, r.updated_ms, r.body],
+                )
+                .map_err(db)?;
+            Ok(n > 0)
         })
     }
 
@@ -331,7 +342,8 @@ impl Fleet for SqliteStore {
                     )
                     .optional()
                     .map_err(db)?;
-                if cancel == Some(true) {
+                // Asked to stop, ended, or deleted.
+                if cancel != Some(false) {
                     cancelled.push(id);
                 }
             }

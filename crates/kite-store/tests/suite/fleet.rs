@@ -242,10 +242,12 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
         .unwrap();
     assert_eq!(cancelled, ["resp_stop"]);
     // Its run's last word does not undo the cancel.
-    store
-        .put_response(response("resp_stop", "completed", 3_000))
-        .await
-        .unwrap();
+    assert!(
+        !store
+            .update_response(response("resp_stop", "completed", 3_000))
+            .await
+            .unwrap()
+    );
     let stopped = store.response("resp_stop").await.unwrap().unwrap();
     assert_eq!(
         (stopped.status.as_str(), stopped.body),
@@ -267,17 +269,51 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
         "cancelled"
     );
     // A run marked failed stays failed, whatever it says after.
-    store
-        .put_response(response("resp_gone", "completed", 5_000))
-        .await
-        .unwrap();
+    assert!(
+        !store
+            .update_response(response("resp_gone", "completed", 5_000))
+            .await
+            .unwrap()
+    );
     assert_eq!(
         store.response("resp_gone").await.unwrap().unwrap().status,
         "failed"
     );
+    // A new response's id taken already: the one kept stays.
+    store
+        .put_response(response("resp_run", "queued", 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.response("resp_run").await.unwrap().unwrap().status,
+        "in_progress"
+    );
+    // A run's later word is written while it runs; not once it is deleted, and its next
+    // touch tells it to stop.
+    let later = StoredResponse {
+        body: "{\"later\":1}".into(),
+        ..response("resp_run", "in_progress", 2_500)
+    };
+    assert!(store.update_response(later.clone()).await.unwrap());
+    let now = store.response("resp_run").await.unwrap().unwrap();
+    assert_eq!((now.body, now.input), (later.body.clone(), "[]".to_owned()));
+    assert!(store.delete_response("resp_run").await.unwrap());
+    assert!(!store.update_response(later).await.unwrap());
+    assert_eq!(store.response("resp_run").await.unwrap(), None);
+    assert_eq!(
+        store
+            .touch_responses(vec!["resp_run".into()], 3_000)
+            .await
+            .unwrap(),
+        ["resp_run"]
+    );
     assert!(store.delete_response("resp_done").await.unwrap());
     assert!(!store.delete_response("resp_done").await.unwrap());
     // Old responses are forgotten, but not one under way.
+    store
+        .put_response(response("resp_run", "in_progress", 1_000))
+        .await
+        .unwrap();
     assert_eq!(store.forget_responses(2).await.unwrap(), 2, "gone and stop");
     assert!(store.response("resp_run").await.unwrap().is_some());
 }

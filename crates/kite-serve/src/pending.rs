@@ -1,0 +1,145 @@
+//! What this replica's answers have spent that the totals it last read from the store do
+//! not show yet: their rows wait for the ledger's next write, or were written after the
+//! totals were read. A budget is checked against both, so requests one after another on
+//! one replica never pass a budget for want of the store's next read.
+
+use kite_store::fleet::LedgerRow;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Spending not yet in the totals last read.
+#[derive(Default)]
+pub(crate) struct Pending(Mutex<State>);
+
+/// Dollars by `subject|period`.
+type Parts = Vec<(String, f64)>;
+
+#[derive(Default)]
+struct State {
+    /// Dollars by `subject|period`, as the registry's totals are kept.
+    sums: HashMap<String, f64>,
+    /// Each row's part of `sums`, by request id, and the write that took it, once written.
+    rows: HashMap<String, (Parts, Option<u64>)>,
+    /// How many writes the ledger has made.
+    writes: u64,
+}
+
+impl Pending {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts `row`, answered here, until the totals show it.
+    pub(crate) fn add(&self, row: &LedgerRow) {
+        let parts: Parts = kite_store::fleet::totals([row])
+            .into_iter()
+            .map(|s| (format!("{}|{}", s.subject, s.period), s.cost))
+            .collect();
+        if parts.is_empty() {
+            return;
+        }
+        let mut state = self.state();
+        for (at, cost) in &parts {
+            *state.sums.entry(at.clone()).or_default() += cost;
+        }
+        state.rows.insert(row.request_id.clone(), (parts, None));
+    }
+
+    /// The rows of `ids` are in the store now: the totals read after this show them.
+    pub(crate) fn written<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let mut state = self.state();
+        state.writes += 1;
+        let write = state.writes;
+        for id in ids {
+            if let Some((_, at)) = state.rows.get_mut(id) {
+                *at = Some(write);
+            }
+        }
+    }
+
+    /// The rows of `ids` will never be written (dropped): no longer counted.
+    pub(crate) fn forget<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let mut state = self.state();
+        for id in ids {
+            if let Some((parts, _)) = state.rows.remove(id) {
+                subtract(&mut state.sums, parts);
+            }
+        }
+    }
+
+    /// How many writes the ledger has made: what totals read from now on show.
+    pub(crate) fn writes(&self) -> u64 {
+        self.state().writes
+    }
+
+    /// Totals read after write `upto` show the rows it and those before it took.
+    pub(crate) fn settled(&self, upto: u64) {
+        let mut state = self.state();
+        let done: Vec<String> = state
+            .rows
+            .iter()
+            .filter(|(_, (_, at))| at.is_some_and(|w| w <= upto))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in done {
+            if let Some((parts, _)) = state.rows.remove(&id) {
+                subtract(&mut state.sums, parts);
+            }
+        }
+    }
+
+    /// Dollars spent at `subject|period` that the totals do not show yet.
+    pub(crate) fn get(&self, at: &str) -> f64 {
+        self.state().sums.get(at).copied().unwrap_or(0.0)
+    }
+}
+
+fn subtract(sums: &mut HashMap<String, f64>, parts: Parts) {
+    for (at, cost) in parts {
+        if let Some(sum) = sums.get_mut(&at) {
+            *sum -= cost;
+            // Sums go back to nothing exactly, with no float dust left.
+            if *sum <= 1e-12 {
+                sums.remove(&at);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+    use kite_store::fleet::LedgerRow;
+
+    fn row(id: &str, cost: f64) -> LedgerRow {
+        LedgerRow {
+            request_id: id.into(),
+            key: Some("k1".into()),
+            team: Some("t".into()),
+            time_ms: 1_700_000_000_000,
+            cost: Some(cost),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn spending_counts_until_totals_read_after_its_write_show_it() {
+        let p = Pending::default();
+        let at = "key:k1|total";
+        p.add(&row("a", 0.25));
+        p.add(&row("b", 0.5));
+        p.add(&row("free", 0.0));
+        assert_eq!(p.get(at), 0.75);
+        assert_eq!(p.get("team:t|total"), 0.75);
+        let before = p.writes();
+        p.written(["a"]);
+        // Totals read before the write do not show it.
+        p.settled(before);
+        assert_eq!(p.get(at), 0.75);
+        p.settled(p.writes());
+        assert_eq!(p.get(at), 0.5);
+        p.forget(["b"]);
+        assert_eq!(p.get(at), 0.0);
+        assert_eq!(p.get("team:t|total"), 0.0);
+    }
+}
