@@ -20,8 +20,9 @@ pub(crate) struct EndpointArgs {
     /// what is missing).
     #[arg(long, value_name = "PATH")]
     pub cassette: Option<PathBuf>,
-    /// Seconds to wait for an answer to start (default 600, or `timeout_secs` in
-    /// kite.toml's [http]): reasoning models may think that long first.
+    /// Seconds to wait for an answer to start (default 600, and 60 for `kite serve`, whose
+    /// clients wait meanwhile; or `timeout_secs` in kite.toml's [http]): reasoning models
+    /// may think that long first.
     #[arg(long, value_name = "SECS", value_parser = seconds)]
     pub timeout: Option<Duration>,
     /// Seconds of silence allowed once an answer has started (default 120, or

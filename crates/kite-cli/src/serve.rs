@@ -65,6 +65,9 @@ pub(crate) struct ServeArgs {
     no_auth: bool,
 }
 
+/// The fewest characters an admin key may have.
+const MIN_ADMIN_KEY: usize = 24;
+
 pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), ExitCode> {
     let fail = |e: String| {
         errln!("kite: {e}");
@@ -100,10 +103,19 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     for key in &settings.admin_keys {
         let key = kite::mcp::expand_env(key)
             .map_err(|e| fail(format!("[serve] admin_keys names {e}")))?;
-        if !key.trim().is_empty() {
-            crate::logging::secret(key.trim());
-            admin_keys.push(key.trim().to_owned());
+        let key = key.trim();
+        if key.is_empty() {
+            continue;
         }
+        crate::logging::secret(key);
+        // An admin key makes and revokes every other: one short enough to guess is none.
+        if key.chars().count() < MIN_ADMIN_KEY {
+            return Err(fail(format!(
+                "[serve] admin_keys: an admin key must be at least {MIN_ADMIN_KEY} characters \
+                 long (`openssl rand -hex 24` makes one)"
+            )));
+        }
+        admin_keys.push(key.to_owned());
     }
     let redis_url = match args.redis_url.as_deref().filter(|u| !u.trim().is_empty()) {
         Some(u) => Some(u.to_owned()),

@@ -119,6 +119,20 @@ async fn without_a_key_it_listens_on_loopback_only() {
     // A limit of nothing is refused, not a gateway that refuses everyone.
     let r = common::run(kite().args(["serve", "--api-key", "k", "--rpm", "0"])).await;
     assert_eq!(r.code, 2, "{}", r.stderr);
+    // An admin key short enough to guess is refused, and not shown.
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[serve]\nadmin_keys = [\"hunter2-admin\"]\n").unwrap();
+    let r = common::run(kite().arg("--config").arg(config.path()).args([
+        "serve",
+        "--provider",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    ]))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("at least 24 characters"), "{}", r.stderr);
+    assert!(!r.stderr.contains("hunter2-admin"), "{}", r.stderr);
 }
 
 /// `kite serve` with no key, in front of `upstream`, with `extra` flags.

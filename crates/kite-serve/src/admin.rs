@@ -227,6 +227,14 @@ impl Admin {
                 "that key would have expired already: give a time to come".into(),
             ));
         }
+        // The end of the year 9999: a time any clock and date format can say.
+        if new.expires_ms.is_some_and(|t| t > 253_402_300_799_999) {
+            return Err(AdminError::Invalid(
+                "an expiry is a time before the year 10000 (in ms since 1970): leave it out \
+                 for a key that never expires"
+                    .into(),
+            ));
+        }
         // -0 is 0.
         let budget = new.budget.map(|b| Budget {
             usd: b.usd.abs(),

@@ -14,7 +14,8 @@ impl Gateway {
     /// `Retry-After`; 503 while the limits cannot be checked and the policy is to refuse).
     /// Reading what there is (models, usage, conversations) needs the key but spends
     /// nothing, so a client over its limits can still see why. The slot holds the
-    /// request's place among those at once until dropped.
+    /// request's place among those at once until dropped. A refused key's name goes with
+    /// its refusal ([`Refused`]), for the metrics and the log.
     pub(crate) async fn admit(
         &self,
         api: Api,
@@ -30,12 +31,16 @@ impl Gateway {
         if !counted {
             return Ok((caller, None));
         }
+        let refused = |mut r: Response| {
+            r.extensions_mut().insert(Refused(self.keys.label(&caller)));
+            Box::new(r)
+        };
         let mut subjects = Vec::new();
         if let Caller::Key(k) = &caller {
             let registry = self.keys.registry.as_ref();
             if let Some(over) = registry.and_then(|r| r.over_budget(k)) {
                 self.metrics.refused("budget");
-                return Err(Box::new(errors::over_budget(api, &over)));
+                return Err(refused(errors::over_budget(api, &over)));
             }
             let team = k.team.as_deref().and_then(|t| registry?.team_limits(t));
             subjects = k.subjects(team);
@@ -68,7 +73,7 @@ impl Gateway {
                 if let Ok(v) = header::HeaderValue::from_str(&seconds(wait).to_string()) {
                     r.headers_mut().insert(header::RETRY_AFTER, v);
                 }
-                Err(Box::new(r))
+                Err(refused(r))
             }
             Err(limits::Refusal::Unavailable) => {
                 let mut r = error(
@@ -79,8 +84,12 @@ impl Gateway {
                 );
                 r.headers_mut()
                     .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-                Err(Box::new(r))
+                Err(refused(r))
             }
         }
     }
 }
+
+/// The name of the key whose request was refused at admission.
+#[derive(Clone)]
+pub(crate) struct Refused(pub(crate) String);

@@ -253,7 +253,14 @@ pub(crate) async fn log_request(
     gw.metrics.answered(
         crate::metrics::Served {
             route: route.clone(),
-            key: answered.as_ref().map_or("-".to_owned(), |a| a.key.clone()),
+            key: match (
+                &answered,
+                response.extensions().get::<crate::admission::Refused>(),
+            ) {
+                (Some(a), _) => a.key.clone(),
+                (None, Some(refused)) => refused.0.clone(),
+                (None, None) => "-".to_owned(),
+            },
             status: response.status().as_u16(),
         },
         first_byte.as_secs_f64(),

@@ -1,11 +1,13 @@
 //! `GET /v1/models` and `GET /v1/models/{id}`: the names the gateway serves, in the shape
 //! of the client's API. An Anthropic client (one that sends `anthropic-version`, or its key
 //! as `x-api-key` with no bearer token) gets Anthropic's list, paged by `limit`,
-//! `after_id` and `before_id`; any other, OpenAI's.
+//! `after_id` and `before_id`; any other, OpenAI's. A key limited to some models sees
+//! those alone.
 
 use crate::Gateway;
 use crate::errors::{Api, Kind, error, unknown_model};
-use axum::extract::{Path, Query, State};
+use crate::keys::Caller;
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -22,11 +24,16 @@ pub(crate) fn anthropic(headers: &HeaderMap) -> bool {
         || (headers.contains_key("x-api-key") && !headers.contains_key("authorization"))
 }
 
-/// The names listed: the upstream's own with a catch-all, else the routes'.
-fn names(gw: &Gateway) -> Vec<&str> {
-    match gw.listed.is_empty() {
+/// The names listed to `caller`: the upstream's own with a catch-all, else the routes';
+/// those its key may use.
+fn names<'a>(gw: &'a Gateway, caller: &Caller) -> Vec<&'a str> {
+    let all: Vec<&str> = match gw.listed.is_empty() {
         true => gw.names().collect(),
         false => gw.listed.iter().map(String::as_str).collect(),
+    };
+    match caller {
+        Caller::Key(k) => all.into_iter().filter(|n| k.may_use(n)).collect(),
+        Caller::Anyone => all,
     }
 }
 
@@ -39,10 +46,11 @@ fn entry(name: &str, anthropic: bool) -> Value {
 
 pub(crate) async fn models(
     State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let names = names(&gw);
+    let names = names(&gw, &caller);
     if !anthropic(&headers) {
         let data: Vec<Value> = names.iter().map(|n| entry(n, false)).collect();
         return axum::Json(json!({"object": "list", "data": data})).into_response();
@@ -90,11 +98,12 @@ pub(crate) async fn models(
 
 pub(crate) async fn model(
     State(gw): State<Arc<Gateway>>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
     let anthropic = anthropic(&headers);
-    match names(&gw).contains(&id.as_str()) {
+    match names(&gw, &caller).contains(&id.as_str()) {
         true => axum::Json(entry(&id, anthropic)).into_response(),
         false => unknown_model(
             match anthropic {

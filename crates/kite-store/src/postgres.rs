@@ -123,7 +123,7 @@ impl PostgresStore {
             owner: Arc::from(""),
         };
         let mut client = store.client().await.map_err(|e| match e {
-            StoreError::Backend(m) => reach(m),
+            StoreError::Backend(m) if !m.starts_with("cannot reach") => reach(m),
             other => other,
         })?;
         tokio::time::timeout(CONNECT, migrate(&mut client))

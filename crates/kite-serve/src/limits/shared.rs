@@ -147,15 +147,28 @@ impl Shared {
         })
     }
 
-    /// Whether Redis answers a ping in time.
+    /// Whether Redis answers a ping in time. A connection that broke while Redis was away
+    /// fails its first command and is made again: a second ping then says whether Redis is
+    /// back, so a load balancer sees it at once.
     pub(crate) async fn ready(&self) -> bool {
-        let mut c = self.redis.clone();
-        let ping = redis::cmd("PING");
-        let asked = ping.query_async::<String>(&mut c);
-        matches!(tokio::time::timeout(REDIS_DEADLINE, asked).await, Ok(Ok(_)))
+        let pinged = async {
+            for _ in 0..2 {
+                let mut c = self.redis.clone();
+                if redis::cmd("PING")
+                    .query_async::<String>(&mut c)
+                    .await
+                    .is_ok()
+                {
+                    return true;
+                }
+            }
+            false
+        };
+        tokio::time::timeout(REDIS_DEADLINE, pinged)
+            .await
+            .unwrap_or(false)
     }
 
-    /// Notes whether Redis answered: an outage and its end are each said once.
     /// Notes whether Redis answered (`failed`: why not): an outage and its end are each
     /// said once, and every request met during one is counted.
     fn reached(&self, failed: Option<String>, metrics: &crate::metrics::Metrics) {
