@@ -422,15 +422,11 @@ pub(crate) fn parse(text: &str) -> Result<Config, String> {
 }
 
 /// What is wrong with a TOML file, and where: never its text, which may hold keys and
-/// passwords (the message's double-quoted values are left out too).
+/// passwords, nor a value the message quotes (between its first and last double quote, or
+/// an unknown variant's name).
 fn wrong(text: &str, e: &toml::de::Error) -> String {
-    let mut message = String::new();
-    for (i, part) in e.message().trim_end().split('"').enumerate() {
-        match i % 2 {
-            0 => message.push_str(part),
-            _ => message.push_str("\"…\""),
-        }
-    }
+    let message = elide(e.message().trim_end(), "\"", "\"", "\"");
+    let message = elide(&message, "unknown variant `", "`, expected", "`");
     let Some(span) = e.span() else {
         return message;
     };
@@ -438,6 +434,23 @@ fn wrong(text: &str, e: &toml::de::Error) -> String {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     format!("line {line}, column {column}: {message}")
+}
+
+/// `message` with what lies between the first `open` and the last `close` after it
+/// replaced by an ellipsis (`open`, the ellipsis and `quote`, that is).
+fn elide(message: &str, open: &str, close: &str, quote: &str) -> String {
+    let Some(start) = message.find(open) else {
+        return message.to_owned();
+    };
+    let from = start + open.len();
+    match message[from..].rfind(close) {
+        Some(end) => format!(
+            "{}{open}…{quote}{}",
+            &message[..start],
+            &message[from + end + quote.len()..]
+        ),
+        None => format!("{}{open}…{quote}", &message[..start]),
+    }
 }
 
 /// The prompts file's content (`text`), or what is wrong with it.

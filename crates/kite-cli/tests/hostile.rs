@@ -991,6 +991,9 @@ async fn a_broken_kite_toml_never_shows_a_password_or_key_it_holds() {
         "[serve]\nadmin_keys = \"sekritpass\"\n",
         "[serve]\nadmin_keys = [\"sekritpass\"]\nkeys = [\"a\", 7]\n",
         "[providers.openai]\napi_key = [\"sekritpass\"]\n",
+        "[serve]\nadmin_keys = \"ab\\\"sekritpass\\\"cd\"\n",
+        "[serve]\nlimits_unavailable = \"sekritpass\"\n",
+        "[serve]\nlimits_unavailable = \"a`sekritpass`, expected\"\n",
     ] {
         std::fs::write(&path, text).unwrap();
         let r = run(kite()

@@ -38,7 +38,7 @@ pub struct NewKey {
     #[serde(default, flatten)]
     pub limits: FleetLimits,
     /// Its own budget.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "strict_budget")]
     pub budget: Option<Budget>,
     /// The models it may ask for (empty: any).
     #[serde(default)]
@@ -58,8 +58,24 @@ pub struct NewTeam {
     #[serde(default, flatten)]
     pub limits: FleetLimits,
     /// A budget its keys share.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "strict_budget")]
     pub budget: Option<Budget>,
+}
+
+/// A budget as asked for: a field it does not have is refused, not left out (what is kept
+/// stays readable by replicas of later versions, which may add fields).
+fn strict_budget<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Budget>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Asked {
+        usd: f64,
+        period: Period,
+    }
+    let asked: Option<Asked> = Option::deserialize(d)?;
+    Ok(asked.map(|a| Budget {
+        usd: a.usd,
+        period: a.period,
+    }))
 }
 
 /// A key as it is shown: never its secret, nor its digest.

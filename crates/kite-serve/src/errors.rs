@@ -134,9 +134,9 @@ pub(crate) fn unknown_model(api: Api, name: &str) -> Response {
     )
 }
 
-/// What a client is told of an upstream failure: the provider refusing the gateway's own
-/// credentials is the gateway's business, not theirs.
-/// What a client is told of `e`: with `secrets` (the gateway's) hidden in it.
+/// What a client is told of an upstream failure `e`: with `secrets` (the gateway's) hidden
+/// in it; and the provider refusing the gateway's own credentials is the gateway's
+/// business, not theirs.
 pub(crate) fn told(e: &Error, secrets: &[String]) -> String {
     let said = match e {
         Error::Api(a)

@@ -131,7 +131,7 @@ impl Writer {
             let wrote = !waiting.is_empty();
             match stopping {
                 false => self.flush(&mut waiting, DEADLINE, &mut failing).await,
-                true => self.last(&mut waiting, &mut failing).await,
+                true => self.last(&mut waiting, &mut queue, &mut failing).await,
             }
             if wrote {
                 self.written.spent.notify_one();
@@ -142,6 +142,7 @@ impl Writer {
             }
             if stopping {
                 if !waiting.is_empty() {
+                    self.metrics.ledger_dropped(waiting.len() as u64);
                     tracing::error!(
                         target: "kite::serve",
                         lost = waiting.len(),
@@ -170,14 +171,30 @@ impl Writer {
     }
 
     /// The last writes: tried again until they are taken or the end set by
-    /// [`Ledger::end_by`] (at least [`LAST_WRITE`] from now).
-    async fn last(&self, waiting: &mut VecDeque<LedgerRow>, failing: &mut bool) {
+    /// [`Ledger::end_by`] (at least [`LAST_WRITE`] from now), with the rows that come
+    /// meanwhile.
+    async fn last(
+        &self,
+        waiting: &mut VecDeque<LedgerRow>,
+        queue: &mut mpsc::UnboundedReceiver<LedgerRow>,
+        failing: &mut bool,
+    ) {
         let floor = Instant::now() + LAST_WRITE;
         let end = self.end.get().copied().map_or(floor, |by| by.max(floor));
         loop {
+            while let Ok(row) = queue.try_recv() {
+                waiting.push_back(row);
+            }
+            self.bound(waiting);
             let left = end.saturating_duration_since(Instant::now());
             self.flush(waiting, left.min(DEADLINE), failing).await;
-            if waiting.is_empty() || Instant::now() + Duration::from_millis(500) >= end {
+            if (waiting.is_empty() && queue.is_empty())
+                || Instant::now() + Duration::from_millis(500) >= end
+            {
+                queue.close();
+                while let Ok(row) = queue.try_recv() {
+                    waiting.push_back(row);
+                }
                 return;
             }
             tokio::time::sleep(Duration::from_millis(500)).await;

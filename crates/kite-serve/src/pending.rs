@@ -1,11 +1,19 @@
 //! What this replica's answers have spent that the totals it last read from the store do
 //! not show yet: their rows wait for the ledger's next write, or were written after the
 //! totals were read. A budget is checked against both, so requests one after another on
-//! one replica never pass a budget for want of the store's next read.
+//! one replica never pass a budget for want of the store's next read. A row written while
+//! the totals are being read may be counted twice until the next read, a moment later (the
+//! ledger asks for one at once): a budget errs toward refusing, never toward spending.
+//! Rows waiting for a write are as many as the ledger holds; written ones wait for a read
+//! of the totals, and past [`WRITTEN`] of them (the totals cannot be read) the oldest are
+//! let go.
 
 use kite_store::fleet::LedgerRow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+
+/// How many written rows may wait for a read of the totals.
+const WRITTEN: usize = 100_000;
 
 /// Spending not yet in the totals last read.
 #[derive(Default)]
@@ -18,8 +26,10 @@ type Parts = Vec<(String, f64)>;
 struct State {
     /// Dollars by `subject|period`, as the registry's totals are kept.
     sums: HashMap<String, f64>,
-    /// Each row's part of `sums`, by request id, and the write that took it, once written.
-    rows: HashMap<String, (Parts, Option<u64>)>,
+    /// Each row's part of `sums`, by request id.
+    rows: HashMap<String, Parts>,
+    /// The rows written, in order, with the write that took each.
+    written: VecDeque<(u64, String)>,
     /// How many writes the ledger has made.
     writes: u64,
 }
@@ -42,7 +52,7 @@ impl Pending {
         for (at, cost) in &parts {
             *state.sums.entry(at.clone()).or_default() += cost;
         }
-        state.rows.insert(row.request_id.clone(), (parts, None));
+        state.rows.insert(row.request_id.clone(), parts);
     }
 
     /// The rows of `ids` are in the store now: the totals read after this show them.
@@ -51,8 +61,13 @@ impl Pending {
         state.writes += 1;
         let write = state.writes;
         for id in ids {
-            if let Some((_, at)) = state.rows.get_mut(id) {
-                *at = Some(write);
+            if state.rows.contains_key(id) {
+                state.written.push_back((write, id.to_owned()));
+            }
+        }
+        while state.written.len() > WRITTEN {
+            if let Some((_, id)) = state.written.pop_front() {
+                state.drop_row(&id);
             }
         }
     }
@@ -61,9 +76,7 @@ impl Pending {
     pub(crate) fn forget<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
         let mut state = self.state();
         for id in ids {
-            if let Some((parts, _)) = state.rows.remove(id) {
-                subtract(&mut state.sums, parts);
-            }
+            state.drop_row(id);
         }
     }
 
@@ -75,15 +88,9 @@ impl Pending {
     /// Totals read after write `upto` show the rows it and those before it took.
     pub(crate) fn settled(&self, upto: u64) {
         let mut state = self.state();
-        let done: Vec<String> = state
-            .rows
-            .iter()
-            .filter(|(_, (_, at))| at.is_some_and(|w| w <= upto))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in done {
-            if let Some((parts, _)) = state.rows.remove(&id) {
-                subtract(&mut state.sums, parts);
+        while state.written.front().is_some_and(|(w, _)| *w <= upto) {
+            if let Some((_, id)) = state.written.pop_front() {
+                state.drop_row(&id);
             }
         }
     }
@@ -94,13 +101,19 @@ impl Pending {
     }
 }
 
-fn subtract(sums: &mut HashMap<String, f64>, parts: Parts) {
-    for (at, cost) in parts {
-        if let Some(sum) = sums.get_mut(&at) {
-            *sum -= cost;
-            // Sums go back to nothing exactly, with no float dust left.
-            if *sum <= 1e-12 {
-                sums.remove(&at);
+impl State {
+    /// No longer counts the row `id`.
+    fn drop_row(&mut self, id: &str) {
+        let Some(parts) = self.rows.remove(id) else {
+            return;
+        };
+        for (at, cost) in parts {
+            if let Some(sum) = self.sums.get_mut(&at) {
+                *sum -= cost;
+                // Sums go back to nothing exactly, with no float dust left.
+                if *sum <= 1e-12 {
+                    self.sums.remove(&at);
+                }
             }
         }
     }
@@ -141,5 +154,20 @@ mod tests {
         p.forget(["b"]);
         assert_eq!(p.get(at), 0.0);
         assert_eq!(p.get("team:t|total"), 0.0);
+    }
+
+    #[test]
+    fn written_rows_waiting_for_a_read_are_bounded() {
+        let p = Pending::default();
+        for i in 0..super::WRITTEN + 10 {
+            let id = format!("r{i}");
+            p.add(&row(&id, 1.0));
+            p.written([id.as_str()]);
+        }
+        let state = p.state();
+        assert_eq!(state.written.len(), super::WRITTEN);
+        assert_eq!(state.rows.len(), super::WRITTEN);
+        assert!(!state.rows.contains_key("r0"));
+        assert_eq!(state.sums["key:k1|total"], super::WRITTEN as f64);
     }
 }

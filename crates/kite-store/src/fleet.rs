@@ -70,7 +70,6 @@ impl Period {
 
 /// US dollars that may be spent per period.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Budget {
     /// The most that may be spent.
     pub usd: f64,
@@ -274,8 +273,8 @@ pub trait Fleet: Send + Sync {
     /// Keeps a new `response` (one already kept under its id stays as it is).
     fn put_response(&self, response: StoredResponse) -> StoreFuture<'_, ()>;
     /// A later word of the response kept under `response`'s id: its status, body and time.
-    /// False, and nothing written, when it is gone (deleted) or has ended cancelled or
-    /// failed (a final word stays).
+    /// False, and nothing written, when it is gone (deleted) or no longer under way (a
+    /// final word stays, whatever a late word says).
     fn update_response(&self, response: StoredResponse) -> StoreFuture<'_, bool>;
     /// The response `id`.
     fn response(&self, id: &str) -> StoreFuture<'_, Option<StoredResponse>>;

@@ -38,6 +38,8 @@ const SWEEP: Duration = Duration::from_secs(5);
 
 /// How long a run's last word waits for a store that does not take it.
 const LAST_WORD: Duration = Duration::from_secs(600);
+/// How long it waits after its first try, doubled after each until [`TOUCH`].
+const FIRST_PAUSE: Duration = Duration::from_millis(200);
 
 /// How long a finished response is kept (as OpenAI keeps them).
 const KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -307,7 +309,7 @@ async fn go(
 /// clients may ask another replica.
 async fn last_word(runs: &Runs, fleet: &Arc<dyn Fleet>, word: StoredResponse) {
     let began = Instant::now();
-    let mut pause = Duration::from_millis(200);
+    let mut pause = FIRST_PAUSE;
     loop {
         let deadline = match runs.stopping() {
             true => Duration::from_secs(2),
@@ -318,8 +320,16 @@ async fn last_word(runs: &Runs, fleet: &Arc<dyn Fleet>, word: StoredResponse) {
             ..word.clone()
         };
         // Written, or it ended or was deleted meanwhile: either way, said.
-        if let Ok(Ok(_)) = tokio::time::timeout(deadline, fleet.update_response(now)).await {
-            return;
+        match tokio::time::timeout(deadline, fleet.update_response(now)).await {
+            Ok(Ok(_)) => return,
+            failed if pause == FIRST_PAUSE => {
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => format!("no answer within {} s", deadline.as_secs()),
+                };
+                tracing::warn!(target: "kite::serve", id = %word.id, "a background response's end waits for the store ({why})");
+            }
+            _ => {}
         }
         if runs.stopping() || began.elapsed() > LAST_WORD {
             tracing::error!(target: "kite::serve", id = %word.id, "a background response's end could not be stored");

@@ -323,8 +323,8 @@ impl Fleet for PostgresStore {
                 .await?
                 .execute(
                     "UPDATE kite_responses SET status = $2, updated_ms = $3, body = $4 \
-                     WHERE id = $1 AND status NOT IN ('cancelled', 'failed')",
-                    &[&r.id, &r.status, &r.updated_ms, &r.body],
+                     WHERE id = $1 AND status = ANY($5)",
+                    &[&r.id, &r.status, &r.updated_ms, &r.body, &&UNDER_WAY[..]],
                 )
                 .await
                 .map_err(db)?;

@@ -281,8 +281,15 @@ impl Fleet for SqliteStore {
             let n = conn
                 .execute(
                     "UPDATE kite_responses SET status = ?2, updated_ms = ?3, body = ?4 \
-                     WHERE id = ?1 AND status NOT IN ('cancelled', 'failed')",
-                    params![r.id, r.status, r.updated_ms, r.body],
+                     WHERE id = ?1 AND status IN (?5, ?6)",
+                    params![
+                        r.id,
+                        r.status,
+                        r.updated_ms,
+                        r.body,
+                        UNDER_WAY[0],
+                        UNDER_WAY[1]
+                    ],
                 )
                 .map_err(db)?;
             Ok(n > 0)

@@ -297,6 +297,20 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
     assert!(store.update_response(later.clone()).await.unwrap());
     let now = store.response("resp_run").await.unwrap().unwrap();
     assert_eq!((now.body, now.input), (later.body.clone(), "[]".to_owned()));
+    // A late word does not take back a final one.
+    store
+        .put_response(response("resp_late", "in_progress", 2_000))
+        .await
+        .unwrap();
+    let done = response("resp_late", "completed", 2_600);
+    assert!(store.update_response(done).await.unwrap());
+    let late = response("resp_late", "in_progress", 2_700);
+    assert!(!store.update_response(late).await.unwrap());
+    assert_eq!(
+        store.response("resp_late").await.unwrap().unwrap().status,
+        "completed"
+    );
+    assert!(store.delete_response("resp_late").await.unwrap());
     assert!(store.delete_response("resp_run").await.unwrap());
     assert!(!store.update_response(later).await.unwrap());
     assert_eq!(store.response("resp_run").await.unwrap(), None);
