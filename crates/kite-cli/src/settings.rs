@@ -433,7 +433,23 @@ fn wrong(text: &str, e: &toml::de::Error) -> String {
     let before = text.get(..span.start).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    format!("line {line}, column {column}: {message}")
+    // The key or table of that line, when it is one: names, never values.
+    let here = text.lines().nth(line - 1).unwrap_or_default();
+    let named = match here.trim_start().starts_with('[') {
+        true => Some(here.trim()),
+        false => here
+            .contains('=')
+            .then(|| here.split('=').next().unwrap_or("").trim()),
+    };
+    let named = named
+        .filter(|k| !k.is_empty() && k.len() <= 80)
+        .filter(|k| {
+            k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.[] ".contains(c))
+        })
+        .map(|k| format!(" (`{k}`)"))
+        .unwrap_or_default();
+    format!("line {line}{named}, column {column}: {message}")
 }
 
 /// `message` with what lies between the first `open` and the last `close` after it
