@@ -61,7 +61,15 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
                 headers,
                 bearer_token,
                 bearer_token_env,
+                oauth,
             } => {
+                if let Some(v) = oauth
+                    .as_ref()
+                    .and_then(|o| o.client_secret.as_deref())
+                    .and_then(|s| kite::mcp::expand_env(s).ok())
+                {
+                    crate::logging::secret(&v);
+                }
                 kite::mcp::url_secrets(url)
                     .iter()
                     .for_each(|v| crate::logging::secret(v));

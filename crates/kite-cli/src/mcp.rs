@@ -1,5 +1,7 @@
-//! MCP servers from `kite.toml`: connected for `kite ask`, and `kite mcp list|call` for
-//! quick checks.
+//! MCP servers from `kite.toml`: connected for `kite ask`, `kite mcp list|call` for
+//! quick checks, and `kite mcp login|logout` for those that ask for OAuth.
+
+mod login;
 
 use crate::config;
 use crate::output::{err, errln, outln, printable};
@@ -23,6 +25,20 @@ pub(crate) enum McpCommand {
         /// One JSON object per server.
         #[arg(long)]
         json: bool,
+    },
+    /// Log in to a server that asks for OAuth: the browser opens (or the URL is printed),
+    /// and the login is kept for `kite ask`, `chat` and `serve`.
+    Login {
+        /// The server's name in kite.toml.
+        server: String,
+        /// Print the URL to open instead of opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the login kept for a server.
+    Logout {
+        /// The server's name in kite.toml.
+        server: String,
     },
     /// Call one tool of one configured server and print what it returns.
     Call {
@@ -70,6 +86,7 @@ pub(crate) async fn connect(
             .ok()
             .map(|d| vec![(format!("file://{}", d.display()), None)])
             .unwrap_or_default(),
+        oauth: login::options(),
         ..HubOptions::default()
     });
     let adds = servers.into_iter().map(|(id, server)| {
@@ -90,6 +107,11 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> Result<()
         ExitCode::FAILURE
     };
     match command {
+        McpCommand::Login { server, no_browser } => {
+            let loaded = config::load(config).map_err(fail)?;
+            login::login(&loaded, &server, no_browser).await
+        }
+        McpCommand::Logout { server } => login::logout(&server),
         McpCommand::List { json } => {
             let loaded = config::load(config).map_err(fail)?;
             let hub = connect(&loaded, None, None).await.map_err(fail)?;
@@ -182,6 +204,9 @@ fn print_report(s: &ServerReport) {
         }
         ServerStatus::Down { error } => outln!("{}: down: {}", s.id, printable(error)),
     }
+    if let Some(state) = login::state(&s.id) {
+        outln!("  login: {state}");
+    }
     for (exposed, remote) in &s.tools {
         if exposed == remote {
             outln!("  {exposed}");
@@ -197,7 +222,7 @@ fn report_json(s: &ServerReport) -> Value {
         .iter()
         .map(|(exposed, remote)| json!({"name": exposed, "remote": remote}))
         .collect();
-    match &s.status {
+    let mut v = match &s.status {
         ServerStatus::Up {
             protocol,
             name,
@@ -208,7 +233,11 @@ fn report_json(s: &ServerReport) -> Value {
         ServerStatus::Down { error } => {
             json!({"server": s.id, "status": "down", "error": error, "tools": tools})
         }
+    };
+    if let Some(state) = login::state(&s.id) {
+        v["login"] = state.into();
     }
+    v
 }
 
 /// Servers' questions (elicitation), asked on the terminal: each field in turn, Enter

@@ -65,6 +65,8 @@ pub enum TransportConfig {
         bearer_token: Option<String>,
         /// The environment variable holding the bearer token (read when connecting).
         bearer_token_env: Option<String>,
+        /// How its OAuth tokens are got, when it asks for them (`[mcp.servers.NAME.oauth]`).
+        oauth: Option<crate::OAuthConfig>,
     },
 }
 
@@ -92,6 +94,7 @@ struct RawServer {
     headers: BTreeMap<String, String>,
     bearer_token: Option<String>,
     bearer_token_env: Option<String>,
+    oauth: Option<crate::OAuthConfig>,
     prefix: Option<String>,
     allow: Option<Vec<String>>,
     #[serde(default)]
@@ -105,8 +108,10 @@ impl TryFrom<RawServer> for ServerConfig {
 
     fn try_from(raw: RawServer) -> Result<Self, String> {
         let stdio_only = !raw.args.is_empty() || !raw.env.is_empty() || raw.cwd.is_some();
-        let http_only =
-            !raw.headers.is_empty() || raw.bearer_token.is_some() || raw.bearer_token_env.is_some();
+        let http_only = !raw.headers.is_empty()
+            || raw.bearer_token.is_some()
+            || raw.bearer_token_env.is_some()
+            || raw.oauth.is_some();
         let transport = match (raw.command, raw.url) {
             (Some(_), Some(_)) => {
                 return Err(
@@ -118,7 +123,9 @@ impl TryFrom<RawServer> for ServerConfig {
             }
             (Some(_), None) if http_only => {
                 return Err(
-                    "`headers`, `bearer_token` and `bearer_token_env` are for `url` servers".into(),
+                    "`headers`, `bearer_token`, `bearer_token_env` and `oauth` are for `url` \
+                     servers"
+                        .into(),
                 );
             }
             (None, Some(_)) if stdio_only => {
@@ -135,6 +142,7 @@ impl TryFrom<RawServer> for ServerConfig {
                 headers: raw.headers,
                 bearer_token: raw.bearer_token,
                 bearer_token_env: raw.bearer_token_env,
+                oauth: raw.oauth,
             },
         };
         let secs = |what: &str, s: Option<f64>| {
@@ -174,6 +182,7 @@ impl ServerConfig {
             headers: BTreeMap::new(),
             bearer_token: None,
             bearer_token_env: None,
+            oauth: None,
         })
     }
 
@@ -208,6 +217,14 @@ impl ServerConfig {
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         if let TransportConfig::Http { headers, .. } = &mut self.transport {
             headers.insert(name.into(), value.into());
+        }
+        self
+    }
+
+    /// Gets its OAuth tokens as `oauth` says (ignored over stdio).
+    pub fn oauth(mut self, oauth: crate::OAuthConfig) -> Self {
+        if let TransportConfig::Http { oauth: o, .. } = &mut self.transport {
+            *o = Some(oauth);
         }
         self
     }
@@ -300,11 +317,13 @@ impl std::fmt::Debug for ServerConfig {
                 headers,
                 bearer_token,
                 bearer_token_env,
+                oauth,
             } => d
                 .field("url", url)
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .field("bearer_token", &bearer_token.as_ref().map(|_| "<redacted>"))
-                .field("bearer_token_env", bearer_token_env),
+                .field("bearer_token_env", bearer_token_env)
+                .field("oauth", oauth),
         };
         d.field("prefix", &self.prefix)
             .field("allow", &self.allow)

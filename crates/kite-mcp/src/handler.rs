@@ -46,6 +46,8 @@ pub(crate) struct Answerers {
     pub roots: Arc<Vec<Root>>,
     pub sampler: Option<Arc<dyn Sampler>>,
     pub elicitor: Option<Arc<dyn Elicitor>>,
+    /// The logins of HTTP servers that ask for OAuth.
+    pub logins: Arc<crate::oauth::Logins>,
 }
 
 impl ClientHandler for Handler {

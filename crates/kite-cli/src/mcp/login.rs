@@ -1,0 +1,252 @@
+//! `kite mcp login NAME` and `kite mcp logout NAME`, and where logins are kept: one file
+//! per server under kite's data folder (`mcp-logins/`, 0600 in a 0700 folder), read by
+//! `kite ask`, `kite chat` and `kite serve`, which refresh their tokens but never ask a
+//! person.
+//!
+//! The browser is sent back to a loopback port kite listens on for that one redirect: a
+//! request line and headers read by hand (a few lines, within a size bound and a deadline)
+//! rather than a web server started for one request.
+
+use crate::config;
+use crate::output::{errln, outln};
+use kite::mcp::{Approval, Authorizer, FileTokens, OAuthOptions, Saved, TokenStore};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Where logins are kept.
+pub(crate) fn store() -> Option<Arc<FileTokens>> {
+    Some(Arc::new(FileTokens::new(
+        config::data_dir()?.join("mcp-logins"),
+    )))
+}
+
+/// How `kite ask`, `chat` and `serve` get tokens: the kept logins, and no person asked.
+pub(crate) fn options() -> OAuthOptions {
+    OAuthOptions {
+        store: store().map(|s| s as Arc<dyn TokenStore>),
+        ..OAuthOptions::default()
+    }
+}
+
+/// What `kite mcp list` says of `server`'s login, if it has one or needs one.
+pub(crate) fn state(server: &str) -> Option<String> {
+    let saved = store()?.load(server)?;
+    Some(describe(server, &saved))
+}
+
+fn describe(server: &str, saved: &Saved) -> String {
+    if saved.refused || saved.access_token.is_none() {
+        return format!("token refused: run `kite mcp login {server}`");
+    }
+    let who = saved
+        .account
+        .as_deref()
+        .map(|a| format!(" as {a}"))
+        .unwrap_or_default();
+    let until = match saved.expires_at_ms {
+        Some(ms) => chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| {
+                let t = t.with_timezone(&chrono::Local);
+                format!(" until {}", t.format("%Y-%m-%d %H:%M"))
+            })
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    let renewable = match saved.refresh_token {
+        Some(_) => ", renewed by itself",
+        None => "",
+    };
+    format!("logged in{who}{until}{renewable}")
+}
+
+/// `kite mcp login NAME`: forgets its login, connects with a person to approve, and says
+/// who is logged in.
+pub(crate) async fn login(
+    loaded: &config::Loaded,
+    name: &str,
+    no_browser: bool,
+) -> Result<(), ExitCode> {
+    let fail = |message: String| {
+        errln!("kite: {message}");
+        ExitCode::FAILURE
+    };
+    let Some(server) = loaded.config.mcp.servers.get(name).cloned() else {
+        return Err(fail(format!("no MCP server {name:?} in kite.toml")));
+    };
+    let kite::mcp::TransportConfig::Http { oauth, .. } = &server.transport else {
+        return Err(fail(format!(
+            "{name} is a stdio server: kite starts it, and it needs no login"
+        )));
+    };
+    let port = oauth.as_ref().and_then(|o| o.redirect_port).unwrap_or(0);
+    let store = store().ok_or_else(|| fail("kite has no data folder (set HOME)".into()))?;
+    store.clear(name).map_err(fail)?;
+    let browser = Browser::bind(port, !no_browser)
+        .await
+        .map_err(|e| fail(format!("cannot listen for the login's redirect: {e}")))?;
+    let hub = kite::mcp::Hub::with_options(kite::mcp::HubOptions {
+        oauth: OAuthOptions {
+            store: Some(store.clone()),
+            authorizer: Some(Arc::new(browser)),
+            ..OAuthOptions::default()
+        },
+        // A person may take minutes to approve.
+        startup_timeout: Duration::from_secs(330),
+        ..kite::mcp::HubOptions::default()
+    });
+    let added = hub.add(name, server).await;
+    hub.close().await;
+    added.map_err(|e| fail(e.to_string()))?;
+    match store.load(name) {
+        Some(saved) => {
+            outln!("{name}: {}", describe(name, &saved));
+            Ok(())
+        }
+        None => {
+            outln!("{name}: it asks for no login");
+            Ok(())
+        }
+    }
+}
+
+/// `kite mcp logout NAME`.
+pub(crate) fn logout(name: &str) -> Result<(), ExitCode> {
+    let Some(store) = store() else {
+        errln!("kite: kite has no data folder (set HOME)");
+        return Err(ExitCode::FAILURE);
+    };
+    match store.clear(name) {
+        Ok(true) => {
+            outln!("{name}: logged out");
+            Ok(())
+        }
+        Ok(false) => {
+            outln!("{name}: no login was kept");
+            Ok(())
+        }
+        Err(e) => {
+            errln!("kite: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// A person approving in a browser: the authorization URL is opened (or printed), and the
+/// redirect taken on a loopback port.
+struct Browser {
+    listener: tokio::sync::Mutex<tokio::net::TcpListener>,
+    redirect: String,
+    open: bool,
+}
+
+/// The largest request the redirect may be.
+const MAX_REQUEST: usize = 16 * 1024;
+
+impl Browser {
+    async fn bind(port: u16, open: bool) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let port = listener.local_addr()?.port();
+        Ok(Self {
+            listener: tokio::sync::Mutex::new(listener),
+            redirect: format!("http://127.0.0.1:{port}/callback"),
+            open,
+        })
+    }
+
+    /// Opens `url` in the desktop's browser; false when there is no desktop.
+    fn opened(&self, url: &str) -> bool {
+        let desktop = std::env::var_os("DISPLAY").is_some()
+            || std::env::var_os("WAYLAND_DISPLAY").is_some()
+            || cfg!(target_os = "macos");
+        if !self.open || !desktop {
+            return false;
+        }
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        std::process::Command::new(opener)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .is_ok()
+    }
+
+    /// The query of the first request for the redirect's path; others get 404.
+    async fn redirected(&self) -> Result<Approval, String> {
+        let listener = self.listener.lock().await;
+        loop {
+            let (mut stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+            let read = tokio::time::timeout(Duration::from_secs(10), async {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 2048];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_REQUEST {
+                    let n = stream.read(&mut chunk).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                Ok::<_, std::io::Error>(buf)
+            })
+            .await;
+            let Ok(Ok(request)) = read else { continue };
+            let line = String::from_utf8_lossy(&request);
+            let target = line
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("GET "))
+                .and_then(|l| l.split(' ').next())
+                .unwrap_or_default()
+                .to_owned();
+            if !target.starts_with("/callback") {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    )
+                    .await;
+                continue;
+            }
+            let origin = self.redirect.trim_end_matches("/callback");
+            let approved = Approval::from_redirect(&self.redirect, &format!("{origin}{target}"));
+            let page = match &approved {
+                Ok(_) => "kite is logged in. You may close this tab.".to_owned(),
+                Err(e) => format!("kite is not logged in: {e}"),
+            };
+            let page = page.replace('<', "&lt;");
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+            return approved;
+        }
+    }
+}
+
+impl Authorizer for Browser {
+    fn redirect_uri(&self) -> String {
+        self.redirect.clone()
+    }
+
+    fn approve<'a>(
+        &'a self,
+        server: &'a str,
+        url: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<Approval, String>> {
+        Box::pin(async move {
+            match self.opened(url) {
+                true => errln!(
+                    "kite: log in to {server} in the browser that opened (or open this):\n  {url}"
+                ),
+                false => errln!("kite: to log in to {server}, open this in a browser:\n  {url}"),
+            }
+            self.redirected().await
+        })
+    }
+}

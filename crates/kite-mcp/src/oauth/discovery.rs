@@ -1,0 +1,479 @@
+//! Finding who guards a server: its challenge (`WWW-Authenticate`), its protected-resource
+//! metadata (RFC 9728), then its authorization server's metadata (RFC 8414 or OpenID
+//! Connect discovery), each in the order the specification gives; for servers of
+//! 2025-03-26 without resource metadata, the authorization server at the server's origin
+//! and, without its metadata, the default endpoints there.
+
+use super::OAuthError;
+use reqwest::Url;
+use serde::Deserialize;
+use std::time::Duration;
+
+/// How long one metadata document may take to come.
+const FETCH: Duration = Duration::from_secs(10);
+/// The largest metadata document read.
+const MAX_DOCUMENT: usize = 256 * 1024;
+
+/// What a 401 or 403 said: `Bearer` and its parameters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Challenge {
+    pub error: Option<String>,
+    pub scopes: Vec<String>,
+    pub resource_metadata: Option<String>,
+}
+
+impl Challenge {
+    /// Reads a `WWW-Authenticate` header: its parameters, in any order, quoted or not.
+    pub(crate) fn parse(header: &str) -> Self {
+        let mut out = Self::default();
+        let rest = header.trim();
+        let rest = match rest.get(..7) {
+            Some(scheme) if scheme.eq_ignore_ascii_case("bearer ") => &rest[7..],
+            _ => rest,
+        };
+        let mut chars = rest.char_indices().peekable();
+        while let Some(&(start, _)) = chars.peek() {
+            // name
+            let mut end = start;
+            while let Some(&(i, c)) = chars.peek() {
+                if c == '=' || c == ',' {
+                    break;
+                }
+                end = i + c.len_utf8();
+                chars.next();
+            }
+            let name = rest[start..end].trim().to_ascii_lowercase();
+            if chars.next_if(|&(_, c)| c == '=').is_none() {
+                chars.next();
+                continue;
+            }
+            while chars.next_if(|&(_, c)| c == ' ').is_some() {}
+            let mut value = String::new();
+            if chars.next_if(|&(_, c)| c == '"').is_some() {
+                while let Some((_, c)) = chars.next() {
+                    match c {
+                        '\\' => value.extend(chars.next().map(|(_, c)| c)),
+                        '"' => break,
+                        c => value.push(c),
+                    }
+                }
+                while chars.next_if(|&(_, c)| c != ',').is_some() {}
+            } else {
+                while let Some((_, c)) = chars.next_if(|&(_, c)| c != ',') {
+                    value.push(c);
+                }
+                value = value.trim().to_owned();
+            }
+            chars.next_if(|&(_, c)| c == ',');
+            while chars.next_if(|&(_, c)| c == ' ').is_some() {}
+            match name.as_str() {
+                "error" => out.error = Some(value),
+                "scope" => out.scopes = value.split_whitespace().map(str::to_owned).collect(),
+                "resource_metadata" => out.resource_metadata = Some(value),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// A server's protected-resource metadata (RFC 9728).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub(crate) struct ResourceMetadata {
+    pub resource: String,
+    #[serde(default)]
+    pub authorization_servers: Vec<String>,
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+}
+
+/// An authorization server's metadata (RFC 8414), what kite uses of it.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub(crate) struct ServerMetadata {
+    #[serde(default)]
+    pub issuer: String,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
+    pub registration_endpoint: Option<String>,
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+    /// `None` when the server does not say.
+    pub code_challenge_methods_supported: Option<Vec<String>>,
+    #[serde(default)]
+    pub token_endpoint_auth_methods_supported: Vec<String>,
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
+    #[serde(default)]
+    pub authorization_response_iss_parameter_supported: bool,
+}
+
+/// Who guards a server, as found.
+#[derive(Clone, Debug)]
+pub(crate) struct Guard {
+    /// Its resource metadata; none for a server of 2025-03-26.
+    pub resource: Option<ResourceMetadata>,
+    /// Its authorization server's metadata (the default endpoints when it has none).
+    pub server: ServerMetadata,
+    /// Whether the metadata is the server's own (else the 2025-03-26 defaults).
+    pub from_metadata: bool,
+}
+
+/// Finds who guards the server at `url`, told `resource_metadata` by its challenge.
+pub(crate) async fn discover(
+    http: &reqwest::Client,
+    url: &str,
+    resource_metadata: Option<&str>,
+) -> Result<Guard, OAuthError> {
+    let server = Url::parse(url).map_err(|e| OAuthError::failed(format!("its URL: {e}")))?;
+    let resource = find_resource(http, &server, resource_metadata).await?;
+    let Some(resource) = resource else {
+        return legacy(http, &server).await;
+    };
+    check_resource(&server, &resource.resource)?;
+    let Some(issuer) = resource.authorization_servers.first().cloned() else {
+        return Err(OAuthError::failed(
+            "its resource metadata names no authorization server",
+        ));
+    };
+    let issuer_url = Url::parse(&issuer).map_err(|_| {
+        OAuthError::failed(format!("its authorization server {issuer:?} is not a URL"))
+    })?;
+    check_scheme(&issuer_url)?;
+    let mut wrong = None;
+    for candidate in metadata_urls(&issuer_url) {
+        let meta = match fetch::<ServerMetadata>(http, &candidate).await {
+            Ok(Some(meta)) => meta,
+            Ok(None) => continue,
+            Err(e) => {
+                wrong = Some(e);
+                continue;
+            }
+        };
+        // RFC 8414 §3.3: the metadata is the issuer's own, compared as strings.
+        if meta.issuer != issuer {
+            return Err(OAuthError::failed(format!(
+                "the metadata at {candidate} is for issuer {:?}, not {issuer:?}",
+                meta.issuer
+            )));
+        }
+        check_endpoints(&meta)?;
+        return Ok(Guard {
+            resource: Some(resource),
+            server: meta,
+            from_metadata: true,
+        });
+    }
+    Err(wrong.unwrap_or_else(|| {
+        OAuthError::failed(format!(
+            "no metadata found for its authorization server {issuer}"
+        ))
+    }))
+}
+
+/// The resource metadata: where the challenge says, else at the well-known path for the
+/// server's path, then at the root.
+async fn find_resource(
+    http: &reqwest::Client,
+    server: &Url,
+    told: Option<&str>,
+) -> Result<Option<ResourceMetadata>, OAuthError> {
+    if let Some(told) = told {
+        let at = Url::parse(told).map_err(|_| {
+            OAuthError::failed("its challenge names resource metadata that is no URL")
+        })?;
+        check_scheme(&at)?;
+        return match fetch(http, &at).await? {
+            Some(found) => Ok(Some(found)),
+            None => Err(OAuthError::failed(format!(
+                "no resource metadata at {at}, where its challenge says"
+            ))),
+        };
+    }
+    let path = server.path().trim_end_matches('/');
+    let mut candidates = Vec::new();
+    if !path.is_empty() {
+        candidates.push(format!("/.well-known/oauth-protected-resource{path}"));
+    }
+    candidates.push("/.well-known/oauth-protected-resource".to_owned());
+    let mut wrong = None;
+    for candidate in candidates {
+        let at = server
+            .join(&candidate)
+            .map_err(|e| OAuthError::failed(e.to_string()))?;
+        match fetch(http, &at).await {
+            Ok(Some(found)) => return Ok(Some(found)),
+            Ok(None) => {}
+            Err(e) => wrong = Some(e),
+        }
+    }
+    // What is there but unreadable is said; nothing at all is a server of 2025-03-26.
+    match wrong {
+        Some(e) => Err(e),
+        None => Ok(None),
+    }
+}
+
+/// A server of 2025-03-26: the authorization server at its origin, described or not.
+async fn legacy(http: &reqwest::Client, server: &Url) -> Result<Guard, OAuthError> {
+    let origin = origin(server);
+    for path in [
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ] {
+        let at = Url::parse(&format!("{origin}{path}"))
+            .map_err(|e| OAuthError::failed(e.to_string()))?;
+        if let Ok(Some(meta)) = fetch::<ServerMetadata>(http, &at).await {
+            // Servers of then named their issuer loosely: its endpoints must still be on
+            // its origin.
+            let meta = ServerMetadata {
+                issuer: origin.clone(),
+                ..meta
+            };
+            check_endpoints(&meta)?;
+            return Ok(Guard {
+                resource: None,
+                server: meta,
+                from_metadata: true,
+            });
+        }
+    }
+    Ok(Guard {
+        resource: None,
+        server: ServerMetadata {
+            issuer: origin.clone(),
+            authorization_endpoint: Some(format!("{origin}/authorize")),
+            token_endpoint: Some(format!("{origin}/token")),
+            registration_endpoint: Some(format!("{origin}/register")),
+            ..ServerMetadata::default()
+        },
+        from_metadata: false,
+    })
+}
+
+/// Where an issuer's metadata may be, in order: RFC 8414's path insertion, then OpenID
+/// Connect's path insertion and path append; for an issuer with no path, the two at its root.
+fn metadata_urls(issuer: &Url) -> Vec<Url> {
+    let origin = origin(issuer);
+    let path = issuer.path().trim_end_matches('/');
+    let paths = match path.is_empty() {
+        true => vec![
+            "/.well-known/oauth-authorization-server".to_owned(),
+            "/.well-known/openid-configuration".to_owned(),
+        ],
+        false => vec![
+            format!("/.well-known/oauth-authorization-server{path}"),
+            format!("/.well-known/openid-configuration{path}"),
+            format!("{path}/.well-known/openid-configuration"),
+        ],
+    };
+    paths
+        .iter()
+        .filter_map(|p| Url::parse(&format!("{origin}{p}")).ok())
+        .collect()
+}
+
+/// `scheme://host[:port]` of `url`.
+pub(crate) fn origin(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+/// Metadata must be fetched over TLS, but from this machine.
+fn check_scheme(url: &Url) -> Result<(), OAuthError> {
+    match (url.scheme(), loopback(url)) {
+        ("https", _) | ("http", true) => Ok(()),
+        _ => Err(OAuthError::failed(format!(
+            "{url} is not https: kite sends credentials only over TLS (or to this machine)"
+        ))),
+    }
+}
+
+/// Whether `url` is on this machine.
+pub(crate) fn loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// The resource the metadata describes must be this server: the same origin, and a path
+/// that is the server's or a parent of it.
+fn check_resource(server: &Url, resource: &str) -> Result<(), OAuthError> {
+    let mismatch = || {
+        OAuthError::failed(format!(
+            "its resource metadata describes {resource:?}, not this server: kite will not \
+             ask for a token to it"
+        ))
+    };
+    let described = Url::parse(resource).map_err(|_| mismatch())?;
+    if origin(&described) != origin(server) {
+        return Err(mismatch());
+    }
+    let parent = described.path().trim_end_matches('/');
+    let path = server.path().trim_end_matches('/');
+    let within = parent.is_empty()
+        || path == parent
+        || path
+            .strip_prefix(parent)
+            .is_some_and(|rest| rest.starts_with('/'));
+    match within {
+        true => Ok(()),
+        false => Err(mismatch()),
+    }
+}
+
+/// An authorization server's endpoints are its own: on its issuer's origin, so that no
+/// code, secret or token is sent to another host.
+fn check_endpoints(meta: &ServerMetadata) -> Result<(), OAuthError> {
+    let issuer = Url::parse(&meta.issuer)
+        .map_err(|_| OAuthError::failed(format!("its issuer {:?} is no URL", meta.issuer)))?;
+    for (what, endpoint) in [
+        ("authorization", &meta.authorization_endpoint),
+        ("token", &meta.token_endpoint),
+        ("registration", &meta.registration_endpoint),
+    ] {
+        let Some(endpoint) = endpoint else { continue };
+        let url = Url::parse(endpoint).map_err(|_| {
+            OAuthError::failed(format!("its {what} endpoint {endpoint:?} is no URL"))
+        })?;
+        check_scheme(&url)?;
+        if origin(&url) != origin(&issuer) {
+            return Err(OAuthError::failed(format!(
+                "its {what} endpoint {endpoint} is not on its issuer's host ({}): refused",
+                meta.issuer
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The JSON document at `url`: `None` when there is none (an error status); an error when
+/// what is there is no such document, too large, or slow.
+async fn fetch<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &Url,
+) -> Result<Option<T>, OAuthError> {
+    let asked = async {
+        let mut r = http
+            .get(url.clone())
+            .header(http::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| OAuthError::failed(format!("{url}: {}", super::said(e))))?;
+        if !r.status().is_success() {
+            return Ok(None);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = r
+            .chunk()
+            .await
+            .map_err(|e| OAuthError::failed(format!("{url}: {}", super::said(e))))?
+        {
+            if body.len() + chunk.len() > MAX_DOCUMENT {
+                return Err(OAuthError::failed(format!(
+                    "{url}: the document is over {} KiB",
+                    MAX_DOCUMENT / 1024
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|e| OAuthError::failed(format!("{url}: not the metadata expected: {e}")))
+    };
+    match tokio::time::timeout(FETCH, asked).await {
+        Ok(r) => r,
+        Err(_) => Err(OAuthError::failed(format!(
+            "{url}: no answer within {} s",
+            FETCH.as_secs()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_are_read_in_any_order_quoted_or_not() {
+        let c = Challenge::parse(
+            r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="http://h/.well-known/x""#,
+        );
+        assert_eq!(c.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(c.scopes, ["mcp:basic", "mcp:write"]);
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("http://h/.well-known/x")
+        );
+        let c = Challenge::parse(r#"Bearer scope=read,error=invalid_token, realm="a\"b""#);
+        assert_eq!(c.scopes, ["read"]);
+        assert_eq!(c.error.as_deref(), Some("invalid_token"));
+        assert_eq!(Challenge::parse("Bearer"), Challenge::default());
+        assert_eq!(Challenge::parse("Bearer ===,,\"é"), Challenge::default());
+    }
+
+    #[test]
+    fn metadata_is_looked_for_in_the_specifications_order() {
+        let at = |u: &str| {
+            metadata_urls(&Url::parse(u).unwrap())
+                .iter()
+                .map(Url::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            at("https://a.example/tenant1"),
+            [
+                "https://a.example/.well-known/oauth-authorization-server/tenant1",
+                "https://a.example/.well-known/openid-configuration/tenant1",
+                "https://a.example/tenant1/.well-known/openid-configuration",
+            ]
+        );
+        assert_eq!(
+            at("https://a.example"),
+            [
+                "https://a.example/.well-known/oauth-authorization-server",
+                "https://a.example/.well-known/openid-configuration",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_resource_is_this_server_or_a_parent_of_it_on_its_origin() {
+        let server = Url::parse("https://m.example/api/mcp").unwrap();
+        for ok in [
+            "https://m.example/api/mcp",
+            "https://m.example/api",
+            "https://m.example",
+            "https://m.example/",
+        ] {
+            assert!(check_resource(&server, ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://evil.example/api/mcp",
+            "https://m.example/ap",
+            "https://m.example/api/mcp/more",
+            "http://m.example/api/mcp",
+            "not a url",
+        ] {
+            assert!(check_resource(&server, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoints_off_the_issuers_host_are_refused() {
+        let meta = ServerMetadata {
+            issuer: "https://auth.example".into(),
+            authorization_endpoint: Some("https://auth.example/authorize".into()),
+            token_endpoint: Some("https://thief.example/token".into()),
+            ..ServerMetadata::default()
+        };
+        let e = check_endpoints(&meta).unwrap_err().to_string();
+        assert!(e.contains("thief.example"), "{e}");
+        let plain = ServerMetadata {
+            token_endpoint: Some("http://auth.example/token".into()),
+            ..meta.clone()
+        };
+        assert!(check_endpoints(&plain).is_err());
+    }
+}

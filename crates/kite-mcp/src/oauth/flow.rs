@@ -1,0 +1,458 @@
+//! One server's login: the token each request carries (refreshed before it expires), and
+//! what a 401 or a 403 `insufficient_scope` starts: a refresh, or a new authorization with
+//! the scopes the server asks for, at most [`MAX_AUTHORIZATIONS`] times before a request
+//! succeeds. A login outlives its sessions: a reconnected server keeps its token.
+
+use super::discovery::{self, Challenge, Guard};
+use super::grant::{self, Client};
+use super::{CLIENT_METADATA_URL, Grant, OAuthConfig, OAuthError, OAuthOptions, Saved};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+mod machines;
+
+/// How many authorizations may follow one another with no request succeeding between.
+const MAX_AUTHORIZATIONS: u32 = 3;
+/// How long before it expires a token is refreshed.
+const EARLY_MS: i64 = 60_000;
+/// How long a person has to approve a login.
+const APPROVAL: Duration = Duration::from_secs(300);
+
+/// The logins of a hub's servers, by server.
+#[derive(Default)]
+pub(crate) struct Logins {
+    options: OAuthOptions,
+    by_server: Mutex<HashMap<String, Arc<Login>>>,
+}
+
+impl Logins {
+    pub(crate) fn new(options: OAuthOptions) -> Self {
+        Self {
+            options,
+            by_server: Mutex::default(),
+        }
+    }
+
+    /// The login of server `name` at `url` (made again when either changed).
+    pub(crate) fn of(&self, name: &str, url: &str, config: Option<&OAuthConfig>) -> Arc<Login> {
+        let config = config.cloned().unwrap_or_default();
+        let mut all = self.by_server.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = all.get(name).filter(|l| l.url == url && l.config == config) {
+            return l.clone();
+        }
+        let login = Arc::new(Login {
+            name: name.to_owned(),
+            url: url.to_owned(),
+            config,
+            options: self.options.clone(),
+            http: oauth_client(),
+            saved: tokio::sync::Mutex::new(None),
+            authorizations: AtomicU32::new(0),
+        });
+        all.insert(name.to_owned(), login.clone());
+        login
+    }
+}
+
+/// The client for the authorization server: no redirects followed (an authorization
+/// server's answer is its own), deadlines on connecting.
+fn oauth_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_default()
+}
+
+/// One server's login.
+pub(crate) struct Login {
+    name: String,
+    url: String,
+    config: OAuthConfig,
+    options: OAuthOptions,
+    http: reqwest::Client,
+    /// What is kept of it (read from the store on first use).
+    saved: tokio::sync::Mutex<Option<Saved>>,
+    /// Authorizations since a request last succeeded.
+    authorizations: AtomicU32,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Login {
+    /// The kept login, read from the store the first time (one for another URL is none).
+    fn loaded<'a>(&self, slot: &'a mut Option<Saved>) -> &'a mut Saved {
+        slot.get_or_insert_with(|| {
+            let kept = self.options.store.as_ref().and_then(|s| s.load(&self.name));
+            kept.filter(|k| k.server_url == self.url)
+                .unwrap_or_else(|| Saved {
+                    server_url: self.url.clone(),
+                    ..Saved::default()
+                })
+        })
+    }
+
+    fn keep(&self, saved: &Saved) {
+        if let Some(store) = &self.options.store
+            && let Err(e) = store.save(&self.name, saved)
+        {
+            tracing::warn!(server = %self.name, "its login cannot be kept: {e}");
+        }
+    }
+
+    /// The token to send now, if there is one: refreshed first when about to expire.
+    pub(crate) async fn bearer(&self) -> Option<String> {
+        let mut slot = self.saved.lock().await;
+        let saved = self.loaded(&mut slot);
+        let expiring = saved
+            .expires_at_ms
+            .is_some_and(|t| t - EARLY_MS <= now_ms());
+        if saved.access_token.is_some() && expiring && saved.refresh_token.is_some() {
+            let _ = self.refresh(saved).await;
+        }
+        saved.access_token.clone().filter(|_| !saved.refused)
+    }
+
+    /// A request with a token succeeded: the count of authorizations starts again.
+    pub(crate) fn worked(&self) {
+        self.authorizations.store(0, Ordering::Relaxed);
+    }
+
+    /// The server refused the request that carried `sent` with `header` (its
+    /// `WWW-Authenticate`; `forbidden` for a 403): the token to send it again with.
+    pub(crate) async fn challenged(
+        &self,
+        sent: Option<&str>,
+        header: &str,
+        forbidden: bool,
+    ) -> Result<String, OAuthError> {
+        let challenge = Challenge::parse(header);
+        let mut slot = self.saved.lock().await;
+        let saved = self.loaded(&mut slot);
+        // Another request got a new token meanwhile.
+        if let Some(current) = &saved.access_token
+            && !saved.refused
+            && Some(current.as_str()) != sent
+        {
+            return Ok(current.clone());
+        }
+        if !forbidden
+            && sent.is_some()
+            && saved.refresh_token.is_some()
+            && let Ok(token) = self.refresh(saved).await
+        {
+            return Ok(token);
+        }
+        if forbidden && sent.is_some() && challenge.scopes.iter().all(|s| saved.scopes.contains(s))
+        {
+            return Err(OAuthError::failed(format!(
+                "the server refuses its token though it grants what it asks for ({}): \
+                 another login will not do better",
+                saved.scopes.join(" ")
+            )));
+        }
+        if self.authorizations.fetch_add(1, Ordering::Relaxed) >= MAX_AUTHORIZATIONS {
+            return Err(OAuthError::failed(format!(
+                "the server refused {MAX_AUTHORIZATIONS} new tokens in a row: kite stops asking"
+            )));
+        }
+        if sent.is_some() && !forbidden {
+            saved.refused = true;
+            self.keep(saved);
+        }
+        let token = self.authorize(saved, &challenge, forbidden).await?;
+        self.keep(saved);
+        Ok(token)
+    }
+
+    /// A new token from the refresh token (and none kept when it is refused).
+    async fn refresh(&self, saved: &mut Saved) -> Result<String, OAuthError> {
+        let (Some(endpoint), Some(refresh), Some(id)) = (
+            saved.token_endpoint.clone(),
+            saved.refresh_token.clone(),
+            saved.client_id.clone(),
+        ) else {
+            return Err(OAuthError::failed("nothing to refresh"));
+        };
+        let client = Client {
+            id,
+            secret: saved.client_secret.clone(),
+            method: saved.auth_method.clone().unwrap_or_else(|| "none".into()),
+        };
+        let mut params = vec![
+            ("grant_type", "refresh_token".into()),
+            ("refresh_token", refresh),
+        ];
+        if let Some(r) = &saved.resource {
+            params.push(("resource", r.clone()));
+        }
+        match grant::token(&self.http, &endpoint, &client, params, None).await {
+            Ok(tokens) => {
+                let scopes = saved.scopes.clone();
+                self.took(saved, tokens, scopes);
+                self.keep(saved);
+                saved
+                    .access_token
+                    .clone()
+                    .ok_or_else(|| OAuthError::failed("no token"))
+            }
+            Err(e) => {
+                tracing::info!(server = %self.name, "its token could not be refreshed: {e}");
+                saved.access_token = None;
+                saved.refresh_token = None;
+                self.keep(saved);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes what the token endpoint gave into `saved`.
+    fn took(&self, saved: &mut Saved, tokens: grant::Tokens, asked: Vec<String>) {
+        if let Some(account) = tokens.account() {
+            saved.account = Some(account);
+        }
+        saved.access_token = Some(tokens.access_token);
+        if tokens.refresh_token.is_some() {
+            saved.refresh_token = tokens.refresh_token;
+        }
+        saved.expires_at_ms = tokens
+            .expires_in
+            .map(|s| now_ms().saturating_add(i64::try_from(s).unwrap_or(i64::MAX / 2) * 1000));
+        saved.scopes = match tokens.scope {
+            Some(s) => s.split_whitespace().map(str::to_owned).collect(),
+            None => asked,
+        };
+        saved.refused = false;
+    }
+
+    /// A new authorization, after `challenge`.
+    async fn authorize(
+        &self,
+        saved: &mut Saved,
+        challenge: &Challenge,
+        forbidden: bool,
+    ) -> Result<String, OAuthError> {
+        let guard = discovery::discover(
+            &self.http,
+            &self.url,
+            challenge.resource_metadata.as_deref(),
+        )
+        .await?;
+        let mut scopes = if !challenge.scopes.is_empty() {
+            challenge.scopes.clone()
+        } else if !self.config.scopes.is_empty() {
+            self.config.scopes.clone()
+        } else {
+            guard
+                .resource
+                .as_ref()
+                .map(|r| r.scopes_supported.clone())
+                .unwrap_or_default()
+        };
+        if forbidden {
+            for s in &saved.scopes {
+                if !scopes.contains(s) {
+                    scopes.push(s.clone());
+                }
+            }
+        }
+        let Some(token_endpoint) = guard.server.token_endpoint.clone() else {
+            return Err(OAuthError::failed(
+                "its authorization server names no token endpoint",
+            ));
+        };
+        // A client registered before is used again with the issuer it was registered with.
+        let registered = match saved.issuer.as_deref() == Some(guard.server.issuer.as_str()) {
+            true => saved.client_id.clone().zip(saved.auth_method.clone()),
+            false => None,
+        };
+        saved.issuer = Some(guard.server.issuer.clone());
+        saved.token_endpoint = Some(token_endpoint.clone());
+        saved.resource = guard.resource.as_ref().map(|r| r.resource.clone());
+        let context = self.options.context.as_ref();
+        let text = |k: &str| context.and_then(|c| c[k].as_str()).map(str::to_owned);
+        let tokens = if let Some(id_token) = text("idp_id_token") {
+            self.cross_app(&guard, &token_endpoint, &id_token, &scopes)
+                .await?
+        } else if self.config.grant == Grant::ClientCredentials {
+            self.client_credentials(&guard, &token_endpoint, &scopes)
+                .await?
+        } else {
+            self.authorization_code(saved, &guard, &token_endpoint, &mut scopes, registered)
+                .await?
+        };
+        self.took(saved, tokens, scopes);
+        saved
+            .access_token
+            .clone()
+            .ok_or_else(|| OAuthError::failed("no token"))
+    }
+
+    /// The client's id and secret, from kite.toml (`${VAR}` read from the environment) or
+    /// the context.
+    fn own_client(&self) -> Result<Option<(String, Option<String>)>, OAuthError> {
+        let context = self.options.context.as_ref();
+        let text = |k: &str| context.and_then(|c| c[k].as_str()).map(str::to_owned);
+        let Some(id) = self.config.client_id.clone().or_else(|| text("client_id")) else {
+            return Ok(None);
+        };
+        let secret = match &self.config.client_secret {
+            Some(s) => Some(
+                crate::child::expand(s)
+                    .map_err(|e| OAuthError::failed(format!("its client_secret names {e}")))?,
+            ),
+            None => text("client_secret"),
+        };
+        Ok(Some((id, secret)))
+    }
+
+    /// A person approves, in a browser.
+    async fn authorization_code(
+        &self,
+        saved: &mut Saved,
+        guard: &Guard,
+        token_endpoint: &str,
+        scopes: &mut Vec<String>,
+        registered: Option<(String, String)>,
+    ) -> Result<grant::Tokens, OAuthError> {
+        let meta = &guard.server;
+        let authorizer = self
+            .options
+            .authorizer
+            .clone()
+            .ok_or_else(|| OAuthError::NeedsLogin(self.name.clone()))?;
+        let s256 = meta
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m == "S256"));
+        if !s256 && guard.from_metadata {
+            return Err(OAuthError::failed(
+                "its authorization server does not offer PKCE with S256, without which kite \
+                 does not log in",
+            ));
+        }
+        if !scopes.is_empty()
+            && meta.scopes_supported.iter().any(|s| s == "offline_access")
+            && !scopes.iter().any(|s| s == "offline_access")
+        {
+            scopes.push("offline_access".into());
+        }
+        let redirect = authorizer.redirect_uri();
+        let client = self.client(saved, meta, &redirect, registered).await?;
+        let Some(endpoint) = &meta.authorization_endpoint else {
+            return Err(OAuthError::failed(
+                "its authorization server names no authorization endpoint",
+            ));
+        };
+        let (verifier, challenge) = grant::pkce()?;
+        let state = grant::random(16)?;
+        let mut url = reqwest::Url::parse(endpoint)
+            .map_err(|_| OAuthError::failed("its authorization endpoint is no URL"))?;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &client.id)
+                .append_pair("redirect_uri", &redirect)
+                .append_pair("code_challenge", &challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state);
+            if !scopes.is_empty() {
+                q.append_pair("scope", &scopes.join(" "));
+            }
+            if let Some(r) = &saved.resource {
+                q.append_pair("resource", r);
+            }
+        }
+        let approval = match tokio::time::timeout(
+            APPROVAL,
+            authorizer.approve(&self.name, url.as_str()),
+        )
+        .await
+        {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => return Err(OAuthError::failed(format!("the login failed: {e}"))),
+            Err(_) => {
+                return Err(OAuthError::failed(format!(
+                    "the login was not approved within {} minutes",
+                    APPROVAL.as_secs() / 60
+                )));
+            }
+        };
+        if approval.state.as_deref() != Some(state.as_str()) {
+            return Err(OAuthError::failed(
+                "the answer to the login is not for the login kite asked (its state differs)",
+            ));
+        }
+        match (
+            &approval.iss,
+            meta.authorization_response_iss_parameter_supported,
+        ) {
+            (Some(iss), _) if *iss != meta.issuer => {
+                return Err(OAuthError::failed(format!(
+                    "the login was answered by {iss:?}, not by {:?}",
+                    meta.issuer
+                )));
+            }
+            (None, true) => {
+                return Err(OAuthError::failed(
+                    "its authorization server names itself in its answers (iss), but did not",
+                ));
+            }
+            _ => {}
+        }
+        let mut params = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", approval.code),
+            ("redirect_uri", redirect),
+            ("code_verifier", verifier),
+        ];
+        if let Some(r) = &saved.resource {
+            params.push(("resource", r.clone()));
+        }
+        grant::token(&self.http, token_endpoint, &client, params, None).await
+    }
+
+    /// Who kite is to the authorization server: pre-registered, `registered` before with
+    /// it (id and method), its Client ID Metadata Document, or registered now.
+    async fn client(
+        &self,
+        saved: &mut Saved,
+        meta: &discovery::ServerMetadata,
+        redirect: &str,
+        registered: Option<(String, String)>,
+    ) -> Result<Client, OAuthError> {
+        let client = if let Some((id, secret)) = self.own_client()? {
+            let method = grant::method_for(meta, secret.is_some());
+            Client { id, secret, method }
+        } else if let Some((id, method)) = registered {
+            Client {
+                id,
+                secret: saved.client_secret.clone(),
+                method,
+            }
+        } else if meta.client_id_metadata_document_supported {
+            let id = self
+                .options
+                .client_metadata_url
+                .clone()
+                .unwrap_or_else(|| CLIENT_METADATA_URL.to_owned());
+            Client {
+                id,
+                secret: None,
+                method: "none".into(),
+            }
+        } else {
+            grant::register(&self.http, meta, redirect).await?
+        };
+        saved.client_id = Some(client.id.clone());
+        saved.client_secret = client.secret.clone();
+        saved.auth_method = Some(client.method.clone());
+        Ok(client)
+    }
+}
