@@ -54,6 +54,47 @@ pub(crate) fn http_transport(
     ))
 }
 
+/// Whether the server at `url` speaks the 2024-11-05 HTTP+SSE transport (an event stream
+/// at GET that first names the endpoint to post to), which rmcp does not: asked once a
+/// connection failed, within 3 s.
+pub(crate) async fn speaks_old_sse(url: &str, headers: &BTreeMap<String, String>) -> bool {
+    let probe = async {
+        let client = reqwest::Client::builder()
+            .redirect(kite_http::same_origin_redirects())
+            .build()
+            .ok()?;
+        let mut asked = client
+            .get(url)
+            .header(http::header::ACCEPT, "text/event-stream");
+        for (k, v) in headers {
+            asked = asked.header(k.as_str(), v.as_str());
+        }
+        let mut r = asked.send().await.ok()?;
+        let streams = r
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !r.status().is_success() || !streams {
+            return None;
+        }
+        let mut seen = Vec::new();
+        while seen.len() < 4096 {
+            let chunk = r.chunk().await.ok()??;
+            seen.extend_from_slice(&chunk);
+            let text = String::from_utf8_lossy(&seen);
+            if text.contains("event: endpoint") || text.contains("event:endpoint") {
+                return Some(());
+            }
+        }
+        None
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(3), probe).await,
+        Ok(Some(()))
+    )
+}
+
 /// What went wrong in a transport, without rmcp's type names.
 pub(crate) fn transport_message(error: &rmcp::transport::DynamicTransportError) -> String {
     match error

@@ -9,7 +9,7 @@ use crate::child;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
 use crate::handler::{Answerers, Handler, Notice, Notices};
-use crate::http_client::{http_transport, transport_message};
+use crate::http_client::{http_transport, speaks_old_sse, transport_message};
 use crate::secrets::{bearer_token, secrets_of, stderr_end};
 use kite_http::redact_all as redact;
 use rmcp::ServiceExt;
@@ -140,7 +140,17 @@ impl Session {
                     };
                     let transport =
                         http_transport(url, headers, token, login).map_err(&connect_error)?;
-                    handler.serve(transport).await
+                    let served = handler.serve(transport).await;
+                    if served.is_err() && speaks_old_sse(url, headers).await {
+                        return Err(connect_error(
+                            "it speaks only the 2024-11-05 HTTP+SSE transport, which kite does \
+                             not: give its Streamable HTTP endpoint if it has one (often /mcp), \
+                             or run it through a stdio bridge (`npx mcp-remote URL \
+                             --transport sse-only` as the server's command)"
+                                .into(),
+                        ));
+                    }
+                    served
                 }
             };
             let service = service.map_err(|e| {

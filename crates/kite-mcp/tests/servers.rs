@@ -564,3 +564,21 @@ async fn a_server_that_comes_up_later_is_picked_up_in_the_background() {
     assert!(matches!(hub.servers()[0].status, ServerStatus::Up { .. }));
     hub.shutdown();
 }
+
+#[tokio::test]
+async fn a_server_of_the_old_http_and_sse_transport_is_named_as_such() {
+    let served = Served::everything_sse();
+    let hub = Hub::with_options(HubOptions {
+        reconnect_initial: Duration::from_secs(600),
+        ..HubOptions::default()
+    });
+    let url = format!("http://127.0.0.1:{}/sse", served.port);
+    let said = hub
+        .add("old", ServerConfig::http(url))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(said.contains("2024-11-05 HTTP+SSE transport"), "{said}");
+    assert!(said.contains("mcp-remote"), "{said}");
+    hub.shutdown();
+}

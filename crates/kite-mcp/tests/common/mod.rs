@@ -69,6 +69,24 @@ impl Served {
         )
     }
 
+    /// server-everything's 2024-11-05 HTTP+SSE mode (its stream at `/sse`).
+    pub(crate) fn everything_sse() -> Self {
+        let port = free_port();
+        let loopback = kite_testkit::mcp::own("loopback.cjs");
+        let bin = kite_testkit::mcp::npm_bin("mcp-server-everything");
+        Self::start(
+            "node".into(),
+            vec![
+                "--require".into(),
+                loopback.to_string_lossy().into_owned(),
+                bin.to_string_lossy().into_owned(),
+                "sse".into(),
+            ],
+            vec![("PORT".into(), port.to_string())],
+            port,
+        )
+    }
+
     /// The Python SDK server; `mode` is `streamable-http` or `streamable-http-json`.
     pub(crate) fn python(mode: &str) -> Self {
         Self::python_on(mode, free_port())
