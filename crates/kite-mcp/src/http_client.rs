@@ -152,6 +152,12 @@ impl SessionAware {
         for _ in 0..=REPLAYS {
             let (header, forbidden) = match send(token.clone()).await {
                 Err(StreamableHttpError::AuthRequired(e)) => (e.www_authenticate_header, false),
+                // A 401 with no challenge: the well-known places say the rest.
+                Err(StreamableHttpError::Client(e))
+                    if e.status() == Some(reqwest::StatusCode::UNAUTHORIZED) =>
+                {
+                    (String::new(), false)
+                }
                 Err(StreamableHttpError::InsufficientScope(e)) => (e.www_authenticate_header, true),
                 other => {
                     if other.is_ok() && token.is_some() {

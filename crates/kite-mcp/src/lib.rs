@@ -32,7 +32,7 @@ pub use error::Error;
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
 pub use oauth::{
     Approval, Authorizer, CLIENT_METADATA_URL, FileTokens, Grant, Headless, MemoryTokens,
-    OAuthConfig, OAuthError, OAuthOptions, Saved, TokenStore,
+    OAuthConfig, OAuthError, OAuthOptions, Saved, SecretSink, TokenStore,
 };
 pub use secrets::url_secrets;
 pub use server_requests::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};

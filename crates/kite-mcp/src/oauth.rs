@@ -55,6 +55,9 @@ pub struct OAuthConfig {
     /// For `client_credentials` with a signed assertion: the PEM file of the client's
     /// private key (ES256 or RS256).
     pub private_key_file: Option<std::path::PathBuf>,
+    /// The only authorization server the client's id and secret are sent to: a server
+    /// whose metadata names another is refused.
+    pub issuer: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -66,6 +69,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("redirect_port", &self.redirect_port)
             .field("grant", &self.grant)
             .field("private_key_file", &self.private_key_file)
+            .field("issuer", &self.issuer)
             .finish()
     }
 }
@@ -105,6 +109,9 @@ pub struct Saved {
     pub refresh_token: Option<String>,
     /// When the token expires (Unix milliseconds).
     pub expires_at_ms: Option<i64>,
+    /// When it was issued (Unix milliseconds).
+    #[serde(default)]
+    pub obtained_ms: Option<i64>,
     /// The scopes it grants.
     #[serde(default)]
     pub scopes: Vec<String>,
@@ -189,6 +196,9 @@ pub trait Authorizer: Send + Sync {
     ) -> futures_util::future::BoxFuture<'a, Result<Approval, String>>;
 }
 
+/// What is told of each secret of a login.
+pub type SecretSink = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// How a hub gets tokens for servers that ask for them.
 #[derive(Clone, Default)]
 pub struct OAuthOptions {
@@ -203,6 +213,18 @@ pub struct OAuthOptions {
     /// Extra context for the client-credentials and cross-app grants, as the conformance
     /// suite gives it (a JSON object: `private_key_pem`, `signing_algorithm`, `idp_*`).
     pub context: Option<serde_json::Value>,
+    /// Told every token, code and secret of a login as it is read or received, so that
+    /// whatever shows text (a log, a tool's output) hides it.
+    pub on_secret: Option<SecretSink>,
+}
+
+impl OAuthOptions {
+    /// Tells [`OAuthOptions::on_secret`] of `secrets`.
+    pub(crate) fn hide(&self, secrets: &[String]) {
+        if let Some(tell) = &self.on_secret {
+            secrets.iter().for_each(|s| tell(s));
+        }
+    }
 }
 
 /// Why a server's token could not be had.
@@ -211,6 +233,10 @@ pub enum OAuthError {
     /// The server needs a login, and none is kept.
     #[error("it needs a login: run `kite mcp login {0}`")]
     NeedsLogin(String),
+    /// The token endpoint refused a grant (`invalid_grant`): a refresh token no longer
+    /// good, say.
+    #[error("authorization failed: {0}")]
+    InvalidGrant(String),
     /// Anything else, said without a token or secret.
     #[error("authorization failed: {0}")]
     Failed(String),

@@ -224,7 +224,9 @@ fn kind_server(accepted: &str, base: &str, r: &RecordedRequest) -> Reply {
                 r#"{{"access_token":"{accepted}","token_type":"Bearer","expires_in":3600,"refresh_token":"r-new"}}"#
             ),
         ),
+        "/token" if r.body_text().contains("refresh_token=r-down") => Reply::status(503),
         "/token" => Reply::json(400, r#"{"error":"invalid_grant"}"#),
+        "/basic" => Reply::status(401).header("www-authenticate", r#"Basic realm="x""#),
         _ => answer(Fault::Honest, base, r),
     }
 }
@@ -335,4 +337,72 @@ async fn a_token_refused_with_nothing_to_renew_it_asks_for_a_login_and_is_marked
     for r in requests.iter().filter(|r| r.path != "/mcp") {
         assert!(r.header("authorization").is_none(), "{}", r.path);
     }
+}
+
+#[tokio::test]
+async fn a_refresh_the_server_fails_keeps_the_login_and_one_it_refuses_drops_it() {
+    let (added, _, after) = with_kept(|base| login(base, "old-tok", Some("r-down"), 30_000)).await;
+    assert!(added.is_err());
+    let after = after.unwrap();
+    assert_eq!(
+        after.refresh_token.as_deref(),
+        Some("r-down"),
+        "kept for later"
+    );
+    let (added, _, after) = with_kept(|base| login(base, "old-tok", Some("r-gone"), 30_000)).await;
+    assert!(added.unwrap_err().contains("kite mcp login guarded"));
+    assert_eq!(after.unwrap().refresh_token, None, "refused: dropped");
+}
+
+#[tokio::test]
+async fn a_challenge_of_another_scheme_is_said_and_no_login_begun() {
+    let server = ReplayServer::answering(|r| kind_server("x", "", r)).await;
+    let hub = Hub::with_options(HubOptions {
+        oauth: OAuthOptions {
+            authorizer: Some(Arc::new(Headless::new("http://localhost:3000/callback"))),
+            ..OAuthOptions::default()
+        },
+        reconnect_initial: Duration::from_secs(600),
+        ..HubOptions::default()
+    });
+    let said = hub
+        .add(
+            "basic",
+            ServerConfig::http(format!("{}/basic", server.url())),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(said.contains("asks for Basic authentication"), "{said}");
+    assert!(server.requests().iter().all(|r| r.path == "/basic"));
+    hub.shutdown();
+}
+
+#[tokio::test]
+async fn no_login_is_made_over_plain_http_to_another_machine() {
+    let hub = Hub::with_options(HubOptions {
+        oauth: OAuthOptions {
+            authorizer: Some(Arc::new(Headless::new("http://localhost:3000/callback"))),
+            ..OAuthOptions::default()
+        },
+        reconnect_initial: Duration::from_secs(600),
+        startup_timeout: Duration::from_secs(5),
+        ..HubOptions::default()
+    });
+    // A server on this machine that says it is elsewhere: its challenge points to metadata
+    // over plain HTTP on another host, which is never asked.
+    let server = ReplayServer::answering(|_| {
+        Reply::status(401).header(
+            "www-authenticate",
+            r#"Bearer resource_metadata="http://192.0.2.1/.well-known/oauth-protected-resource""#,
+        )
+    })
+    .await;
+    let said = hub
+        .add("plain", ServerConfig::http(format!("{}/mcp", server.url())))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(said.contains("is not https"), "{said}");
+    hub.shutdown();
 }

@@ -22,10 +22,12 @@ pub(crate) fn store() -> Option<Arc<FileTokens>> {
     )))
 }
 
-/// How `kite ask`, `chat` and `serve` get tokens: the kept logins, and no person asked.
+/// How `kite ask`, `chat` and `serve` get tokens: the kept logins, and no person asked;
+/// every token, code and secret is hidden from the log and the output.
 pub(crate) fn options() -> OAuthOptions {
     OAuthOptions {
         store: store().map(|s| s as Arc<dyn TokenStore>),
+        on_secret: Some(Arc::new(|s: &str| crate::logging::secret(s))),
         ..OAuthOptions::default()
     }
 }
@@ -75,14 +77,32 @@ pub(crate) async fn login(
     let Some(server) = loaded.config.mcp.servers.get(name).cloned() else {
         return Err(fail(format!("no MCP server {name:?} in kite.toml")));
     };
-    let kite::mcp::TransportConfig::Http { oauth, .. } = &server.transport else {
+    let kite::mcp::TransportConfig::Http {
+        oauth,
+        bearer_token,
+        bearer_token_env,
+        ..
+    } = &server.transport
+    else {
         return Err(fail(format!(
             "{name} is a stdio server: kite starts it, and it needs no login"
         )));
     };
+    if bearer_token.is_some() || bearer_token_env.is_some() {
+        return Err(fail(format!(
+            "{name} is given a bearer token in kite.toml, which it is sent instead of a \
+             login: leave the token out to log in"
+        )));
+    }
     let port = oauth.as_ref().and_then(|o| o.redirect_port).unwrap_or(0);
     let store = store().ok_or_else(|| fail("kite has no data folder (set HOME)".into()))?;
-    store.clear(name).map_err(fail)?;
+    // A new login: the tokens go, who kite is to the server stays.
+    if let Some(mut kept) = store.load(name) {
+        kept.access_token = None;
+        kept.refresh_token = None;
+        kept.refused = false;
+        store.save(name, &kept).map_err(fail)?;
+    }
     let browser = Browser::bind(port, !no_browser)
         .await
         .map_err(|e| fail(format!("cannot listen for the login's redirect: {e}")))?;
@@ -90,7 +110,7 @@ pub(crate) async fn login(
         oauth: OAuthOptions {
             store: Some(store.clone()),
             authorizer: Some(Arc::new(browser)),
-            ..OAuthOptions::default()
+            ..options()
         },
         // A person may take minutes to approve.
         startup_timeout: Duration::from_secs(330),
@@ -99,7 +119,7 @@ pub(crate) async fn login(
     let added = hub.add(name, server).await;
     hub.close().await;
     added.map_err(|e| fail(e.to_string()))?;
-    match store.load(name) {
+    match store.load(name).filter(|s| s.access_token.is_some()) {
         Some(saved) => {
             outln!("{name}: {}", describe(name, &saved));
             Ok(())
@@ -177,56 +197,91 @@ impl Browser {
             .is_ok()
     }
 
-    /// The query of the first request for the redirect's path; others get 404.
-    async fn redirected(&self) -> Result<Approval, String> {
+    /// The approval that comes back for the login of `state`: requests for other paths
+    /// get 404, and redirects of another login 400, each connection on its own.
+    async fn redirected(&self, state: &str) -> Result<Approval, String> {
         let listener = self.listener.lock().await;
+        let (told, mut came) = tokio::sync::mpsc::channel(4);
         loop {
-            let (mut stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
-            let read = tokio::time::timeout(Duration::from_secs(10), async {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 2048];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_REQUEST {
-                    let n = stream.read(&mut chunk).await?;
-                    if n == 0 {
-                        break;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, _) = accepted.map_err(|e| e.to_string())?;
+                    let (told, redirect, state) =
+                        (told.clone(), self.redirect.clone(), state.to_owned());
+                    tokio::spawn(async move {
+                        if let Some(answer) = callback(stream, &redirect, &state).await {
+                            let _ = told.send(answer).await;
+                        }
+                    });
                 }
-                Ok::<_, std::io::Error>(buf)
-            })
-            .await;
-            let Ok(Ok(request)) = read else { continue };
-            let line = String::from_utf8_lossy(&request);
-            let target = line
-                .lines()
-                .next()
-                .and_then(|l| l.strip_prefix("GET "))
-                .and_then(|l| l.split(' ').next())
-                .unwrap_or_default()
-                .to_owned();
-            if !target.starts_with("/callback") {
-                let _ = stream
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    )
-                    .await;
-                continue;
+                Some(answer) = came.recv() => return answer,
             }
-            let origin = self.redirect.trim_end_matches("/callback");
-            let approved = Approval::from_redirect(&self.redirect, &format!("{origin}{target}"));
-            let page = match &approved {
-                Ok(_) => "kite is logged in. You may close this tab.".to_owned(),
-                Err(e) => format!("kite is not logged in: {e}"),
-            };
-            let page = page.replace('<', "&lt;");
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                page.len()
-            );
-            let _ = stream.write_all(answer.as_bytes()).await;
-            return approved;
         }
     }
+}
+
+/// What one connection to the loopback port brings: the login's answer, when it is the
+/// redirect of the login of `state`.
+async fn callback(
+    mut stream: tokio::net::TcpStream,
+    redirect: &str,
+    state: &str,
+) -> Option<Result<Approval, String>> {
+    let read = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 2048];
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_REQUEST {
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        Ok::<_, std::io::Error>(buf)
+    })
+    .await;
+    let Ok(Ok(request)) = read else { return None };
+    let line = String::from_utf8_lossy(&request);
+    let target = line
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("GET "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_default()
+        .to_owned();
+    let reply = |status: &str, page: &str| {
+        let page = page.replace('<', "&lt;");
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        )
+    };
+    let origin = redirect.trim_end_matches("/callback");
+    let came = format!("{origin}{target}");
+    let ours = target.split('?').next() == Some("/callback")
+        && Approval::query_value(&came, "state").as_deref() == Some(state);
+    if !ours {
+        let _ = stream
+            .write_all(
+                reply(
+                    "404 Not Found",
+                    "This is not the login kite is waiting for.",
+                )
+                .as_bytes(),
+            )
+            .await;
+        return None;
+    }
+    let approved = Approval::from_redirect(redirect, &came);
+    let page = match &approved {
+        Ok(_) => {
+            "kite has the login's answer and finishes it in the terminal. You may close this tab."
+                .to_owned()
+        }
+        Err(e) => format!("kite is not logged in: {e}"),
+    };
+    let _ = stream.write_all(reply("200 OK", &page).as_bytes()).await;
+    Some(approved)
 }
 
 impl Authorizer for Browser {
@@ -246,7 +301,8 @@ impl Authorizer for Browser {
                 ),
                 false => errln!("kite: to log in to {server}, open this in a browser:\n  {url}"),
             }
-            self.redirected().await
+            let state = Approval::query_value(url, "state").unwrap_or_default();
+            self.redirected(&state).await
         })
     }
 }

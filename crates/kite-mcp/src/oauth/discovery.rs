@@ -125,6 +125,8 @@ pub(crate) async fn discover(
     resource_metadata: Option<&str>,
 ) -> Result<Guard, OAuthError> {
     let server = Url::parse(url).map_err(|e| OAuthError::failed(format!("its URL: {e}")))?;
+    // A login, and the token it gives, go over TLS only, or stay on this machine.
+    check_scheme(&server)?;
     let resource = find_resource(http, &server, resource_metadata).await?;
     let Some(resource) = resource else {
         return legacy(http, &server).await;
@@ -152,7 +154,8 @@ pub(crate) async fn discover(
         // RFC 8414 §3.3: the metadata is the issuer's own, compared as strings.
         if meta.issuer != issuer {
             return Err(OAuthError::failed(format!(
-                "the metadata at {candidate} is for issuer {:?}, not {issuer:?}",
+                "the metadata at {} is for issuer {:?}, not {issuer:?}",
+                shown(&candidate),
                 meta.issuer
             )));
         }
@@ -185,7 +188,8 @@ async fn find_resource(
         return match fetch(http, &at).await? {
             Some(found) => Ok(Some(found)),
             None => Err(OAuthError::failed(format!(
-                "no resource metadata at {at}, where its challenge says"
+                "no resource metadata at {}, where its challenge says",
+                shown(&at)
             ))),
         };
     }
@@ -223,11 +227,15 @@ async fn legacy(http: &reqwest::Client, server: &Url) -> Result<Guard, OAuthErro
         let at = Url::parse(&format!("{origin}{path}"))
             .map_err(|e| OAuthError::failed(e.to_string()))?;
         if let Ok(Some(meta)) = fetch::<ServerMetadata>(http, &at).await {
-            // Servers of then named their issuer loosely: its endpoints must still be on
-            // its origin.
-            let meta = ServerMetadata {
-                issuer: origin.clone(),
-                ..meta
+            // Servers of then named their issuer loosely: one on another origin is taken
+            // as this origin, whose endpoints they must be.
+            let same_origin = Url::parse(&meta.issuer).is_ok_and(|i| self::origin(&i) == origin);
+            let meta = match same_origin {
+                true => meta,
+                false => ServerMetadata {
+                    issuer: origin.clone(),
+                    ..meta
+                },
             };
             check_endpoints(&meta)?;
             return Ok(Guard {
@@ -272,6 +280,15 @@ fn metadata_urls(issuer: &Url) -> Vec<Url> {
         .collect()
 }
 
+/// `url` as said in a message: at most 120 characters of it.
+fn shown(url: &Url) -> String {
+    let s = url.as_str();
+    match s.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
 /// `scheme://host[:port]` of `url`.
 pub(crate) fn origin(url: &Url) -> String {
     url.origin().ascii_serialization()
@@ -282,7 +299,8 @@ fn check_scheme(url: &Url) -> Result<(), OAuthError> {
     match (url.scheme(), loopback(url)) {
         ("https", _) | ("http", true) => Ok(()),
         _ => Err(OAuthError::failed(format!(
-            "{url} is not https: kite sends credentials only over TLS (or to this machine)"
+            "{} is not https: kite sends credentials only over TLS (or to this machine)",
+            shown(url)
         ))),
     }
 }
@@ -360,7 +378,7 @@ async fn fetch<T: serde::de::DeserializeOwned>(
             .header(http::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| OAuthError::failed(format!("{url}: {}", super::said(e))))?;
+            .map_err(|e| OAuthError::failed(format!("{}: {}", shown(url), super::said(e))))?;
         if !r.status().is_success() {
             return Ok(None);
         }
@@ -368,24 +386,26 @@ async fn fetch<T: serde::de::DeserializeOwned>(
         while let Some(chunk) = r
             .chunk()
             .await
-            .map_err(|e| OAuthError::failed(format!("{url}: {}", super::said(e))))?
+            .map_err(|e| OAuthError::failed(format!("{}: {}", shown(url), super::said(e))))?
         {
             if body.len() + chunk.len() > MAX_DOCUMENT {
                 return Err(OAuthError::failed(format!(
-                    "{url}: the document is over {} KiB",
+                    "{}: the document is over {} KiB",
+                    shown(url),
                     MAX_DOCUMENT / 1024
                 )));
             }
             body.extend_from_slice(&chunk);
         }
-        serde_json::from_slice(&body)
-            .map(Some)
-            .map_err(|e| OAuthError::failed(format!("{url}: not the metadata expected: {e}")))
+        serde_json::from_slice(&body).map(Some).map_err(|e| {
+            OAuthError::failed(format!("{}: not the metadata expected: {e}", shown(url)))
+        })
     };
     match tokio::time::timeout(FETCH, asked).await {
         Ok(r) => r,
         Err(_) => Err(OAuthError::failed(format!(
-            "{url}: no answer within {} s",
+            "{}: no answer within {} s",
+            shown(url),
             FETCH.as_secs()
         ))),
     }

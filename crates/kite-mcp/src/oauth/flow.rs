@@ -89,13 +89,40 @@ impl Login {
     /// The kept login, read from the store the first time (one for another URL is none).
     fn loaded<'a>(&self, slot: &'a mut Option<Saved>) -> &'a mut Saved {
         slot.get_or_insert_with(|| {
-            let kept = self.options.store.as_ref().and_then(|s| s.load(&self.name));
-            kept.filter(|k| k.server_url == self.url)
-                .unwrap_or_else(|| Saved {
-                    server_url: self.url.clone(),
-                    ..Saved::default()
-                })
+            let kept = self.stored().unwrap_or_else(|| Saved {
+                server_url: self.url.clone(),
+                ..Saved::default()
+            });
+            self.options.hide(&kept.secrets());
+            kept
         })
+    }
+
+    /// The login in the store now, if it is this server's.
+    fn stored(&self) -> Option<Saved> {
+        let kept = self.options.store.as_ref()?.load(&self.name)?;
+        (kept.server_url == self.url).then_some(kept)
+    }
+
+    /// Takes up what another process (`kite serve` beside `kite ask`, say) kept since this
+    /// one read the store: a newer token, before refreshing the old one.
+    fn caught_up(&self, saved: &mut Saved) {
+        if let Some(kept) = self.stored()
+            && kept.access_token != saved.access_token
+            && kept.obtained_ms > saved.obtained_ms
+        {
+            self.options.hide(&kept.secrets());
+            *saved = kept;
+        }
+    }
+
+    /// Whether `saved`'s token expires soon: within a minute, or half its life.
+    fn expiring(saved: &Saved) -> bool {
+        let Some(at) = saved.expires_at_ms else {
+            return false;
+        };
+        let life = saved.obtained_ms.map_or(EARLY_MS * 2, |from| at - from);
+        at - EARLY_MS.min(life / 2) <= now_ms()
     }
 
     fn keep(&self, saved: &Saved) {
@@ -110,10 +137,10 @@ impl Login {
     pub(crate) async fn bearer(&self) -> Option<String> {
         let mut slot = self.saved.lock().await;
         let saved = self.loaded(&mut slot);
-        let expiring = saved
-            .expires_at_ms
-            .is_some_and(|t| t - EARLY_MS <= now_ms());
-        if saved.access_token.is_some() && expiring && saved.refresh_token.is_some() {
+        if saved.access_token.is_some() && Self::expiring(saved) {
+            self.caught_up(saved);
+        }
+        if saved.access_token.is_some() && Self::expiring(saved) && saved.refresh_token.is_some() {
             let _ = self.refresh(saved).await;
         }
         saved.access_token.clone().filter(|_| !saved.refused)
@@ -132,9 +159,16 @@ impl Login {
         header: &str,
         forbidden: bool,
     ) -> Result<String, OAuthError> {
+        if !header.trim().is_empty() && !header.to_ascii_lowercase().contains("bearer") {
+            return Err(OAuthError::failed(format!(
+                "it asks for {} authentication, which kite does not do: give it `headers`",
+                header.split_whitespace().next().unwrap_or("other")
+            )));
+        }
         let challenge = Challenge::parse(header);
         let mut slot = self.saved.lock().await;
         let saved = self.loaded(&mut slot);
+        self.caught_up(saved);
         // Another request got a new token meanwhile.
         if let Some(current) = &saved.access_token
             && !saved.refused
@@ -181,8 +215,8 @@ impl Login {
             return Err(OAuthError::failed("nothing to refresh"));
         };
         let client = Client {
+            secret: self.secret_of(saved, &id)?,
             id,
-            secret: saved.client_secret.clone(),
             method: saved.auth_method.clone().unwrap_or_else(|| "none".into()),
         };
         let mut params = vec![
@@ -202,11 +236,17 @@ impl Login {
                     .clone()
                     .ok_or_else(|| OAuthError::failed("no token"))
             }
-            Err(e) => {
-                tracing::info!(server = %self.name, "its token could not be refreshed: {e}");
+            // Only a refresh token refused is dropped; a failure to reach the server
+            // leaves the login as it was.
+            Err(e @ OAuthError::InvalidGrant(_)) => {
+                tracing::info!(server = %self.name, "its refresh token was refused: {e}");
                 saved.access_token = None;
                 saved.refresh_token = None;
                 self.keep(saved);
+                Err(e)
+            }
+            Err(e) => {
+                tracing::info!(server = %self.name, "its token could not be refreshed: {e}");
                 Err(e)
             }
         }
@@ -217,13 +257,19 @@ impl Login {
         if let Some(account) = tokens.account() {
             saved.account = Some(account);
         }
+        let mut secrets = vec![tokens.access_token.clone()];
+        secrets.extend(tokens.refresh_token.clone());
+        self.options.hide(&secrets);
         saved.access_token = Some(tokens.access_token);
         if tokens.refresh_token.is_some() {
             saved.refresh_token = tokens.refresh_token;
         }
+        let now = now_ms();
+        saved.obtained_ms = Some(now);
+        // A lifetime past a year is taken as a year.
         saved.expires_at_ms = tokens
             .expires_in
-            .map(|s| now_ms().saturating_add(i64::try_from(s).unwrap_or(i64::MAX / 2) * 1000));
+            .map(|s| now.saturating_add(s.min(365 * 86_400) as i64 * 1000));
         saved.scopes = match tokens.scope {
             Some(s) => s.split_whitespace().map(str::to_owned).collect(),
             None => asked,
@@ -267,11 +313,28 @@ impl Login {
                 "its authorization server names no token endpoint",
             ));
         };
-        // A client registered before is used again with the issuer it was registered with.
+        // A client registered before is used again with the issuer it was registered with;
+        // nothing of another issuer's (its refresh token least of all) goes to this one.
         let registered = match saved.issuer.as_deref() == Some(guard.server.issuer.as_str()) {
             true => saved.client_id.clone().zip(saved.auth_method.clone()),
-            false => None,
+            false => {
+                saved.refresh_token = None;
+                saved.client_id = None;
+                saved.client_secret = None;
+                saved.auth_method = None;
+                saved.account = None;
+                saved.scopes.clear();
+                None
+            }
         };
+        if let Some(pinned) = &self.config.issuer
+            && *pinned != guard.server.issuer
+        {
+            return Err(OAuthError::failed(format!(
+                "its authorization server is {:?}, not the issuer kite.toml names ({pinned:?})",
+                guard.server.issuer
+            )));
+        }
         saved.issuer = Some(guard.server.issuer.clone());
         saved.token_endpoint = Some(token_endpoint.clone());
         saved.resource = guard.resource.as_ref().map(|r| r.resource.clone());
@@ -292,6 +355,14 @@ impl Login {
             .access_token
             .clone()
             .ok_or_else(|| OAuthError::failed("no token"))
+    }
+
+    /// The secret of client `id`: kite.toml's when it is that client, else the one kept.
+    fn secret_of(&self, saved: &Saved, id: &str) -> Result<Option<String>, OAuthError> {
+        match self.own_client()? {
+            Some((own, secret)) if own == id => Ok(secret),
+            _ => Ok(saved.client_secret.clone()),
+        }
     }
 
     /// The client's id and secret, from kite.toml (`${VAR}` read from the environment) or
@@ -384,6 +455,8 @@ impl Login {
                 )));
             }
         };
+        self.options
+            .hide(&[approval.code.clone(), verifier.clone()]);
         if approval.state.as_deref() != Some(state.as_str()) {
             return Err(OAuthError::failed(
                 "the answer to the login is not for the login kite asked (its state differs)",
@@ -451,8 +524,15 @@ impl Login {
             grant::register(&self.http, meta, redirect).await?
         };
         saved.client_id = Some(client.id.clone());
-        saved.client_secret = client.secret.clone();
+        // A secret from kite.toml stays there, read again each time; a registered one is kept.
+        saved.client_secret = match self.own_client()? {
+            Some(_) => None,
+            None => client.secret.clone(),
+        };
         saved.auth_method = Some(client.method.clone());
+        if let Some(secret) = &client.secret {
+            self.options.hide(std::slice::from_ref(secret));
+        }
         Ok(client)
     }
 }

@@ -15,8 +15,8 @@ const DEADLINE: Duration = Duration::from_secs(15);
 /// The largest answer read from it.
 const MAX_ANSWER: usize = 64 * 1024;
 
-/// Who kite is to an authorization server.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Who kite is to an authorization server (no `Debug`: it holds a secret).
+#[derive(Clone, Default, PartialEq)]
 pub(crate) struct Client {
     pub id: String,
     pub secret: Option<String>,
@@ -85,7 +85,7 @@ pub(crate) async fn register(
         token_endpoint_auth_method: Option<String>,
     }
     let request = http.post(endpoint).json(&body);
-    let registered: Registered = send(request, "registration").await?;
+    let registered: Registered = send(request, "registration", &[]).await?;
     let method = registered
         .token_endpoint_auth_method
         .clone()
@@ -97,17 +97,31 @@ pub(crate) async fn register(
     })
 }
 
-/// What a token endpoint answers.
-#[derive(Clone, Debug, Deserialize)]
+/// What a token endpoint answers (no `Debug`: it holds tokens).
+#[derive(Clone, Deserialize)]
 pub(crate) struct Tokens {
     pub access_token: String,
     #[serde(default)]
     pub token_type: String,
     pub refresh_token: Option<String>,
+    /// Seconds, as a number or a string of one.
+    #[serde(default, deserialize_with = "seconds")]
     pub expires_in: Option<u64>,
     pub scope: Option<String>,
     /// OpenID Connect's ID token: who logged in.
     pub id_token: Option<String>,
+}
+
+/// `expires_in` as servers write it: a whole number, a float, or a string of either.
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    let n = match &v {
+        Some(serde_json::Value::Number(n)) => n.as_f64(),
+        Some(serde_json::Value::String(s)) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    Ok(n.filter(|n| n.is_finite() && *n >= 0.0)
+        .map(|n| n.min(u64::MAX as f64) as u64))
 }
 
 impl Tokens {
@@ -166,6 +180,18 @@ async fn ask(
     key: Option<(&AssertionKey, &str)>,
 ) -> Result<Tokens, OAuthError> {
     let mut request = http.post(endpoint);
+    // What is sent that no error may echo back.
+    let mut hidden: Vec<String> = params
+        .iter()
+        .filter(|(k, _)| {
+            matches!(
+                *k,
+                "code" | "code_verifier" | "refresh_token" | "subject_token" | "assertion"
+            )
+        })
+        .map(|(_, v)| v.clone())
+        .collect();
+    hidden.extend(client.secret.clone());
     match client.method.as_str() {
         "client_secret_basic" => {
             let encode = |v: &str| -> String {
@@ -176,10 +202,9 @@ async fn ask(
                 encode(&client.id),
                 encode(client.secret.as_deref().unwrap_or(""))
             );
-            request = request.header(
-                http::header::AUTHORIZATION,
-                format!("Basic {}", STANDARD.encode(pair)),
-            );
+            let basic = STANDARD.encode(&pair);
+            hidden.extend([pair, basic.clone()]);
+            request = request.header(http::header::AUTHORIZATION, format!("Basic {basic}"));
         }
         "client_secret_post" => {
             params.push(("client_id", client.id.clone()));
@@ -195,7 +220,9 @@ async fn ask(
                 "client_assertion_type",
                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
             ));
-            params.push(("client_assertion", assertion(key, &client.id, audience)?));
+            let signed = assertion(key, &client.id, audience)?;
+            hidden.push(signed.clone());
+            params.push(("client_assertion", signed));
         }
         _ => params.push(("client_id", client.id.clone())),
     }
@@ -208,7 +235,7 @@ async fn ask(
             "application/x-www-form-urlencoded",
         )
         .body(body);
-    let tokens: Tokens = send(request, "token").await?;
+    let tokens: Tokens = send(request, "token", &hidden).await?;
     if tokens.access_token.is_empty() {
         return Err(OAuthError::failed("the token endpoint gave an empty token"));
     }
@@ -216,10 +243,12 @@ async fn ask(
 }
 
 /// Sends `request` to the authorization server's `what` endpoint; its JSON answer, or its
-/// error (`error` and `error_description`, as RFC 6749 has it).
+/// error (`error` and `error_description`, as RFC 6749 has it, with nothing of `hidden`,
+/// what was sent, in it).
 async fn send<T: serde::de::DeserializeOwned>(
     request: reqwest::RequestBuilder,
     what: &str,
+    hidden: &[String],
 ) -> Result<T, OAuthError> {
     let asked = async {
         let mut r = request
@@ -249,6 +278,9 @@ async fn send<T: serde::de::DeserializeOwned>(
                 error_description: Option<String>,
             }
             let said = serde_json::from_slice::<Refusal>(&body).ok();
+            let invalid_grant = said
+                .as_ref()
+                .is_some_and(|r| r.error.as_deref() == Some("invalid_grant"));
             let why = said
                 .map(|r| {
                     let mut why = r.error.unwrap_or_default();
@@ -259,9 +291,12 @@ async fn send<T: serde::de::DeserializeOwned>(
                 })
                 .filter(|w| !w.is_empty())
                 .unwrap_or_else(|| format!("HTTP {}", status.as_u16()));
-            return Err(OAuthError::failed(format!(
-                "its {what} endpoint refused ({why})"
-            )));
+            let why = kite_http::redact_all(&why, hidden);
+            let message = format!("its {what} endpoint refused ({why})");
+            return Err(match invalid_grant {
+                true => OAuthError::InvalidGrant(message),
+                false => OAuthError::failed(message),
+            });
         }
         serde_json::from_slice(&body).map_err(|e| {
             OAuthError::failed(format!(
@@ -366,6 +401,23 @@ mod tests {
             URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
         );
         assert_ne!(pkce().unwrap().0, verifier);
+    }
+
+    #[test]
+    fn lifetimes_are_read_as_servers_write_them() {
+        let read = |v: &str| {
+            let t: Tokens =
+                serde_json::from_str(&format!(r#"{{"access_token":"a","expires_in":{v}}}"#))
+                    .unwrap();
+            t.expires_in
+        };
+        assert_eq!(read("3600"), Some(3600));
+        assert_eq!(read("\"3600\""), Some(3600));
+        assert_eq!(read("3600.5"), Some(3600));
+        assert_eq!(read("1e300"), Some(u64::MAX));
+        assert_eq!(read("-5"), None);
+        assert_eq!(read("null"), None);
+        assert_eq!(read("\"soon\""), None);
     }
 
     #[test]

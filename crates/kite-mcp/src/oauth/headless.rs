@@ -62,6 +62,14 @@ impl Authorizer for Headless {
 }
 
 impl Approval {
+    /// The value of `key` in the query of `url`, if it has one.
+    pub fn query_value(url: &str, key: &str) -> Option<String> {
+        let url = Url::parse(url).ok()?;
+        url.query_pairs()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.into_owned())
+    }
+
     /// What came back to `expected` (kite's redirect URI) at `location`: refused when it is
     /// another place, or says the login was refused.
     pub fn from_redirect(expected: &str, location: &str) -> Result<Self, String> {

@@ -64,6 +64,33 @@ impl FileTokens {
     }
 }
 
+impl FileTokens {
+    /// The folder is this user's own and no one else's to read or write: a link, or a
+    /// folder of another user's, is refused; one others may enter is closed to them.
+    fn own_folder(&self) -> Result<(), String> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let shown = self.dir.display();
+        let meta = std::fs::symlink_metadata(&self.dir).map_err(|e| format!("{shown}: {e}"))?;
+        if !meta.is_dir() {
+            return Err(format!(
+                "{shown} is not a folder: logins are not kept there"
+            ));
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(format!(
+                "{shown} belongs to another user: logins are not kept there"
+            ));
+        }
+        if meta.mode() & 0o077 != 0 {
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("{shown}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
 impl TokenStore for FileTokens {
     fn load(&self, server: &str) -> Option<Saved> {
         use std::io::Read;
@@ -87,13 +114,16 @@ impl TokenStore for FileTokens {
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        self.own_folder()?;
         let path = self.path(server);
         let temporary = path.with_extension(format!("json.{}", std::process::id()));
+        let _ = std::fs::remove_file(&temporary);
         let text = serde_json::to_string_pretty(saved).map_err(|e| e.to_string())?;
+        // A new file, never one another user put there or a link to elsewhere.
         let written = std::fs::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
             .open(&temporary)
             .and_then(|mut f| {
@@ -146,6 +176,15 @@ mod tests {
         assert_eq!(store.load("docs"), None);
         std::fs::write(dir.join("bad.json"), "{not json").unwrap();
         assert_eq!(store.load("bad"), None);
+        // A folder others may enter is closed to them; a link instead of it is refused.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        store.save("docs", &saved).unwrap();
+        assert_eq!(mode(dir.clone()), 0o700);
+        let link = dir.with_extension("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(FileTokens::new(&link).save("docs", &saved).is_err());
+        let _ = std::fs::remove_file(&link);
         let _ = std::fs::remove_dir_all(&dir);
         assert!(!format!("{saved:?}").contains("tok-123456"));
     }
