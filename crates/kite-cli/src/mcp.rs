@@ -31,6 +31,10 @@ pub(crate) enum McpCommand {
     Login {
         /// The server's name in kite.toml.
         server: String,
+        /// Keep this login apart, under a name of yours (`account = "WHO"` in the server's
+        /// `oauth` table uses it); by default the server's one login.
+        #[arg(long, value_name = "WHO")]
+        account: Option<String>,
         /// Print the URL to open instead of opening a browser.
         #[arg(long)]
         no_browser: bool,
@@ -39,6 +43,9 @@ pub(crate) enum McpCommand {
     Logout {
         /// The server's name in kite.toml.
         server: String,
+        /// The account whose login to forget.
+        #[arg(long, value_name = "WHO")]
+        account: Option<String>,
     },
     /// Call one tool of one configured server and print what it returns.
     Call {
@@ -107,11 +114,15 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> Result<()
         ExitCode::FAILURE
     };
     match command {
-        McpCommand::Login { server, no_browser } => {
+        McpCommand::Login {
+            server,
+            account,
+            no_browser,
+        } => {
             let loaded = config::load(config).map_err(fail)?;
-            login::login(&loaded, &server, no_browser).await
+            login::login(&loaded, &server, account, no_browser).await
         }
-        McpCommand::Logout { server } => login::logout(&server),
+        McpCommand::Logout { server, account } => login::logout(&server, account),
         McpCommand::List { json } => {
             let loaded = config::load(config).map_err(fail)?;
             let hub = connect(&loaded, None, None).await.map_err(fail)?;
@@ -123,9 +134,9 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> Result<()
             }
             for s in &servers {
                 if json {
-                    outln!("{}", report_json(s));
+                    outln!("{}", report_json(&loaded, s));
                 } else {
-                    print_report(s);
+                    print_report(&loaded, s);
                 }
             }
             hub.close().await;
@@ -188,7 +199,7 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> Result<()
     }
 }
 
-fn print_report(s: &ServerReport) {
+fn print_report(loaded: &config::Loaded, s: &ServerReport) {
     match &s.status {
         ServerStatus::Up {
             protocol,
@@ -204,7 +215,7 @@ fn print_report(s: &ServerReport) {
         }
         ServerStatus::Down { error } => outln!("{}: down: {}", s.id, printable(error)),
     }
-    if let Some(state) = login::state(&s.id) {
+    if let Some(state) = login::state(loaded, &s.id) {
         outln!("  login: {state}");
     }
     for (exposed, remote) in &s.tools {
@@ -216,7 +227,7 @@ fn print_report(s: &ServerReport) {
     }
 }
 
-fn report_json(s: &ServerReport) -> Value {
+fn report_json(loaded: &config::Loaded, s: &ServerReport) -> Value {
     let tools: Vec<Value> = s
         .tools
         .iter()
@@ -234,7 +245,7 @@ fn report_json(s: &ServerReport) -> Value {
             json!({"server": s.id, "status": "down", "error": error, "tools": tools})
         }
     };
-    if let Some(state) = login::state(&s.id) {
+    if let Some(state) = login::state(loaded, &s.id) {
         v["login"] = state.into();
     }
     v

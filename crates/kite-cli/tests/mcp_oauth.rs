@@ -83,7 +83,6 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
         c
     };
     let greet = ["mcp", "call", "demo", "greet", r#"{"name":"kite"}"#];
-    let mut said = String::new();
 
     // No login yet: the exact command to run.
     let before = run(&mut kite_with(&greet)).await;
@@ -95,38 +94,7 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
     );
 
     // The login: its URL printed, followed as a browser would.
-    let mut login = kite_with(&["mcp", "login", "demo", "--no-browser"]);
-    let mut child = login
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            said.push_str(&line);
-            said.push('\n');
-            if let Some(url) = line.trim().strip_prefix("http") {
-                return format!("http{url}");
-            }
-        }
-        panic!("no login URL: {said}");
-    })
-    .await
-    .expect("the login URL is printed");
-    assert!(url.contains("code_challenge_method=S256"), "{url}");
-    assert!(url.contains("resource="), "{url}");
-    let page = reqwest::get(&url).await.unwrap().text().await.unwrap();
-    assert!(page.contains("kite has the login's answer"), "{page}");
-    while let Some(line) = lines.next_line().await.unwrap() {
-        said.push_str(&line);
-    }
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{said}{stdout}");
+    let (said, stdout) = log_in(kite_with(&["mcp", "login", "demo", "--no-browser"])).await;
     assert!(stdout.contains("demo: logged in"), "{stdout}");
 
     // The login is kept for its owner alone.
@@ -156,6 +124,35 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
         "{}",
         listed.stdout
     );
+
+    // A second account's login is kept apart, and forgotten alone.
+    let (_, second) = log_in(kite_with(&[
+        "mcp",
+        "login",
+        "demo",
+        "--account",
+        "work",
+        "--no-browser",
+    ]))
+    .await;
+    assert!(second.contains("demo: logged in"), "{second}");
+    let logins = || {
+        std::fs::read_dir(data.join("kite/mcp-logins"))
+            .unwrap()
+            .count()
+    };
+    assert_eq!(logins(), 2);
+    let out = run(&mut kite_with(&[
+        "mcp",
+        "logout",
+        "demo",
+        "--account",
+        "work",
+    ]))
+    .await;
+    assert!(out.stdout.contains("demo: logged out"), "{}", out.stdout);
+    assert_eq!(logins(), 1);
+    assert!(kept.exists(), "the first login stays");
 
     // Forgotten: the server needs a login again.
     let out = run(&mut kite_with(&["mcp", "logout", "demo"])).await;
@@ -196,4 +193,42 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
     // The trace was captured: it names the client kite registered as.
     assert!(called.stderr.contains("TRACE"), "{}", called.stderr);
     assert!(!client_id.is_empty());
+}
+
+/// Runs `login` (with `--no-browser`), follows the URL it prints as a browser would, and
+/// gives what it said on stderr and stdout.
+async fn log_in(mut login: tokio::process::Command) -> (String, String) {
+    let mut said = String::new();
+    let mut child = login
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            said.push_str(&line);
+            said.push('\n');
+            if let Some(url) = line.trim().strip_prefix("http") {
+                return format!("http{url}");
+            }
+        }
+        panic!("no login URL: {said}");
+    })
+    .await
+    .expect("the login URL is printed");
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    assert!(url.contains("resource="), "{url}");
+    let page = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    assert!(page.contains("kite has the login's answer"), "{page}");
+    while let Some(line) = lines.next_line().await.unwrap() {
+        said.push_str(&line);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{stdout}");
+    (said, stdout)
 }

@@ -58,6 +58,27 @@ pub struct OAuthConfig {
     /// The only authorization server the client's id and secret are sent to: a server
     /// whose metadata names another is refused.
     pub issuer: Option<String>,
+    /// Which of the logins kept for this server to use (`kite mcp login NAME --account
+    /// WHO`); the one made with no account by default.
+    pub account: Option<String>,
+}
+
+impl OAuthConfig {
+    /// Under what name the login of server `name` is kept: `NAME`, or `NAME@ACCOUNT`.
+    pub fn kept_as(&self, name: &str) -> String {
+        match &self.account {
+            Some(a) => format!("{name}@{a}"),
+            None => name.to_owned(),
+        }
+    }
+
+    /// What `kite mcp login` takes to make that login: `NAME`, or `NAME --account WHO`.
+    pub fn login_args(&self, name: &str) -> String {
+        match &self.account {
+            Some(a) => format!("{name} --account {a}"),
+            None => name.to_owned(),
+        }
+    }
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -70,6 +91,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("grant", &self.grant)
             .field("private_key_file", &self.private_key_file)
             .field("issuer", &self.issuer)
+            .field("account", &self.account)
             .finish()
     }
 }
@@ -153,7 +175,8 @@ impl Saved {
     }
 }
 
-/// Where logins are kept between runs, by server name.
+/// Where logins are kept between runs, by server name (and account:
+/// [`OAuthConfig::kept_as`]).
 pub trait TokenStore: Send + Sync {
     /// The login kept for `server`.
     fn load(&self, server: &str) -> Option<Saved>;
@@ -230,7 +253,8 @@ impl OAuthOptions {
 /// Why a server's token could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
-    /// The server needs a login, and none is kept.
+    /// The server needs a login, and none is kept: the arguments of the `kite mcp login`
+    /// that makes one (`NAME`, or `NAME --account WHO`).
     #[error("it needs a login: run `kite mcp login {0}`")]
     NeedsLogin(String),
     /// The token endpoint refused a grant (`invalid_grant`): a refresh token no longer

@@ -32,15 +32,26 @@ pub(crate) fn options() -> OAuthOptions {
     }
 }
 
-/// What `kite mcp list` says of `server`'s login, if it has one or needs one.
-pub(crate) fn state(server: &str) -> Option<String> {
-    let saved = store()?.load(server)?;
-    Some(describe(server, &saved))
+/// The OAuth table of `server` in kite.toml (its defaults when it has none).
+fn oauth_of(loaded: &config::Loaded, server: &str) -> kite::mcp::OAuthConfig {
+    match loaded.config.mcp.servers.get(server).map(|s| &s.transport) {
+        Some(kite::mcp::TransportConfig::Http { oauth: Some(o), .. }) => o.clone(),
+        _ => kite::mcp::OAuthConfig::default(),
+    }
 }
 
-fn describe(server: &str, saved: &Saved) -> String {
+/// What `kite mcp list` says of `server`'s login (its configured account's), if it has
+/// one or needs one.
+pub(crate) fn state(loaded: &config::Loaded, server: &str) -> Option<String> {
+    let oauth = oauth_of(loaded, server);
+    let saved = store()?.load(&oauth.kept_as(server))?;
+    Some(describe(&oauth.login_args(server), &saved))
+}
+
+/// A login, said: `login` is what `kite mcp login` takes to make it again.
+fn describe(login: &str, saved: &Saved) -> String {
     if saved.refused || saved.access_token.is_none() {
-        return format!("token refused: run `kite mcp login {server}`");
+        return format!("token refused: run `kite mcp login {login}`");
     }
     let who = saved
         .account
@@ -63,20 +74,27 @@ fn describe(server: &str, saved: &Saved) -> String {
     format!("logged in{who}{until}{renewable}")
 }
 
-/// `kite mcp login NAME`: forgets its login, connects with a person to approve, and says
-/// who is logged in.
+/// `kite mcp login NAME [--account WHO]`: forgets that login's tokens, connects with a
+/// person to approve, and says who is logged in.
 pub(crate) async fn login(
     loaded: &config::Loaded,
     name: &str,
+    account: Option<String>,
     no_browser: bool,
 ) -> Result<(), ExitCode> {
     let fail = |message: String| {
         errln!("kite: {message}");
         ExitCode::FAILURE
     };
-    let Some(server) = loaded.config.mcp.servers.get(name).cloned() else {
+    let Some(mut server) = loaded.config.mcp.servers.get(name).cloned() else {
         return Err(fail(format!("no MCP server {name:?} in kite.toml")));
     };
+    let mut chosen = oauth_of(loaded, name);
+    if account.is_some() {
+        chosen.account = account;
+    }
+    server = server.oauth(chosen.clone());
+    let kept_as = chosen.kept_as(name);
     let kite::mcp::TransportConfig::Http {
         oauth,
         bearer_token,
@@ -97,11 +115,11 @@ pub(crate) async fn login(
     let port = oauth.as_ref().and_then(|o| o.redirect_port).unwrap_or(0);
     let store = store().ok_or_else(|| fail("kite has no data folder (set HOME)".into()))?;
     // A new login: the tokens go, who kite is to the server stays.
-    if let Some(mut kept) = store.load(name) {
+    if let Some(mut kept) = store.load(&kept_as) {
         kept.access_token = None;
         kept.refresh_token = None;
         kept.refused = false;
-        store.save(name, &kept).map_err(fail)?;
+        store.save(&kept_as, &kept).map_err(fail)?;
     }
     let browser = Browser::bind(port, !no_browser)
         .await
@@ -119,9 +137,9 @@ pub(crate) async fn login(
     let added = hub.add(name, server).await;
     hub.close().await;
     added.map_err(|e| fail(e.to_string()))?;
-    match store.load(name).filter(|s| s.access_token.is_some()) {
+    match store.load(&kept_as).filter(|s| s.access_token.is_some()) {
         Some(saved) => {
-            outln!("{name}: {}", describe(name, &saved));
+            outln!("{name}: {}", describe(&chosen.login_args(name), &saved));
             Ok(())
         }
         None => {
@@ -131,13 +149,17 @@ pub(crate) async fn login(
     }
 }
 
-/// `kite mcp logout NAME`.
-pub(crate) fn logout(name: &str) -> Result<(), ExitCode> {
+/// `kite mcp logout NAME [--account WHO]`.
+pub(crate) fn logout(name: &str, account: Option<String>) -> Result<(), ExitCode> {
     let Some(store) = store() else {
         errln!("kite: kite has no data folder (set HOME)");
         return Err(ExitCode::FAILURE);
     };
-    match store.clear(name) {
+    let chosen = kite::mcp::OAuthConfig {
+        account,
+        ..kite::mcp::OAuthConfig::default()
+    };
+    match store.clear(&chosen.kept_as(name)) {
         Ok(true) => {
             outln!("{name}: logged out");
             Ok(())

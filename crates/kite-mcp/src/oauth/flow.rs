@@ -100,7 +100,11 @@ impl Login {
 
     /// The login in the store now, if it is this server's.
     fn stored(&self) -> Option<Saved> {
-        let kept = self.options.store.as_ref()?.load(&self.name)?;
+        let kept = self
+            .options
+            .store
+            .as_ref()?
+            .load(&self.config.kept_as(&self.name))?;
         (kept.server_url == self.url).then_some(kept)
     }
 
@@ -127,7 +131,7 @@ impl Login {
 
     fn keep(&self, saved: &Saved) {
         if let Some(store) = &self.options.store
-            && let Err(e) = store.save(&self.name, saved)
+            && let Err(e) = store.save(&self.config.kept_as(&self.name), saved)
         {
             tracing::warn!(server = %self.name, "its login cannot be kept: {e}");
         }
@@ -397,7 +401,7 @@ impl Login {
             .options
             .authorizer
             .clone()
-            .ok_or_else(|| OAuthError::NeedsLogin(self.name.clone()))?;
+            .ok_or_else(|| OAuthError::NeedsLogin(self.config.login_args(&self.name)))?;
         let s256 = meta
             .code_challenge_methods_supported
             .as_ref()
