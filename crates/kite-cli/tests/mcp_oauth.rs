@@ -3,11 +3,15 @@
 //! consent), its tokens made to last 2 s and to be refreshed (`oauth-refreshing.mjs`). The
 //! login's URL is printed (`--no-browser`) and followed as a browser would, back to kite's
 //! loopback port; once the token has expired a protected tool is called (the token
-//! refreshed first), the login is shown, and the login is forgotten. Everything runs at `KITE_LOG=trace`, and no output holds the token.
+//! refreshed first), and again by a model in `kite ask`, traced and kept; the login is
+//! shown, a second account's kept apart, and the login forgotten. Everything runs at
+//! `KITE_LOG=trace`, and no output, trace or stored conversation holds a token.
 
 mod common;
 
-use common::{kite, run};
+use common::otlp::Receiver;
+use common::{KEY, answer, kite, run};
+use kite_testkit::{ReplayServer, Reply};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -118,6 +122,54 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
     let new_token = renewed["access_token"].as_str().unwrap().to_owned();
     assert_ne!(new_token, token, "the token was refreshed");
     assert_ne!(renewed["refresh_token"], saved["refresh_token"]);
+    // A conversation that calls the protected tool, traced with its content, and kept.
+    let receiver = Receiver::start(dir.path());
+    let mut call = kite::Response::empty(kite::FinishReason::ToolCalls);
+    call.message = kite::Message::new(
+        kite::Role::Assistant,
+        vec![kite::Part::ToolCall(kite::ToolCall::new(
+            "call_1",
+            "greet",
+            r#"{"name": "kite"}"#,
+        ))],
+    );
+    let model = ReplayServer::start(vec![
+        Reply::sse(kite_testkit::render::sse(
+            kite_testkit::render::Shape::Chat,
+            &call,
+            1,
+        )),
+        answer("Greeted.", 2),
+    ])
+    .await;
+    let store = dir.path().join("conversations.db");
+    let base = format!("{}/v1", model.url());
+    let mut ask = kite_with(&[
+        "ask",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-5-nano",
+        "--base-url",
+        &base,
+        "Greet kite.",
+    ]);
+    ask.env("OPENAI_API_KEY", KEY)
+        .env("KITE_STORE_URL", &store)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true");
+    let asked = run(&mut ask).await;
+    assert_eq!(asked.code, 0, "{}", asked.stderr);
+    let sent_back = model.requests()[1].body_text();
+    assert!(
+        sent_back.contains("Hello, kite"),
+        "the tool's result: {sent_back}"
+    );
+    let traces = serde_json::to_string(&receiver.received()).unwrap();
+    assert!(traces.contains("greet"), "{traces}");
+    let kept_conversation = String::from_utf8_lossy(&std::fs::read(&store).unwrap()).into_owned();
+    assert!(kept_conversation.contains("Greeted."));
+
     let listed = run(&mut kite_with(&["mcp", "list"])).await;
     assert!(
         listed.stdout.contains("login: logged in until"),
@@ -178,6 +230,10 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
         &listed.stdout,
         &listed.stderr,
         &refused.stderr,
+        &asked.stdout,
+        &asked.stderr,
+        &traces,
+        &kept_conversation,
     ] {
         assert!(!text.contains(&token), "the token was shown: {text}");
         assert!(

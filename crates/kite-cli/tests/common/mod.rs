@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod agents;
+pub(crate) mod otlp;
 pub(crate) mod serve;
 
 use std::time::Duration;
