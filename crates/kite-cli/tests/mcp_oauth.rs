@@ -177,6 +177,12 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
         listed.stdout
     );
 
+    // Logging in again (another loopback port) works, and the call still does.
+    let (_, again) = log_in(kite_with(&["mcp", "login", "demo", "--no-browser"])).await;
+    assert!(again.contains("demo: logged in"), "{again}");
+    let called_again = run(&mut kite_with(&greet)).await;
+    assert_eq!(called_again.code, 0, "{}", called_again.stderr);
+
     // A second account's login is kept apart, and forgotten alone.
     let (_, second) = log_in(kite_with(&[
         "mcp",

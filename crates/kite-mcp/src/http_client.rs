@@ -153,8 +153,8 @@ impl SessionAware {
             let (header, forbidden) = match send(token.clone()).await {
                 Err(StreamableHttpError::AuthRequired(e)) => (e.www_authenticate_header, false),
                 // A 401 with no challenge: the well-known places say the rest.
-                Err(StreamableHttpError::Client(e))
-                    if e.status() == Some(reqwest::StatusCode::UNAUTHORIZED) =>
+                Err(StreamableHttpError::UnexpectedServerResponse(m))
+                    if m.starts_with("HTTP 401") =>
                 {
                     (String::new(), false)
                 }

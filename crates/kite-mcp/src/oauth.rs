@@ -144,6 +144,9 @@ pub struct Saved {
     /// Whether the server refused the token last (it needs a new login).
     #[serde(default)]
     pub refused: bool,
+    /// The redirect URI the client was registered with (registered again for another).
+    #[serde(default)]
+    pub redirect_uri: Option<String>,
 }
 
 impl std::fmt::Debug for Saved {
@@ -239,13 +242,23 @@ pub struct OAuthOptions {
     /// Told every token, code and secret of a login as it is read or received, so that
     /// whatever shows text (a log, a tool's output) hides it.
     pub on_secret: Option<SecretSink>,
+    /// Leave the kept tokens aside and log in again (`kite mcp login`): they are replaced
+    /// once the new login succeeds, and kept if it does not.
+    pub fresh: bool,
 }
 
 impl OAuthOptions {
     /// Tells [`OAuthOptions::on_secret`] of `secrets`.
     pub(crate) fn hide(&self, secrets: &[String]) {
         if let Some(tell) = &self.on_secret {
-            secrets.iter().for_each(|s| tell(s));
+            for s in secrets {
+                tell(s);
+                // As a form or a query carries it.
+                let encoded: String = url::form_urlencoded::byte_serialize(s.as_bytes()).collect();
+                if encoded != *s {
+                    tell(&encoded);
+                }
+            }
         }
     }
 }

@@ -406,3 +406,34 @@ async fn no_login_is_made_over_plain_http_to_another_machine() {
     assert!(said.contains("is not https"), "{said}");
     hub.shutdown();
 }
+
+#[tokio::test]
+async fn a_401_with_no_challenge_is_looked_into_at_the_well_known_places() {
+    let base = Arc::new(OnceLock::<String>::new());
+    let seen = base.clone();
+    let server = ReplayServer::answering(move |r| match r.path.as_str() {
+        "/mcp" => Reply::status(401),
+        _ => answer(
+            Fault::Honest,
+            seen.get().map(String::as_str).unwrap_or(""),
+            r,
+        ),
+    })
+    .await;
+    base.set(server.url()).unwrap();
+    let hub = Hub::with_options(HubOptions {
+        reconnect_initial: Duration::from_secs(600),
+        ..HubOptions::default()
+    });
+    let said = hub
+        .add("quiet", ServerConfig::http(format!("{}/mcp", server.url())))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(said.contains("run `kite mcp login quiet`"), "{said}");
+    assert!(asked(
+        &server.requests(),
+        "/.well-known/oauth-protected-resource/mcp"
+    ));
+    hub.shutdown();
+}

@@ -114,13 +114,8 @@ pub(crate) async fn login(
     }
     let port = oauth.as_ref().and_then(|o| o.redirect_port).unwrap_or(0);
     let store = store().ok_or_else(|| fail("kite has no data folder (set HOME)".into()))?;
-    // A new login: the tokens go, who kite is to the server stays.
-    if let Some(mut kept) = store.load(&kept_as) {
-        kept.access_token = None;
-        kept.refresh_token = None;
-        kept.refused = false;
-        store.save(&kept_as, &kept).map_err(fail)?;
-    }
+    // The kept login is replaced only once the new one is made.
+    let before = store.load(&kept_as);
     let browser = Browser::bind(port, !no_browser)
         .await
         .map_err(|e| fail(format!("cannot listen for the login's redirect: {e}")))?;
@@ -128,6 +123,7 @@ pub(crate) async fn login(
         oauth: OAuthOptions {
             store: Some(store.clone()),
             authorizer: Some(Arc::new(browser)),
+            fresh: true,
             ..options()
         },
         // A person may take minutes to approve.
@@ -138,14 +134,18 @@ pub(crate) async fn login(
     hub.close().await;
     added.map_err(|e| fail(e.to_string()))?;
     match store.load(&kept_as).filter(|s| s.access_token.is_some()) {
-        Some(saved) => {
+        Some(saved) if Some(&saved) != before.as_ref() => {
             outln!("{name}: {}", describe(&chosen.login_args(name), &saved));
             Ok(())
         }
-        None => {
-            outln!("{name}: it asks for no login");
-            Ok(())
-        }
+        // Kept as before: nothing was asked, or what was got could not be kept.
+        _ => match store.writable() {
+            Ok(()) => {
+                outln!("{name}: it asks for no login");
+                Ok(())
+            }
+            Err(e) => Err(fail(format!("the login cannot be kept: {e}"))),
+        },
     }
 }
 

@@ -51,7 +51,7 @@ async fn run(url: String) -> ExitCode {
             authorizer: Some(Arc::new(Headless::new("http://localhost:3000/callback"))),
             client_metadata_url: Some(SUITE_CLIENT_METADATA.into()),
             context,
-            on_secret: None,
+            ..OAuthOptions::default()
         },
         ..HubOptions::default()
     });

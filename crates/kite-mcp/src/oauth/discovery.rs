@@ -138,7 +138,10 @@ pub(crate) async fn discover(
         ));
     };
     let issuer_url = Url::parse(&issuer).map_err(|_| {
-        OAuthError::failed(format!("its authorization server {issuer:?} is not a URL"))
+        OAuthError::failed(format!(
+            "its authorization server {} is not a URL",
+            cut(&issuer)
+        ))
     })?;
     check_scheme(&issuer_url)?;
     let mut wrong = None;
@@ -154,9 +157,10 @@ pub(crate) async fn discover(
         // RFC 8414 §3.3: the metadata is the issuer's own, compared as strings.
         if meta.issuer != issuer {
             return Err(OAuthError::failed(format!(
-                "the metadata at {} is for issuer {:?}, not {issuer:?}",
+                "the metadata at {} is for issuer {}, not {}",
                 shown(&candidate),
-                meta.issuer
+                cut(&meta.issuer),
+                cut(&issuer)
             )));
         }
         check_endpoints(&meta)?;
@@ -168,7 +172,8 @@ pub(crate) async fn discover(
     }
     Err(wrong.unwrap_or_else(|| {
         OAuthError::failed(format!(
-            "no metadata found for its authorization server {issuer}"
+            "no metadata found for its authorization server {}",
+            cut(&issuer)
         ))
     }))
 }
@@ -282,10 +287,14 @@ fn metadata_urls(issuer: &Url) -> Vec<Url> {
 
 /// `url` as said in a message: at most 120 characters of it.
 fn shown(url: &Url) -> String {
-    let s = url.as_str();
+    cut(url.as_str()).trim_matches('"').to_owned()
+}
+
+/// What a server named, as said in a message: quoted, escaped, at most 120 characters.
+pub(crate) fn cut(s: &str) -> String {
     match s.char_indices().nth(120) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_owned(),
+        Some((at, _)) => format!("{:?}…", &s[..at]),
+        None => format!("{s:?}"),
     }
 }
 
@@ -320,8 +329,9 @@ pub(crate) fn loopback(url: &Url) -> bool {
 fn check_resource(server: &Url, resource: &str) -> Result<(), OAuthError> {
     let mismatch = || {
         OAuthError::failed(format!(
-            "its resource metadata describes {resource:?}, not this server: kite will not \
-             ask for a token to it"
+            "its resource metadata describes {}, not this server: kite will not ask for a \
+             token to it",
+            cut(resource)
         ))
     };
     let described = Url::parse(resource).map_err(|_| mismatch())?;
@@ -345,7 +355,7 @@ fn check_resource(server: &Url, resource: &str) -> Result<(), OAuthError> {
 /// code, secret or token is sent to another host.
 fn check_endpoints(meta: &ServerMetadata) -> Result<(), OAuthError> {
     let issuer = Url::parse(&meta.issuer)
-        .map_err(|_| OAuthError::failed(format!("its issuer {:?} is no URL", meta.issuer)))?;
+        .map_err(|_| OAuthError::failed(format!("its issuer {} is no URL", cut(&meta.issuer))))?;
     for (what, endpoint) in [
         ("authorization", &meta.authorization_endpoint),
         ("token", &meta.token_endpoint),
@@ -353,13 +363,14 @@ fn check_endpoints(meta: &ServerMetadata) -> Result<(), OAuthError> {
     ] {
         let Some(endpoint) = endpoint else { continue };
         let url = Url::parse(endpoint).map_err(|_| {
-            OAuthError::failed(format!("its {what} endpoint {endpoint:?} is no URL"))
+            OAuthError::failed(format!("its {what} endpoint {} is no URL", cut(endpoint)))
         })?;
         check_scheme(&url)?;
         if origin(&url) != origin(&issuer) {
             return Err(OAuthError::failed(format!(
-                "its {what} endpoint {endpoint} is not on its issuer's host ({}): refused",
-                meta.issuer
+                "its {what} endpoint {} is not on its issuer's host ({}): refused",
+                cut(endpoint),
+                cut(&meta.issuer)
             )));
         }
     }

@@ -3,20 +3,27 @@
 //! the scopes the server asks for, at most [`MAX_AUTHORIZATIONS`] times before a request
 //! succeeds. A login outlives its sessions: a reconnected server keeps its token.
 
-use super::discovery::{self, Challenge, Guard};
+use super::discovery::{self, Challenge};
 use super::grant::{self, Client};
-use super::{CLIENT_METADATA_URL, Grant, OAuthConfig, OAuthError, OAuthOptions, Saved};
+use super::{Grant, OAuthConfig, OAuthError, OAuthOptions, Saved};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod machines;
+mod person;
+
+/// A client registered before: its id and method, and the redirect URI it was registered
+/// with.
+type Registered = ((String, String), String);
 
 /// How many authorizations may follow one another with no request succeeding between.
 const MAX_AUTHORIZATIONS: u32 = 3;
 /// How long before it expires a token is refreshed.
 const EARLY_MS: i64 = 60_000;
+/// How long a refresh that failed is not tried again by a request.
+const REST_MS: i64 = 10_000;
 /// How long a person has to approve a login.
 const APPROVAL: Duration = Duration::from_secs(300);
 
@@ -50,6 +57,7 @@ impl Logins {
             http: oauth_client(),
             saved: tokio::sync::Mutex::new(None),
             authorizations: AtomicU32::new(0),
+            refresh_failed_ms: std::sync::atomic::AtomicI64::new(0),
         });
         all.insert(name.to_owned(), login.clone());
         login
@@ -77,6 +85,8 @@ pub(crate) struct Login {
     saved: tokio::sync::Mutex<Option<Saved>>,
     /// Authorizations since a request last succeeded.
     authorizations: AtomicU32,
+    /// When a refresh last failed (Unix milliseconds).
+    refresh_failed_ms: std::sync::atomic::AtomicI64,
 }
 
 fn now_ms() -> i64 {
@@ -89,23 +99,35 @@ impl Login {
     /// The kept login, read from the store the first time (one for another URL is none).
     fn loaded<'a>(&self, slot: &'a mut Option<Saved>) -> &'a mut Saved {
         slot.get_or_insert_with(|| {
-            let kept = self.stored().unwrap_or_else(|| Saved {
+            let mut kept = self.stored().unwrap_or_else(|| Saved {
                 server_url: self.url.clone(),
                 ..Saved::default()
             });
             self.options.hide(&kept.secrets());
+            if self.options.fresh {
+                kept.access_token = None;
+                kept.refresh_token = None;
+                kept.refused = false;
+            }
             kept
         })
     }
 
-    /// The login in the store now, if it is this server's.
+    /// The login in the store now, if it is this server's, and safe to use: its server and
+    /// its token endpoint over TLS, or on this machine.
     fn stored(&self) -> Option<Saved> {
         let kept = self
             .options
             .store
             .as_ref()?
             .load(&self.config.kept_as(&self.name))?;
-        (kept.server_url == self.url).then_some(kept)
+        let safe = |u: &str| {
+            reqwest::Url::parse(u).is_ok_and(|u| u.scheme() == "https" || discovery::loopback(&u))
+        };
+        let usable = kept.server_url == self.url
+            && safe(&kept.server_url)
+            && kept.token_endpoint.as_deref().is_none_or(safe);
+        usable.then_some(kept)
     }
 
     /// Takes up what another process (`kite serve` beside `kite ask`, say) kept since this
@@ -141,11 +163,15 @@ impl Login {
     pub(crate) async fn bearer(&self) -> Option<String> {
         let mut slot = self.saved.lock().await;
         let saved = self.loaded(&mut slot);
-        if saved.access_token.is_some() && Self::expiring(saved) {
+        let due = saved.refused || (saved.access_token.is_some() && Self::expiring(saved));
+        if due {
             self.caught_up(saved);
         }
-        if saved.access_token.is_some() && Self::expiring(saved) && saved.refresh_token.is_some() {
-            let _ = self.refresh(saved).await;
+        let due = saved.refused || (saved.access_token.is_some() && Self::expiring(saved));
+        // A refresh that failed is not tried again for a while: each request would wait.
+        let rested = now_ms() - self.refresh_failed_ms.load(Ordering::Relaxed) > REST_MS;
+        if due && rested && saved.refresh_token.is_some() && self.refresh(saved).await.is_err() {
+            self.refresh_failed_ms.store(now_ms(), Ordering::Relaxed);
         }
         saved.access_token.clone().filter(|_| !saved.refused)
     }
@@ -163,7 +189,11 @@ impl Login {
         header: &str,
         forbidden: bool,
     ) -> Result<String, OAuthError> {
-        if !header.trim().is_empty() && !header.to_ascii_lowercase().contains("bearer") {
+        let bearer = header.split(',').any(|challenge| {
+            let scheme = challenge.split_whitespace().next().unwrap_or("");
+            scheme.eq_ignore_ascii_case("bearer")
+        });
+        if !header.trim().is_empty() && !bearer {
             return Err(OAuthError::failed(format!(
                 "it asks for {} authentication, which kite does not do: give it `headers`",
                 header.split_whitespace().next().unwrap_or("other")
@@ -180,12 +210,14 @@ impl Login {
         {
             return Ok(current.clone());
         }
-        if !forbidden
-            && sent.is_some()
-            && saved.refresh_token.is_some()
-            && let Ok(token) = self.refresh(saved).await
-        {
-            return Ok(token);
+        if !forbidden && sent.is_some() && saved.refresh_token.is_some() {
+            match self.refresh(saved).await {
+                Ok(token) => return Ok(token),
+                // Refused: a new login, below.
+                Err(OAuthError::InvalidGrant(_)) => {}
+                // The authorization server is away: the login stays as it is.
+                Err(e) => return Err(e),
+            }
         }
         if forbidden && sent.is_some() && challenge.scopes.iter().all(|s| saved.scopes.contains(s))
         {
@@ -240,9 +272,17 @@ impl Login {
                     .clone()
                     .ok_or_else(|| OAuthError::failed("no token"))
             }
-            // Only a refresh token refused is dropped; a failure to reach the server
-            // leaves the login as it was.
+            // Only a refresh token refused is dropped (unless another process refreshed it
+            // first); a failure to reach the server leaves the login as it was.
             Err(e @ OAuthError::InvalidGrant(_)) => {
+                if let Some(kept) = self.stored()
+                    && kept.refresh_token != saved.refresh_token
+                    && let Some(token) = kept.access_token.clone()
+                {
+                    self.options.hide(&kept.secrets());
+                    *saved = kept;
+                    return Ok(token);
+                }
                 tracing::info!(server = %self.name, "its refresh token was refused: {e}");
                 saved.access_token = None;
                 saved.refresh_token = None;
@@ -320,7 +360,11 @@ impl Login {
         // A client registered before is used again with the issuer it was registered with;
         // nothing of another issuer's (its refresh token least of all) goes to this one.
         let registered = match saved.issuer.as_deref() == Some(guard.server.issuer.as_str()) {
-            true => saved.client_id.clone().zip(saved.auth_method.clone()),
+            true => saved
+                .client_id
+                .clone()
+                .zip(saved.auth_method.clone())
+                .zip(saved.redirect_uri.clone()),
             false => {
                 saved.refresh_token = None;
                 saved.client_id = None;
@@ -335,8 +379,8 @@ impl Login {
             && *pinned != guard.server.issuer
         {
             return Err(OAuthError::failed(format!(
-                "its authorization server is {:?}, not the issuer kite.toml names ({pinned:?})",
-                guard.server.issuer
+                "its authorization server is {}, not the issuer kite.toml names ({pinned:?})",
+                discovery::cut(&guard.server.issuer)
             )));
         }
         saved.issuer = Some(guard.server.issuer.clone());
@@ -385,158 +429,5 @@ impl Login {
             None => text("client_secret"),
         };
         Ok(Some((id, secret)))
-    }
-
-    /// A person approves, in a browser.
-    async fn authorization_code(
-        &self,
-        saved: &mut Saved,
-        guard: &Guard,
-        token_endpoint: &str,
-        scopes: &mut Vec<String>,
-        registered: Option<(String, String)>,
-    ) -> Result<grant::Tokens, OAuthError> {
-        let meta = &guard.server;
-        let authorizer = self
-            .options
-            .authorizer
-            .clone()
-            .ok_or_else(|| OAuthError::NeedsLogin(self.config.login_args(&self.name)))?;
-        let s256 = meta
-            .code_challenge_methods_supported
-            .as_ref()
-            .is_some_and(|m| m.iter().any(|m| m == "S256"));
-        if !s256 && guard.from_metadata {
-            return Err(OAuthError::failed(
-                "its authorization server does not offer PKCE with S256, without which kite \
-                 does not log in",
-            ));
-        }
-        if !scopes.is_empty()
-            && meta.scopes_supported.iter().any(|s| s == "offline_access")
-            && !scopes.iter().any(|s| s == "offline_access")
-        {
-            scopes.push("offline_access".into());
-        }
-        let redirect = authorizer.redirect_uri();
-        let client = self.client(saved, meta, &redirect, registered).await?;
-        let Some(endpoint) = &meta.authorization_endpoint else {
-            return Err(OAuthError::failed(
-                "its authorization server names no authorization endpoint",
-            ));
-        };
-        let (verifier, challenge) = grant::pkce()?;
-        let state = grant::random(16)?;
-        let mut url = reqwest::Url::parse(endpoint)
-            .map_err(|_| OAuthError::failed("its authorization endpoint is no URL"))?;
-        {
-            let mut q = url.query_pairs_mut();
-            q.append_pair("response_type", "code")
-                .append_pair("client_id", &client.id)
-                .append_pair("redirect_uri", &redirect)
-                .append_pair("code_challenge", &challenge)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state);
-            if !scopes.is_empty() {
-                q.append_pair("scope", &scopes.join(" "));
-            }
-            if let Some(r) = &saved.resource {
-                q.append_pair("resource", r);
-            }
-        }
-        let approval = match tokio::time::timeout(
-            APPROVAL,
-            authorizer.approve(&self.name, url.as_str()),
-        )
-        .await
-        {
-            Ok(Ok(a)) => a,
-            Ok(Err(e)) => return Err(OAuthError::failed(format!("the login failed: {e}"))),
-            Err(_) => {
-                return Err(OAuthError::failed(format!(
-                    "the login was not approved within {} minutes",
-                    APPROVAL.as_secs() / 60
-                )));
-            }
-        };
-        self.options
-            .hide(&[approval.code.clone(), verifier.clone()]);
-        if approval.state.as_deref() != Some(state.as_str()) {
-            return Err(OAuthError::failed(
-                "the answer to the login is not for the login kite asked (its state differs)",
-            ));
-        }
-        match (
-            &approval.iss,
-            meta.authorization_response_iss_parameter_supported,
-        ) {
-            (Some(iss), _) if *iss != meta.issuer => {
-                return Err(OAuthError::failed(format!(
-                    "the login was answered by {iss:?}, not by {:?}",
-                    meta.issuer
-                )));
-            }
-            (None, true) => {
-                return Err(OAuthError::failed(
-                    "its authorization server names itself in its answers (iss), but did not",
-                ));
-            }
-            _ => {}
-        }
-        let mut params = vec![
-            ("grant_type", "authorization_code".to_owned()),
-            ("code", approval.code),
-            ("redirect_uri", redirect),
-            ("code_verifier", verifier),
-        ];
-        if let Some(r) = &saved.resource {
-            params.push(("resource", r.clone()));
-        }
-        grant::token(&self.http, token_endpoint, &client, params, None).await
-    }
-
-    /// Who kite is to the authorization server: pre-registered, `registered` before with
-    /// it (id and method), its Client ID Metadata Document, or registered now.
-    async fn client(
-        &self,
-        saved: &mut Saved,
-        meta: &discovery::ServerMetadata,
-        redirect: &str,
-        registered: Option<(String, String)>,
-    ) -> Result<Client, OAuthError> {
-        let client = if let Some((id, secret)) = self.own_client()? {
-            let method = grant::method_for(meta, secret.is_some());
-            Client { id, secret, method }
-        } else if let Some((id, method)) = registered {
-            Client {
-                id,
-                secret: saved.client_secret.clone(),
-                method,
-            }
-        } else if meta.client_id_metadata_document_supported {
-            let id = self
-                .options
-                .client_metadata_url
-                .clone()
-                .unwrap_or_else(|| CLIENT_METADATA_URL.to_owned());
-            Client {
-                id,
-                secret: None,
-                method: "none".into(),
-            }
-        } else {
-            grant::register(&self.http, meta, redirect).await?
-        };
-        saved.client_id = Some(client.id.clone());
-        // A secret from kite.toml stays there, read again each time; a registered one is kept.
-        saved.client_secret = match self.own_client()? {
-            Some(_) => None,
-            None => client.secret.clone(),
-        };
-        saved.auth_method = Some(client.method.clone());
-        if let Some(secret) = &client.secret {
-            self.options.hide(std::slice::from_ref(secret));
-        }
-        Ok(client)
     }
 }

@@ -192,6 +192,12 @@ async fn ask(
         .map(|(_, v)| v.clone())
         .collect();
     hidden.extend(client.secret.clone());
+    // As the form carries them, too.
+    let encoded: Vec<String> = hidden
+        .iter()
+        .map(|h| url::form_urlencoded::byte_serialize(h.as_bytes()).collect())
+        .collect();
+    hidden.extend(encoded);
     match client.method.as_str() {
         "client_secret_basic" => {
             let encode = |v: &str| -> String {
@@ -285,6 +291,8 @@ async fn send<T: serde::de::DeserializeOwned>(
                 .map(|r| {
                     let mut why = r.error.unwrap_or_default();
                     if let Some(d) = r.error_description {
+                        // Hidden before cut: no secret shows by halves.
+                        let d = kite_http::redact_all(&d, hidden);
                         why = format!("{why}: {}", d.chars().take(200).collect::<String>());
                     }
                     why

@@ -65,6 +65,17 @@ impl FileTokens {
 }
 
 impl FileTokens {
+    /// Whether logins can be kept here (the folder made if need be, and this user's own).
+    pub fn writable(&self) -> Result<(), String> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        self.own_folder()
+    }
+
     /// The folder is this user's own and no one else's to read or write: a link, or a
     /// folder of another user's, is refused; one others may enter is closed to them.
     fn own_folder(&self) -> Result<(), String> {
@@ -94,7 +105,19 @@ impl FileTokens {
 impl TokenStore for FileTokens {
     fn load(&self, server: &str) -> Option<Saved> {
         use std::io::Read;
-        let file = std::fs::File::open(self.path(server)).ok()?;
+        use std::os::unix::fs::OpenOptionsExt;
+        // What another user could have put here is not read.
+        if let Err(e) = self.own_folder() {
+            if self.dir.exists() {
+                tracing::warn!(server, "kept logins are not read: {e}");
+            }
+            return None;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.path(server))
+            .ok()?;
         let mut text = String::new();
         file.take(MAX_FILE).read_to_string(&mut text).ok()?;
         match serde_json::from_str(&text) {
