@@ -12,6 +12,14 @@ use std::sync::RwLock;
 /// What must never be written: every value registered with [`secret`].
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
+/// Secrets that come and go (OAuth tokens, refreshed again and again by a long `kite
+/// serve`): the newest [`PASSING`] of them, hidden as the others are.
+static PASSING_SECRETS: RwLock<std::collections::VecDeque<String>> =
+    RwLock::new(std::collections::VecDeque::new());
+
+/// How many passing secrets are hidden: those of hours of refreshes.
+const PASSING: usize = 256;
+
 /// The crates whose warnings show by default.
 const OWN: &str = "kite=warn,kite_cli=warn,kite_agent=warn,kite_http=warn,kite_local=warn,kite_mcp=warn,kite_wire=warn,kite_core=warn";
 
@@ -164,9 +172,32 @@ pub(crate) fn secret(value: &str) {
     }
 }
 
+/// Registers a secret that will pass (a token a refresh replaces): the oldest of them are
+/// let go past [`PASSING`], so that a server refreshing for months does not slow every line.
+pub(crate) fn passing_secret(value: &str) {
+    let value = value.trim();
+    if value.len() < 4 {
+        return;
+    }
+    let mut all = PASSING_SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    if !all.iter().any(|s| s == value) {
+        all.push_back(value.to_owned());
+        if all.len() > PASSING {
+            all.pop_front();
+        }
+    }
+}
+
 /// `text` with every registered secret replaced.
 pub(crate) fn redact(text: &str) -> String {
-    kite::http::redact_all(text, &SECRETS.read().unwrap_or_else(|e| e.into_inner()))
+    let text = kite::http::redact_all(text, &SECRETS.read().unwrap_or_else(|e| e.into_inner()));
+    let passing = PASSING_SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    if passing.is_empty() {
+        return text;
+    }
+    let mut longest: Vec<&String> = passing.iter().collect();
+    longest.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    kite::http::redact_all(&text, &longest)
 }
 
 /// Writes log lines to stderr with secrets hidden. Each event arrives in one write.

@@ -27,7 +27,7 @@ pub(crate) fn store() -> Option<Arc<FileTokens>> {
 pub(crate) fn options() -> OAuthOptions {
     OAuthOptions {
         store: store().map(|s| s as Arc<dyn TokenStore>),
-        on_secret: Some(Arc::new(|s: &str| crate::logging::secret(s))),
+        on_secret: Some(Arc::new(|s: &str| crate::logging::passing_secret(s))),
         ..OAuthOptions::default()
     }
 }
