@@ -156,7 +156,16 @@ pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry
 /// to hide).
 /// Every secret registered so far.
 pub(crate) fn secrets() -> Vec<String> {
-    SECRETS.read().unwrap_or_else(|e| e.into_inner()).clone()
+    let mut all = SECRETS.read().unwrap_or_else(|e| e.into_inner()).clone();
+    all.extend(
+        PASSING_SECRETS
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned(),
+    );
+    all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    all
 }
 
 pub(crate) fn secret(value: &str) {
@@ -180,11 +189,11 @@ pub(crate) fn passing_secret(value: &str) {
         return;
     }
     let mut all = PASSING_SECRETS.write().unwrap_or_else(|e| e.into_inner());
-    if !all.iter().any(|s| s == value) {
-        all.push_back(value.to_owned());
-        if all.len() > PASSING {
-            all.pop_front();
-        }
+    // One told again is the newest again: a secret still in use is never let go.
+    all.retain(|s| s != value);
+    all.push_back(value.to_owned());
+    if all.len() > PASSING {
+        all.pop_front();
     }
 }
 

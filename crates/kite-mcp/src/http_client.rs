@@ -158,6 +158,11 @@ impl SessionAware {
                 {
                     (String::new(), false)
                 }
+                Err(StreamableHttpError::Client(e))
+                    if e.status() == Some(reqwest::StatusCode::UNAUTHORIZED) =>
+                {
+                    (String::new(), false)
+                }
                 Err(StreamableHttpError::InsufficientScope(e)) => (e.www_authenticate_header, true),
                 other => {
                     if other.is_ok() && token.is_some() {

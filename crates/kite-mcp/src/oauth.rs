@@ -270,8 +270,8 @@ pub enum OAuthError {
     /// that makes one (`NAME`, or `NAME --account WHO`).
     #[error("it needs a login: run `kite mcp login {0}`")]
     NeedsLogin(String),
-    /// The token endpoint refused a grant (`invalid_grant`): a refresh token no longer
-    /// good, say.
+    /// The authorization server refused a request (a 4xx but 429: `invalid_grant` for a
+    /// refresh token no longer good, `invalid_client` for a registration it forgot, ...).
     #[error("authorization failed: {0}")]
     InvalidGrant(String),
     /// Anything else, said without a token or secret.

@@ -373,7 +373,7 @@ async fn a_challenge_of_another_scheme_is_said_and_no_login_begun() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(said.contains("asks for Basic authentication"), "{said}");
+    assert!(said.contains("asks for \"Basic\" authentication"), "{said}");
     assert!(server.requests().iter().all(|r| r.path == "/basic"));
     hub.shutdown();
 }

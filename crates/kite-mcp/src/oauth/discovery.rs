@@ -26,10 +26,16 @@ impl Challenge {
     /// Reads a `WWW-Authenticate` header: its parameters, in any order, quoted or not.
     pub(crate) fn parse(header: &str) -> Self {
         let mut out = Self::default();
-        let rest = header.trim();
-        let rest = match rest.get(..7) {
-            Some(scheme) if scheme.eq_ignore_ascii_case("bearer ") => &rest[7..],
-            _ => rest,
+        // The Bearer challenge among those given: its parameters, up to the next scheme.
+        let lower = header.to_ascii_lowercase();
+        let at = lower.match_indices("bearer").find(|(i, _)| {
+            let before = lower[..*i].trim_end();
+            let after = lower[i + 6..].chars().next();
+            (before.is_empty() || before.ends_with(',')) && after.is_none_or(|c| c == ' ')
+        });
+        let rest = match at {
+            Some((i, _)) => header[i + 6..].trim_start(),
+            None => header.trim(),
         };
         let mut chars = rest.char_indices().peekable();
         while let Some(&(start, _)) = chars.peek() {
@@ -43,6 +49,10 @@ impl Challenge {
                 chars.next();
             }
             let name = rest[start..end].trim().to_ascii_lowercase();
+            // `Scheme param=...`: the next challenge begins.
+            if name.contains(' ') {
+                break;
+            }
             if chars.next_if(|&(_, c)| c == '=').is_none() {
                 chars.next();
                 continue;
@@ -287,7 +297,11 @@ fn metadata_urls(issuer: &Url) -> Vec<Url> {
 
 /// `url` as said in a message: at most 120 characters of it.
 fn shown(url: &Url) -> String {
-    cut(url.as_str()).trim_matches('"').to_owned()
+    let s = url.as_str();
+    match s.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
 }
 
 /// What a server named, as said in a message: quoted, escaped, at most 120 characters.
@@ -441,6 +455,11 @@ mod tests {
         assert_eq!(c.scopes, ["read"]);
         assert_eq!(c.error.as_deref(), Some("invalid_token"));
         assert_eq!(Challenge::parse("Bearer"), Challenge::default());
+        let mixed = Challenge::parse(
+            r#"Basic realm="x", Bearer resource_metadata="http://h/m", scope="a", Digest nonce="n""#,
+        );
+        assert_eq!(mixed.resource_metadata.as_deref(), Some("http://h/m"));
+        assert_eq!(mixed.scopes, ["a"]);
         assert_eq!(Challenge::parse("Bearer ===,,\"é"), Challenge::default());
     }
 

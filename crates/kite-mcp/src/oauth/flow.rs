@@ -107,6 +107,7 @@ impl Login {
             if self.options.fresh {
                 kept.access_token = None;
                 kept.refresh_token = None;
+                kept.account = None;
                 kept.refused = false;
             }
             kept
@@ -133,7 +134,12 @@ impl Login {
     /// Takes up what another process (`kite serve` beside `kite ask`, say) kept since this
     /// one read the store: a newer token, before refreshing the old one.
     fn caught_up(&self, saved: &mut Saved) {
+        // A new login takes up nothing kept before it.
+        if self.options.fresh {
+            return;
+        }
         if let Some(kept) = self.stored()
+            && !kept.refused
             && kept.access_token != saved.access_token
             && kept.obtained_ms > saved.obtained_ms
         {
@@ -196,7 +202,7 @@ impl Login {
         if !header.trim().is_empty() && !bearer {
             return Err(OAuthError::failed(format!(
                 "it asks for {} authentication, which kite does not do: give it `headers`",
-                header.split_whitespace().next().unwrap_or("other")
+                discovery::cut(header.split_whitespace().next().unwrap_or("other"))
             )));
         }
         let challenge = Challenge::parse(header);
@@ -211,12 +217,21 @@ impl Login {
             return Ok(current.clone());
         }
         if !forbidden && sent.is_some() && saved.refresh_token.is_some() {
+            let rested = now_ms() - self.refresh_failed_ms.load(Ordering::Relaxed) > REST_MS;
+            if !rested {
+                return Err(OAuthError::failed(
+                    "its authorization server could not be reached a moment ago",
+                ));
+            }
             match self.refresh(saved).await {
                 Ok(token) => return Ok(token),
                 // Refused: a new login, below.
                 Err(OAuthError::InvalidGrant(_)) => {}
                 // The authorization server is away: the login stays as it is.
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.refresh_failed_ms.store(now_ms(), Ordering::Relaxed);
+                    return Err(e);
+                }
             }
         }
         if forbidden && sent.is_some() && challenge.scopes.iter().all(|s| saved.scopes.contains(s))
@@ -275,18 +290,24 @@ impl Login {
             // Only a refresh token refused is dropped (unless another process refreshed it
             // first); a failure to reach the server leaves the login as it was.
             Err(e @ OAuthError::InvalidGrant(_)) => {
-                if let Some(kept) = self.stored()
+                let now = self.stored();
+                if let Some(kept) = &now
                     && kept.refresh_token != saved.refresh_token
+                    && !kept.refused
                     && let Some(token) = kept.access_token.clone()
                 {
                     self.options.hide(&kept.secrets());
-                    *saved = kept;
+                    *saved = kept.clone();
                     return Ok(token);
                 }
                 tracing::info!(server = %self.name, "its refresh token was refused: {e}");
+                // What is kept is dropped only while it still holds the token refused.
+                let still = now.is_none_or(|k| k.refresh_token == saved.refresh_token);
                 saved.access_token = None;
                 saved.refresh_token = None;
-                self.keep(saved);
+                if still {
+                    self.keep(saved);
+                }
                 Err(e)
             }
             Err(e) => {
@@ -301,13 +322,12 @@ impl Login {
         if let Some(account) = tokens.account() {
             saved.account = Some(account);
         }
-        let mut secrets = vec![tokens.access_token.clone()];
-        secrets.extend(tokens.refresh_token.clone());
-        self.options.hide(&secrets);
         saved.access_token = Some(tokens.access_token);
         if tokens.refresh_token.is_some() {
             saved.refresh_token = tokens.refresh_token;
         }
+        // All of the login's secrets, told again: each stays hidden while in use.
+        self.options.hide(&saved.secrets());
         let now = now_ms();
         saved.obtained_ms = Some(now);
         // A lifetime past a year is taken as a year.

@@ -284,12 +284,17 @@ async fn send<T: serde::de::DeserializeOwned>(
                 error_description: Option<String>,
             }
             let said = serde_json::from_slice::<Refusal>(&body).ok();
-            let invalid_grant = said
-                .as_ref()
-                .is_some_and(|r| r.error.as_deref() == Some("invalid_grant"));
+            // A 4xx (but 429) is the server's answer; anything else, the server away.
+            let invalid_grant = status.is_client_error() && status.as_u16() != 429;
             let why = said
                 .map(|r| {
-                    let mut why = r.error.unwrap_or_default();
+                    let mut why = r
+                        .error
+                        .map(|e| {
+                            let e: String = e.chars().take(64).collect();
+                            e.escape_debug().to_string()
+                        })
+                        .unwrap_or_default();
                     if let Some(d) = r.error_description {
                         // Hidden before cut: no secret shows by halves.
                         let d = kite_http::redact_all(&d, hidden);

@@ -94,8 +94,9 @@ impl Login {
         ) {
             (Some(iss), _) if *iss != meta.issuer => {
                 return Err(OAuthError::failed(format!(
-                    "the login was answered by {iss:?}, not by {:?}",
-                    meta.issuer
+                    "the login was answered by {}, not by {}",
+                    discovery::cut(iss),
+                    discovery::cut(&meta.issuer)
                 )));
             }
             (None, true) => {
