@@ -437,3 +437,56 @@ async fn a_401_with_no_challenge_is_looked_into_at_the_well_known_places() {
     ));
     hub.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_refreshing_one_login_at_once_both_go_on() {
+    let base = Arc::new(OnceLock::<String>::new());
+    let seen = base.clone();
+    // Each refresh token is taken once, as rotating servers do.
+    let taken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = ReplayServer::answering(move |r| {
+        let at = seen.get().map(String::as_str).unwrap_or("");
+        if r.path == "/token" && r.body_text().contains("refresh_token=r-old") {
+            if taken.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                return Reply::json(400, r#"{"error":"invalid_grant"}"#);
+            }
+            // Slow enough for the other to ask meanwhile.
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        kind_server("new-tok", at, r)
+    })
+    .await;
+    base.set(server.url()).unwrap();
+    let dir = std::env::temp_dir().join(format!("kite-two-logins-{}", std::process::id()));
+    let store = Arc::new(kite_mcp::FileTokens::new(&dir));
+    let kept = login(&server.url(), "old-tok", Some("r-old"), 30_000);
+    kite_mcp::TokenStore::save(store.as_ref(), "guarded", &kept).unwrap();
+    let process = || {
+        Hub::with_options(HubOptions {
+            oauth: OAuthOptions {
+                store: Some(store.clone()),
+                ..OAuthOptions::default()
+            },
+            reconnect_initial: Duration::from_secs(600),
+            ..HubOptions::default()
+        })
+    };
+    let (a, b) = (process(), process());
+    let url = format!("{}/mcp", server.url());
+    let (ra, rb) = tokio::join!(
+        a.add("guarded", ServerConfig::http(url.clone())),
+        b.add("guarded", ServerConfig::http(url.clone())),
+    );
+    a.shutdown();
+    b.shutdown();
+    ra.unwrap();
+    rb.unwrap();
+    let after = kite_mcp::TokenStore::load(store.as_ref(), "guarded").unwrap();
+    assert_eq!(after.access_token.as_deref(), Some("new-tok"));
+    assert_eq!(
+        after.refresh_token.as_deref(),
+        Some("r-new"),
+        "the login is kept"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

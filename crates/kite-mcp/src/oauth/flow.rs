@@ -290,15 +290,21 @@ impl Login {
             // Only a refresh token refused is dropped (unless another process refreshed it
             // first); a failure to reach the server leaves the login as it was.
             Err(e @ OAuthError::InvalidGrant(_)) => {
-                let now = self.stored();
-                if let Some(kept) = &now
-                    && kept.refresh_token != saved.refresh_token
-                    && !kept.refused
-                    && let Some(token) = kept.access_token.clone()
-                {
-                    self.options.hide(&kept.secrets());
-                    *saved = kept.clone();
-                    return Ok(token);
+                // Another process may have taken the same refresh token a moment before,
+                // and be about to keep what it got: it is waited for, two seconds at most.
+                let mut now = self.stored();
+                for _ in 0..10 {
+                    if let Some(kept) = &now
+                        && kept.refresh_token != saved.refresh_token
+                        && !kept.refused
+                        && let Some(token) = kept.access_token.clone()
+                    {
+                        self.options.hide(&kept.secrets());
+                        *saved = kept.clone();
+                        return Ok(token);
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    now = self.stored();
                 }
                 tracing::info!(server = %self.name, "its refresh token was refused: {e}");
                 // What is kept is dropped only while it still holds the token refused.
