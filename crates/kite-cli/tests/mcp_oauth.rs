@@ -294,3 +294,110 @@ async fn log_in(mut login: tokio::process::Command) -> (String, String) {
     assert!(out.status.success(), "{said}{stdout}");
     (said, stdout)
 }
+
+/// A Secret Service of its own: a private D-Bus session with gnome-keyring on it, unlocked;
+/// `None` when they are not installed (`scripts/setup.sh` installs them).
+struct Keyring {
+    address: String,
+    dbus: u32,
+    _home: tempfile::TempDir,
+}
+
+impl Keyring {
+    fn start() -> Option<Self> {
+        let home = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("dbus-daemon")
+            .args(["--session", "--fork", "--print-address=1", "--print-pid=1"])
+            .output()
+            .ok()?;
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = said.lines();
+        let (address, dbus) = (lines.next()?.to_owned(), lines.next()?.trim().parse().ok()?);
+        let keyring = Self {
+            address,
+            dbus,
+            _home: home,
+        };
+        use std::io::Write;
+        let mut daemon = std::process::Command::new("gnome-keyring-daemon")
+            .args(["--unlock", "--components=secrets"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &keyring.address)
+            .env("HOME", keyring._home.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        daemon.stdin.take()?.write_all(b"keyring-password").ok()?;
+        daemon.wait().ok()?;
+        Some(keyring)
+    }
+}
+
+impl Drop for Keyring {
+    fn drop(&mut self) {
+        // The keyring daemon leaves with its bus.
+        let _ = std::process::Command::new("kill")
+            .arg(self.dbus.to_string())
+            .status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logins_go_to_the_os_keyring_when_one_answers() {
+    let Some(keyring) = Keyring::start() else {
+        assert!(
+            std::env::var_os("KITE_REQUIRE_KEYRING").is_none(),
+            "dbus-daemon and gnome-keyring are not installed; run scripts/setup.sh"
+        );
+        eprintln!("skipped: no dbus-daemon and gnome-keyring");
+        return;
+    };
+    let demo = Demo::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kite.toml");
+    std::fs::write(
+        &config,
+        format!("[mcp.servers.demo]\nurl = \"{}\"\n", demo.url()),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let kite_with = |args: &[&str]| {
+        let mut c = kite();
+        c.env("XDG_DATA_HOME", &data)
+            .env("DBUS_SESSION_BUS_ADDRESS", &keyring.address)
+            .env("KITE_MCP_LOGINS", "keyring")
+            .arg("--config")
+            .arg(&config)
+            .args(args);
+        c
+    };
+    let (err, said) = log_in(kite_with(&["mcp", "login", "demo", "--no-browser"])).await;
+    assert!(said.contains("demo: logged in"), "{said}");
+    assert!(
+        !data.join("kite/mcp-logins").exists(),
+        "no file: the keyring has it: {err}"
+    );
+    let greet = ["mcp", "call", "demo", "greet", r#"{"name":"keyring"}"#];
+    let called = run(&mut kite_with(&greet)).await;
+    assert_eq!(called.code, 0, "{}", called.stderr);
+    assert!(
+        called.stdout.contains("Hello, keyring"),
+        "{}",
+        called.stdout
+    );
+    let out = run(&mut kite_with(&["mcp", "logout", "demo"])).await;
+    assert!(out.stdout.contains("demo: logged out"), "{}", out.stdout);
+    let refused = run(&mut kite_with(&greet)).await;
+    assert!(
+        refused.stderr.contains("run `kite mcp login demo`"),
+        "{}",
+        refused.stderr
+    );
+    // Asked for files, files it is.
+    let mut to_file = kite_with(&["mcp", "login", "demo", "--no-browser"]);
+    to_file.env("KITE_MCP_LOGINS", "file");
+    let (_, said) = log_in(to_file).await;
+    assert!(said.contains("demo: logged in"), "{said}");
+    assert!(data.join("kite/mcp-logins/demo.json").exists());
+}

@@ -30,6 +30,8 @@ pub use child::{INHERITED, expand as expand_env, looks_secret};
 pub use config::{McpConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
+#[cfg(feature = "keyring")]
+pub use oauth::KeyringTokens;
 pub use oauth::{
     Approval, Authorizer, CLIENT_METADATA_URL, FileTokens, Grant, Headless, MemoryTokens,
     OAuthConfig, OAuthError, OAuthOptions, Saved, SecretSink, TokenStore,

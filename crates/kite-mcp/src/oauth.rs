@@ -25,6 +25,10 @@ mod store;
 
 pub(crate) use flow::{Login, Logins};
 pub use headless::Headless;
+#[cfg(feature = "keyring")]
+mod os_keyring;
+#[cfg(feature = "keyring")]
+pub use os_keyring::KeyringTokens;
 pub use store::{FileTokens, MemoryTokens};
 
 use serde::{Deserialize, Serialize};
@@ -187,6 +191,12 @@ pub trait TokenStore: Send + Sync {
     fn save(&self, server: &str, saved: &Saved) -> Result<(), String>;
     /// Forgets `server`'s login; false when there was none.
     fn clear(&self, server: &str) -> Result<bool, String>;
+    /// Whether logins can be kept now (why not, when they cannot).
+    fn writable(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Where logins are kept, as said to a person.
+    fn place(&self) -> String;
 }
 
 /// What the authorization server sent the browser back with.

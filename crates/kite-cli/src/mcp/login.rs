@@ -15,18 +15,30 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Where logins are kept.
-pub(crate) fn store() -> Option<Arc<FileTokens>> {
-    Some(Arc::new(FileTokens::new(
-        config::data_dir()?.join("mcp-logins"),
-    )))
+/// Where logins are kept: the OS keyring when one answers, else files under kite's data
+/// folder; `KITE_MCP_LOGINS=file` or `keyring` chooses.
+pub(crate) fn store() -> Option<Arc<dyn TokenStore>> {
+    let asked = std::env::var("KITE_MCP_LOGINS").unwrap_or_default();
+    if asked != "file"
+        && let Some(keyring) = kite::mcp::KeyringTokens::open()
+    {
+        return Some(Arc::new(keyring));
+    }
+    if asked == "keyring" {
+        crate::output::errln!(
+            "kite: KITE_MCP_LOGINS=keyring, but no OS keyring answers: logins go to files"
+        );
+    }
+    let dir = config::data_dir()?.join("mcp-logins");
+    tracing::debug!(asked, "MCP logins are kept in {}", dir.display());
+    Some(Arc::new(FileTokens::new(dir)))
 }
 
 /// How `kite ask`, `chat` and `serve` get tokens: the kept logins, and no person asked;
 /// every token, code and secret is hidden from the log and the output.
 pub(crate) fn options() -> OAuthOptions {
     OAuthOptions {
-        store: store().map(|s| s as Arc<dyn TokenStore>),
+        store: store(),
         on_secret: Some(Arc::new(|s: &str| crate::logging::passing_secret(s))),
         ..OAuthOptions::default()
     }

@@ -33,6 +33,8 @@ pub(crate) fn kite() -> Command {
     // Conversations go to a store of the test's own, never the user's.
     c.env("KITE_STORE_URL", fresh_store());
     c.env("KITE_LOG", "off");
+    // MCP logins go to files of the test's own, never to the user's keyring.
+    c.env("KITE_MCP_LOGINS", "file");
     // No input unless the test gives some: text piped in joins the question.
     c.stdin(std::process::Stdio::null());
     c

@@ -1,5 +1,6 @@
-//! Where logins are kept: in memory for one process, or in a folder of files only their
+//! Where logins are kept: in memory for one process, in a folder of files only their
 //! owner can read (0600 in a 0700 folder), one per server, replaced whole on each write.
+//! The OS keyring's store is `os_keyring.rs`.
 
 use super::{Saved, TokenStore};
 use std::collections::HashMap;
@@ -11,6 +12,10 @@ use std::sync::Mutex;
 pub struct MemoryTokens(Mutex<HashMap<String, Saved>>);
 
 impl TokenStore for MemoryTokens {
+    fn place(&self) -> String {
+        "this process's memory".into()
+    }
+
     fn load(&self, server: &str) -> Option<Saved> {
         self.0
             .lock()
@@ -65,8 +70,8 @@ impl FileTokens {
 }
 
 impl FileTokens {
-    /// Whether logins can be kept here (the folder made if need be, and this user's own).
-    pub fn writable(&self) -> Result<(), String> {
+    /// The folder, made if need be, and this user's own.
+    fn make_folder(&self) -> Result<(), String> {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -103,6 +108,14 @@ impl FileTokens {
 }
 
 impl TokenStore for FileTokens {
+    fn writable(&self) -> Result<(), String> {
+        self.make_folder()
+    }
+
+    fn place(&self) -> String {
+        self.dir.display().to_string()
+    }
+
     fn load(&self, server: &str) -> Option<Saved> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
