@@ -34,11 +34,47 @@ pub(crate) fn store() -> Option<Arc<dyn TokenStore>> {
     Some(Arc::new(FileTokens::new(dir)))
 }
 
+/// Where logins are kept, chosen when one is first asked for: a run with no server that
+/// asks for OAuth never asks the OS keyring anything.
+#[derive(Default)]
+struct Chosen(std::sync::OnceLock<Option<Arc<dyn TokenStore>>>);
+
+impl Chosen {
+    fn store(&self) -> Option<&Arc<dyn TokenStore>> {
+        self.0.get_or_init(store).as_ref()
+    }
+}
+
+impl TokenStore for Chosen {
+    fn load(&self, server: &str) -> Option<Saved> {
+        self.store()?.load(server)
+    }
+
+    fn save(&self, server: &str, saved: &Saved) -> Result<(), String> {
+        match self.store() {
+            Some(s) => s.save(server, saved),
+            None => Err("kite has no data folder (set HOME)".into()),
+        }
+    }
+
+    fn clear(&self, server: &str) -> Result<bool, String> {
+        self.store().map_or(Ok(false), |s| s.clear(server))
+    }
+
+    fn writable(&self) -> Result<(), String> {
+        self.store().map_or(Ok(()), |s| s.writable())
+    }
+
+    fn place(&self) -> String {
+        self.store().map_or_else(|| "nowhere".into(), |s| s.place())
+    }
+}
+
 /// How `kite ask`, `chat` and `serve` get tokens: the kept logins, and no person asked;
 /// every token, code and secret is hidden from the log and the output.
 pub(crate) fn options() -> OAuthOptions {
     OAuthOptions {
-        store: store(),
+        store: Some(Arc::new(Chosen::default())),
         on_secret: Some(Arc::new(|s: &str| crate::logging::passing_secret(s))),
         ..OAuthOptions::default()
     }
