@@ -36,13 +36,7 @@ impl TokenStore for KeyringTokens {
             .ok()?
             .get_password()
             .ok()?;
-        match serde_json::from_str(&text) {
-            Ok(saved) => Some(saved),
-            Err(_) => {
-                tracing::warn!(server, "its kept login is unreadable: log in again");
-                None
-            }
-        }
+        super::store::read(server, &text)
     }
 
     fn save(&self, server: &str, saved: &Saved) -> Result<(), String> {

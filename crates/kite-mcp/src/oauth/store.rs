@@ -7,6 +7,17 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+/// The login kept for `server` as `text`: none, said, when it cannot be read.
+pub(super) fn read(server: &str, text: &str) -> Option<Saved> {
+    match serde_json::from_str(text) {
+        Ok(saved) => Some(saved),
+        Err(_) => {
+            tracing::warn!(server, "its kept login is unreadable: log in again");
+            None
+        }
+    }
+}
+
 /// Logins kept for this process only.
 #[derive(Default)]
 pub struct MemoryTokens(Mutex<HashMap<String, Saved>>);
@@ -133,13 +144,7 @@ impl TokenStore for FileTokens {
             .ok()?;
         let mut text = String::new();
         file.take(MAX_FILE).read_to_string(&mut text).ok()?;
-        match serde_json::from_str(&text) {
-            Ok(saved) => Some(saved),
-            Err(_) => {
-                tracing::warn!(server, "its kept login is unreadable: log in again");
-                None
-            }
-        }
+        read(server, &text)
     }
 
     fn save(&self, server: &str, saved: &Saved) -> Result<(), String> {

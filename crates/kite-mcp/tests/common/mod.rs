@@ -53,24 +53,16 @@ impl Served {
 
     /// server-everything's Streamable HTTP mode, kept on loopback by `loopback.cjs`.
     pub(crate) fn everything() -> Self {
-        let port = free_port();
-        let loopback = kite_testkit::mcp::own("loopback.cjs");
-        let bin = kite_testkit::mcp::npm_bin("mcp-server-everything");
-        Self::start(
-            "node".into(),
-            vec![
-                "--require".into(),
-                loopback.to_string_lossy().into_owned(),
-                bin.to_string_lossy().into_owned(),
-                "streamableHttp".into(),
-            ],
-            vec![("PORT".into(), port.to_string())],
-            port,
-        )
+        Self::everything_in("streamableHttp")
     }
 
     /// server-everything's 2024-11-05 HTTP+SSE mode (its stream at `/sse`).
     pub(crate) fn everything_sse() -> Self {
+        Self::everything_in("sse")
+    }
+
+    /// server-everything in `mode`, kept on loopback by `loopback.cjs`.
+    fn everything_in(mode: &str) -> Self {
         let port = free_port();
         let loopback = kite_testkit::mcp::own("loopback.cjs");
         let bin = kite_testkit::mcp::npm_bin("mcp-server-everything");
@@ -80,7 +72,7 @@ impl Served {
                 "--require".into(),
                 loopback.to_string_lossy().into_owned(),
                 bin.to_string_lossy().into_owned(),
-                "sse".into(),
+                mode.into(),
             ],
             vec![("PORT".into(), port.to_string())],
             port,
