@@ -7,9 +7,10 @@ use std::time::Duration;
 /// When and how long to wait before sending a failed request again.
 ///
 /// Retried: 408, 429 (but not when the quota is spent or the request alone is over the
-/// limit), 5xx, and failures to connect or
-/// to receive response headers. A response whose body has started streaming is never
-/// retried: the retry happens before the caller sees anything.
+/// limit), 5xx, failures to connect, and connections closed before the response headers.
+/// A server that let the response deadline pass is not asked again, since that would only
+/// double the wait. A response whose body has started streaming is never retried: the
+/// retry happens before the caller sees anything.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt. Default 3.

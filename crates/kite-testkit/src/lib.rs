@@ -8,6 +8,11 @@
 //! a failure — a connection reset before or after the first byte, a stream that stalls, bytes
 //! that are not HTTP. Point any kite provider's base URL at it.
 //!
+//! [`FaultProxy`] sits between a client and any loopback server and injects a [`Fault`]:
+//! latency, single bytes, a bandwidth cap, a reset, a stall or a half-close after N bytes, a
+//! chunked answer cut before its end, a certificate nobody trusts, a name that does not
+//! resolve.
+//!
 //! [`mcp`] finds the real MCP servers tests talk to; [`engines`] starts real Postgres,
 //! Redis and haproxy servers of a test's own.
 //!
@@ -28,11 +33,13 @@
 //! ```
 
 pub mod engines;
+mod faults;
 pub mod mcp;
 pub mod render;
 mod scripted;
 mod server;
 
+pub use faults::{Fault, FaultProxy};
 pub use scripted::ScriptedModel;
 pub use server::{RecordedRequest, ReplayServer, Reply, SilentServer};
 
