@@ -196,8 +196,11 @@ impl Thread {
         answers: &[Message],
         turn: Turn,
     ) -> Result<(), Error> {
-        let mut messages = vec![question];
-        messages.extend_from_slice(answers);
+        // A key kite knows is never stored, whoever said it: the user, a tool or the model.
+        let messages = std::iter::once(question)
+            .chain(answers.iter().cloned())
+            .map(redacted)
+            .collect();
         let turn = Turn { messages, ..turn }.settled();
         let Some(store) = &self.store else {
             self.history.extend(turn.messages);
@@ -246,6 +249,25 @@ impl Thread {
         }
         Ok(())
     }
+}
+
+/// `message` with every secret kite knows of (`logging::secret`) replaced, in every part:
+/// text, reasoning, tool calls' arguments and tool results alike. The secrets are plain
+/// tokens, so replacing them in the message's JSON keeps it JSON.
+fn redacted(message: Message) -> Message {
+    let Ok(json) = serde_json::to_string(&message) else {
+        return message;
+    };
+    let hidden = crate::logging::redact(&json);
+    if hidden == json {
+        return message;
+    }
+    serde_json::from_str(&hidden).unwrap_or_else(|_| Message {
+        parts: vec![Part::Text {
+            text: crate::logging::redact(&message.text()),
+        }],
+        ..message
+    })
 }
 
 /// Whether `url` is a libpq key=value string (`host=db user=kite dbname=kite`) rather than

@@ -50,8 +50,8 @@ pub(crate) async fn run(args: TranscribeArgs, config: Option<&Path>) -> Result<(
 async fn transcribe(args: &TranscribeArgs, config: Option<&Path>) -> Result<(), Error> {
     // The file first: a missing one is the mistake to report, before any provider question.
     let bytes = read_audio(&args.file)?;
-    let http = config::load(config)?.config.http;
-    let (transcriber, default_model) = choose(args, &http)?;
+    let loaded = config::load(config)?.config;
+    let (transcriber, default_model) = choose(args, &loaded)?;
     let name = args
         .file
         .file_name()
@@ -123,14 +123,11 @@ fn read_audio(path: &Path) -> Result<Vec<u8>, Error> {
     std::fs::read(path).map_err(|e| cannot(&e))
 }
 
-/// The transcriber and its default model: a named provider, a compatible server, or the
-/// first provider with a transcription API whose key is set.
-fn choose(
-    args: &TranscribeArgs,
-    http: &config::HttpConfig,
-) -> Result<(Transcriber, String), Error> {
+/// The transcriber and its default model: a named provider (at kite.toml's `base_url` for
+/// it, unless `--base-url` says otherwise), a compatible server, or the first provider
+/// with a transcription API whose key is set.
+fn choose(args: &TranscribeArgs, config: &config::Config) -> Result<(Transcriber, String), Error> {
     let base_url = args.at.base_url.as_deref();
-    let endpoint = args.at.endpoint(http)?;
     let provider = match args.provider {
         Some(p) => Some(p.0),
         None if base_url.is_some() => None,
@@ -150,10 +147,21 @@ fn choose(
     };
     match provider {
         Some(p) => {
+            let mut at = args.at.clone();
+            if at.base_url.is_none() {
+                at.base_url = config
+                    .providers
+                    .get(p.name())
+                    .and_then(|o| o.base_url.clone());
+            }
             let model = p.default_transcription_model().unwrap_or("whisper-1");
-            Ok((p.transcriber(&endpoint)?, model.to_owned()))
+            Ok((
+                p.transcriber(&at.endpoint(&config.http)?)?,
+                model.to_owned(),
+            ))
         }
         None => {
+            let endpoint = args.at.endpoint(&config.http)?;
             let t = compatible(Transcriber::new(base_url.unwrap_or_default()), &endpoint)?;
             Ok((t, "whisper-1".to_owned()))
         }

@@ -1,9 +1,10 @@
 """A small OTLP/HTTP receiver for tests: decodes the protobuf trace and metric exports
 kite sends (with the `opentelemetry-proto` package) and writes one JSON line per span or
-metric to the file named by its first argument. It prints the port it listens on, then
-serves until killed.
+metric to the file named by its first argument, and each whole export, decoded, to the
+file named by the second when given. It prints the port it listens on, then serves until
+killed.
 
-    python otlp_receiver.py OUT.jsonl
+    python otlp_receiver.py OUT.jsonl [RAW.jsonl]
 """
 
 import json
@@ -21,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 OUT = sys.argv[1]
+RAW = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def value(v):
@@ -84,6 +86,9 @@ class Handler(BaseHTTPRequestHandler):
         with open(OUT, "a", encoding="utf-8") as f:
             for line in lines:
                 f.write(json.dumps(line) + "\n")
+        if RAW:
+            with open(RAW, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"path": self.path, "export": data}) + "\n")
         payload = reply.SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")

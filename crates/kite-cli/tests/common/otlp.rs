@@ -19,6 +19,7 @@ impl Receiver {
         let mut child = std::process::Command::new(mcp::python())
             .arg(mcp::own("otlp_receiver.py"))
             .arg(&out)
+            .arg(dir.join("otlp-raw.jsonl"))
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("the OTLP receiver starts (scripts/setup.sh installs opentelemetry-proto)");
