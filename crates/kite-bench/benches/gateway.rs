@@ -5,7 +5,8 @@
 //! the answer's body and of the whole request, and what each gateway adds.
 //!
 //! LiteLLM is taken from `$KITE_BENCH_LITELLM` or `~/.cache/kite/litellm-venv/bin/litellm`
-//! (`scripts/litellm-venv.sh` installs it); without it, its rows are left out.
+//! (`scripts/litellm-venv.sh` installs it; see `loopback/litellm.rs`); without it, its rows
+//! are left out.
 //!
 //! `cargo bench -p kite-bench --bench gateway` (`KITE_BENCH_RATE` requests per second,
 //! default 50, below what LiteLLM's proxy serves streamed on two cores, so the figures are
@@ -22,7 +23,6 @@
 
 mod loopback;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,136 +33,6 @@ const CLIENT_KEY: &str = "sk-kite-bench-0123456789abcdef";
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// The upstream's answer: five words, the finish, and `[DONE]`.
-fn upstream_body() -> String {
-    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
-        serde_json::json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
-            "created": 0, "model": MODEL,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut body = String::new();
-    body.push_str(&format!(
-        "data: {}\n\n",
-        chunk(
-            serde_json::json!({"role": "assistant", "content": ""}),
-            serde_json::Value::Null
-        )
-    ));
-    for word in ["One ", "two ", "three ", "four ", "five."] {
-        body.push_str(&format!(
-            "data: {}\n\n",
-            chunk(
-                serde_json::json!({"content": word}),
-                serde_json::Value::Null
-            )
-        ));
-    }
-    body.push_str(&format!(
-        "data: {}\n\n",
-        chunk(serde_json::json!({}), serde_json::json!("stop"))
-    ));
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-/// LiteLLM's proxy, when installed.
-struct LiteLlm {
-    child: std::process::Child,
-    addr: SocketAddr,
-    _dir: tempdir::Dir,
-}
-
-impl Drop for LiteLlm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-mod tempdir {
-    /// A scratch folder, removed when dropped.
-    pub(crate) struct Dir(pub(crate) std::path::PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn litellm_bin() -> Option<std::path::PathBuf> {
-    let bin = std::env::var_os("KITE_BENCH_LITELLM")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|h| std::path::PathBuf::from(h).join(".cache/kite/litellm-venv/bin/litellm"))
-        })?;
-    bin.exists().then_some(bin)
-}
-
-async fn litellm(upstream: SocketAddr) -> Option<LiteLlm> {
-    let bin = litellm_bin()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let dir = std::env::temp_dir().join(format!("kite-bench-litellm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "model_list:\n  - model_name: {MODEL}\n    litellm_params:\n      model: openai/{MODEL}\n      \
-             api_base: http://{upstream}/v1\n      api_key: sk-bench-upstream\n\
-             litellm_settings:\n  set_verbose: false\n  callbacks: []\n  num_retries: 0\n\
-             general_settings:\n  master_key: {CLIENT_KEY}\n  disable_spend_logs: true\n  \
-             disable_error_logs: true\n"
-        ),
-    )
-    .ok()?;
-    let child = std::process::Command::new(bin)
-        .args(["--config"])
-        .arg(&config)
-        // One worker per core, as LiteLLM advises for speed.
-        .args([
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--num_workers",
-            &cores().to_string(),
-        ])
-        .args(["--timeout_worker_healthcheck", "60"])
-        .env_remove("DATABASE_URL")
-        // Offline: the bundled price map, no `.env`, no per-request log lines.
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .env("LITELLM_MODE", "PRODUCTION")
-        .env("LITELLM_LOG", "ERROR")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let proxy = LiteLlm {
-        child,
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        _dir: tempdir::Dir(dir),
-    };
-    let client = reqwest::Client::new();
-    for _ in 0..1200 {
-        let ready = client
-            .get(format!("http://{}/health/liveliness", proxy.addr))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success());
-        if ready {
-            return Some(proxy);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    eprintln!("LiteLLM did not start within 120 s; its rows are left out");
-    None
 }
 
 /// One request: the time to the first byte of the body, and to its end.
@@ -265,7 +135,7 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let upstream = loopback::upstream("/v1/chat/completions", upstream_body());
+        let upstream = loopback::upstream("/v1/chat/completions", loopback::chat_stream(MODEL));
         let model = kite::OpenAiCompatible::new(
             format!("http://{upstream}/v1"),
             kite::wire::openai_chat::Dialect::OpenAi,
@@ -274,7 +144,7 @@ fn main() {
         let model: Arc<dyn kite::Model> = Arc::new(model);
         let kite = loopback::kite_gateway(MODEL, model.clone());
         let engines = fleet_engines();
-        let litellm = litellm(upstream).await;
+        let litellm = loopback::litellm::start(MODEL, upstream, CLIENT_KEY).await;
         let mut targets = vec![
             ("direct", format!("http://{upstream}/v1/chat/completions")),
             ("kite", format!("http://{kite}/v1/chat/completions")),

@@ -1,5 +1,9 @@
 //! What the gateway benchmarks share: a loopback upstream that answers at once, and kite's
-//! gateway in front of a model, each on a thread and runtime of its own.
+//! gateway in front of a model, each on a thread and runtime of its own; the streamed Chat
+//! Completions answer they give; LiteLLM's proxy (`litellm`).
+
+#[allow(dead_code)]
+pub(crate) mod litellm;
 
 use axum::response::IntoResponse;
 use std::net::SocketAddr;
@@ -7,6 +11,7 @@ use std::sync::Arc;
 
 /// A loopback upstream answering `POST path` with the SSE `body`, once it has read the
 /// request whole, as a provider does.
+#[allow(dead_code)]
 pub(crate) fn upstream(path: &'static str, body: String) -> SocketAddr {
     let body: Arc<str> = body.into();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -69,4 +74,30 @@ where
         });
     });
     rx.recv().unwrap()
+}
+
+/// A streamed Chat Completions answer from `model`: the role, five words, the finish, and
+/// `[DONE]`.
+#[allow(dead_code)]
+pub(crate) fn chat_stream(model: &str) -> String {
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        serde_json::json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+            "created": 0, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut body = String::new();
+    let mut event = |delta, finish| body.push_str(&format!("data: {}\n\n", chunk(delta, finish)));
+    event(
+        serde_json::json!({"role": "assistant", "content": ""}),
+        serde_json::Value::Null,
+    );
+    for word in ["One ", "two ", "three ", "four ", "five."] {
+        event(
+            serde_json::json!({"content": word}),
+            serde_json::Value::Null,
+        );
+    }
+    event(serde_json::json!({}), serde_json::json!("stop"));
+    body.push_str("data: [DONE]\n\n");
+    body
 }
