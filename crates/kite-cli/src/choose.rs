@@ -76,6 +76,10 @@ pub(crate) struct SessionArgs {
     /// least 256).
     #[arg(long, env = "KITE_LOCAL_CONTEXT", value_parser = clap::value_parser!(u32).range(256..=1_048_576))]
     pub context_size: Option<u32>,
+    /// Local model: conversations answered at once, batched in one context (default 1, and
+    /// 8 for `kite serve`, whose clients ask at once).
+    #[arg(long, env = "KITE_LOCAL_PARALLEL", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub parallel: Option<u32>,
     /// Continue the last conversation.
     #[arg(long = "continue", short = 'c')]
     pub continue_last: bool,
@@ -277,6 +281,7 @@ fn local(args: &SessionArgs) -> Result<Chosen, Error> {
     if let Some(c) = args.context_size {
         config.context_size = c;
     }
+    config.parallel = args.parallel.unwrap_or(1);
     let show = std::io::stderr().is_terminal();
     let mut shown = None;
     let model = LocalModel::load_with_progress(&path, config, move |p| {

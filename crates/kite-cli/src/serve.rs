@@ -8,6 +8,9 @@ mod routes;
 mod shared;
 
 use crate::choose::{SessionArgs, choose_model};
+
+/// Conversations the local model answers at once behind the gateway.
+const LOCAL_PARALLEL: u32 = 8;
 use crate::output::errln;
 use clap::Args;
 use kite::serve::{Gateway, Route};
@@ -176,6 +179,8 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     if loaded.config.http.timeout.is_none() {
         session.at.timeout = session.at.timeout.or(Some(FIRST_BYTE));
     }
+    // Its clients ask at once: the local model answers them together.
+    session.parallel = session.parallel.or(Some(LOCAL_PARALLEL));
     let mut kept = Kept::default();
     let (routes, catch_all, shown) = match settings.routes.is_empty() {
         // No routes: every name goes to the model the flags choose, with the built-in tools

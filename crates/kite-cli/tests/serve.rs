@@ -493,6 +493,34 @@ async fn with_no_key_set_it_serves_the_local_model() {
         .unwrap();
     assert!(streamed.contains("chat.completion.chunk"), "{streamed}");
     assert!(streamed.trim_end().ends_with("data: [DONE]"), "{streamed}");
+
+    // Clients asking at once are answered together, each as it would be alone.
+    let ask = |question: &'static str| {
+        let client = client.clone();
+        let url = format!("{}/chat/completions", served.base);
+        let key = served.key().to_owned();
+        async move {
+            let answer: Value = client
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({"model": "local", "max_tokens": 24,
+                    "messages": [{"role": "user", "content": question}]}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            answer["choices"][0]["message"]["content"].clone()
+        }
+    };
+    let questions = ["Name a colour.", "What is the capital of Italy?", "Say hi."];
+    let mut alone = Vec::new();
+    for q in questions {
+        alone.push(ask(q).await);
+    }
+    let together = futures_util::future::join_all(questions.map(ask)).await;
+    assert_eq!(together, alone);
 }
 
 #[tokio::test]

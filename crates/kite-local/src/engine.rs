@@ -1,16 +1,11 @@
 //! The model in process: loading, and generating on a thread of its own.
 
 use crate::plan::Plan;
-use crate::prompt::{self, CHATML, TemplateMessage};
-use crate::split::Splitter;
-use kite_core::{Capabilities, Error, Event, EventStream, FinishReason, Model, Request, Usage};
-use llama_cpp_2::context::LlamaContext;
-use llama_cpp_2::context::params::LlamaContextParams;
+use crate::prompt::{self, TemplateMessage};
+use kite_core::{Capabilities, Error, Event, EventStream, Model, Request};
 use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
-use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::{Arc, OnceLock, mpsc as std_mpsc};
 use tokio::sync::mpsc;
@@ -32,6 +27,9 @@ pub struct LocalConfig {
     pub system_prompt: String,
     /// Repetition penalty over the last 64 tokens (1.0 turns it off).
     pub repeat_penalty: f32,
+    /// Conversations answered at once, batched in one context (continuous batching), whose
+    /// cells are made for this many answers. Default 4; 1 answers them one after the other.
+    pub parallel: u32,
 }
 
 impl Default for LocalConfig {
@@ -44,12 +42,13 @@ impl Default for LocalConfig {
             max_tokens: 512,
             system_prompt: "You are a helpful assistant.".into(),
             repeat_penalty: 1.1,
+            parallel: 4,
         }
     }
 }
 
 /// llama.cpp allows one backend per process.
-fn backend() -> Result<&'static LlamaBackend, Error> {
+pub(crate) fn backend() -> Result<&'static LlamaBackend, Error> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -62,31 +61,42 @@ fn backend() -> Result<&'static LlamaBackend, Error> {
 }
 
 /// A GGUF model run in this process by llama.cpp. Clones share the loaded model and its
-/// worker thread, which serves calls one at a time (two would only share the same cores) and
-/// keeps its llama.cpp context from call to call, so only the first call pays for setting one
-/// up. Callers never block their async runtime.
+/// worker thread, which answers concurrent calls together, batched in one llama.cpp context
+/// (`batching.rs`), and keeps that context from call to call, so only the first calls pay
+/// for setting one up. Callers never block their async runtime.
 #[derive(Clone)]
 pub struct LocalModel {
     shared: Arc<Shared>,
     jobs: std_mpsc::Sender<Job>,
 }
 
-struct Shared {
-    model: LlamaModel,
-    name: String,
-    template: Option<String>,
-    bos: String,
-    eos: String,
-    config: LocalConfig,
+pub(crate) struct Shared {
+    pub model: LlamaModel,
+    pub name: String,
+    pub template: Option<String>,
+    pub bos: String,
+    pub eos: String,
+    pub config: LocalConfig,
+}
+
+impl Shared {
+    /// The most tokens one call may hold, prompt and answer: the configured context size,
+    /// at most what the model was trained with.
+    pub(crate) fn context_window(&self) -> u32 {
+        self.config
+            .context_size
+            .min(self.model.n_ctx_train())
+            .max(1)
+    }
 }
 
 /// A call for the worker: what it needs of the request (prepared on the caller's thread, so
 /// the request itself is never copied), and where its events go.
-struct Job {
+pub(crate) struct Job {
     /// The conversation as chat templates take it.
-    messages: Vec<TemplateMessage>,
-    plan: Plan,
-    events: Sender,
+    pub messages: Vec<TemplateMessage>,
+    pub plan: Plan,
+    pub events: Sender,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -152,7 +162,7 @@ impl LocalModel {
         let worker = shared.clone();
         let handle = std::thread::Builder::new()
             .name("kite-local".into())
-            .spawn(move || worker.serve(queue))
+            .spawn(move || crate::batching::serve(&worker, queue))
             .map_err(|e| Error::Engine(format!("cannot start the model's thread: {e}")))?;
         crate::workers::register(handle);
         Ok(Self { shared, jobs })
@@ -176,11 +186,7 @@ impl LocalModel {
     /// The most tokens one call may hold, prompt and answer: the configured context size,
     /// at most what the model was trained with.
     pub fn context_window(&self) -> u32 {
-        self.shared
-            .config
-            .context_size
-            .min(self.shared.model.n_ctx_train())
-            .max(1)
+        self.shared.context_window()
     }
 }
 
@@ -209,7 +215,9 @@ fn check_file(path: &Path) -> Result<(), Error> {
     }
 }
 
-type Sender = mpsc::Sender<Result<Event, Error>>;
+/// Where a call's events go. Unbounded, so that a slow reader of one answer never holds up
+/// the others the worker batches with it; an answer has at most its token limit of events.
+pub(crate) type Sender = mpsc::UnboundedSender<Result<Event, Error>>;
 
 impl Model for LocalModel {
     fn stream(&self, request: &Request) -> EventStream {
@@ -234,7 +242,7 @@ impl LocalModel {
             Ok(p) => p,
             Err(e) => return Box::pin(futures_util::stream::iter([Err(e)])),
         };
-        let (events, mut rx) = mpsc::channel(64);
+        let (events, mut rx) = mpsc::unbounded_channel();
         let job = Job {
             messages: prompt::messages(request, &self.shared.config.system_prompt),
             plan,
@@ -249,195 +257,6 @@ impl LocalModel {
     }
 }
 
-/// Sends an event; false when the caller is gone (and generation should stop).
-fn send(tx: &Sender, e: Event) -> bool {
-    tx.blocking_send(Ok(e)).is_ok()
-}
-
 pub(crate) fn engine<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Error + '_ {
     move |e| Error::Engine(format!("{what}: {e}"))
-}
-
-/// The worker's context, kept between calls, and how many tokens it holds.
-type Slot<'m> = Option<(LlamaContext<'m>, u32)>;
-
-impl Shared {
-    /// The worker thread: serves calls in order until every handle to the model is gone,
-    /// then drops its context (before the model, which the context borrows).
-    fn serve(self: Arc<Self>, queue: std_mpsc::Receiver<Job>) {
-        let mut slot: Slot<'_> = None;
-        for job in queue {
-            if job.events.is_closed() {
-                continue;
-            }
-            if let Err(e) = self.generate(&job, &mut slot) {
-                let _ = job.events.blocking_send(Err(e));
-            }
-        }
-        drop(slot);
-    }
-
-    /// A context for `needed` tokens: the kept one, emptied, or a larger new one.
-    fn context<'m, 's>(
-        &'m self,
-        slot: &'s mut Slot<'m>,
-        needed: u32,
-        max: u32,
-    ) -> Result<&'s mut LlamaContext<'m>, Error> {
-        if slot.as_ref().is_some_and(|(_, size)| *size >= needed) {
-            let (ctx, _) = slot.as_mut().expect("checked above");
-            ctx.clear_kv_cache();
-            return Ok(ctx);
-        }
-        *slot = None;
-        let size = needed.next_multiple_of(1024).min(max);
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(size))
-            .with_n_batch(512)
-            .with_n_ubatch(512)
-            .with_n_threads(self.config.threads)
-            .with_n_threads_batch(self.config.threads_batch);
-        let ctx = self
-            .model
-            .new_context(backend()?, params)
-            .map_err(engine("cannot make a context"))?;
-        Ok(&mut slot.insert((ctx, size)).0)
-    }
-
-    fn generate<'m>(&'m self, job: &Job, slot: &mut Slot<'m>) -> Result<(), Error> {
-        let (messages, plan, tx) = (&job.messages, &job.plan, &job.events);
-        let text = match &self.template {
-            Some(t) => prompt::render(t, messages, &self.bos, &self.eos).or_else(|e| {
-                tracing::warn!(error = %e, "the model's chat template failed; using ChatML");
-                prompt::render(CHATML, messages, &self.bos, &self.eos)
-            })?,
-            None => prompt::render(CHATML, messages, &self.bos, &self.eos)?,
-        };
-        let vocab = self.model.vocab();
-        let tokens = vocab.tokenize(text.as_bytes(), true, true);
-        let n_prompt = tokens.len() as u32;
-        let n_ctx_max = self
-            .config
-            .context_size
-            .min(self.model.n_ctx_train())
-            .max(1);
-        if n_prompt >= n_ctx_max {
-            return Err(Error::InvalidRequest(format!(
-                "the prompt has {n_prompt} tokens; the local model holds {n_ctx_max} (at \
-                 most {}, with --context-size): shorten it, or use a provider's model for \
-                 prompts this long (a coding agent's are)",
-                self.model.n_ctx_train()
-            )));
-        }
-        let max_new = plan
-            .max_tokens
-            .unwrap_or(self.config.max_tokens)
-            .min(n_ctx_max - n_prompt);
-        let ctx = self.context(slot, n_prompt + max_new, n_ctx_max)?;
-
-        let mut batch = LlamaBatch::new(512, 1);
-        let last = tokens.len().saturating_sub(1);
-        for (c, chunk) in tokens.chunks(512).enumerate() {
-            if tx.is_closed() {
-                // The caller is gone: stop between chunks of a long prompt too.
-                return Ok(());
-            }
-            batch.clear();
-            for (j, t) in chunk.iter().enumerate() {
-                let i = c * 512 + j;
-                batch
-                    .add(*t, i as i32, &[0], i == last)
-                    .map_err(engine("cannot batch the prompt"))?;
-            }
-            ctx.decode(&mut batch)
-                .map_err(engine("cannot read the prompt"))?;
-        }
-
-        let mut sampler = plan.sampler(&self.model, self.config.repeat_penalty)?;
-        // On `auto`, what samples once the model opens a call, made now so a grammar that
-        // does not compile is an error before any text.
-        let mut on_call = match plan.may_call() {
-            true => Some(plan.call_sampler(&self.model, self.config.repeat_penalty)?),
-            false => None,
-        };
-        if !send(
-            tx,
-            Event::Start {
-                id: None,
-                model: Some(self.name.clone()),
-            },
-        ) {
-            return Ok(());
-        }
-        let mut decoder = encoding_rs::UTF_8.new_decoder();
-        let mut splitter = Splitter::new(plan.stop.clone());
-        let mut events = Vec::new();
-        let mut generated = 0u32;
-        let mut pos = n_prompt as i32;
-        let mut finish = FinishReason::Stop;
-        loop {
-            if generated >= max_new {
-                finish = FinishReason::Length;
-                break;
-            }
-            let token = sampler.sample(ctx, batch.n_tokens() - 1);
-            if vocab.is_eog(token) {
-                break;
-            }
-            generated += 1;
-            let bytes = vocab.token_to_piece(token, false, None);
-            let mut piece = String::with_capacity(
-                decoder
-                    .max_utf8_buffer_length(bytes.len())
-                    .unwrap_or(bytes.len() * 3),
-            );
-            let _ = decoder.decode_to_string(&bytes, &mut piece, false);
-            splitter.push(&piece, &mut events);
-            if splitter.in_call()
-                && let Some(call) = on_call.take()
-            {
-                // The model opened a call: from here the grammar keeps it well-formed (and
-                // ends generation once the call closes: one call per answer on `auto`). What
-                // the piece held past the tag is dropped; the call is the grammar's alone.
-                splitter.restart_call();
-                sampler = call;
-            }
-            for e in events.drain(..) {
-                if !send(tx, e) {
-                    return Ok(());
-                }
-            }
-            if splitter.stopped {
-                break;
-            }
-            batch.clear();
-            batch
-                .add(token, pos, &[0], true)
-                .map_err(engine("cannot batch a token"))?;
-            pos += 1;
-            ctx.decode(&mut batch).map_err(engine("cannot generate"))?;
-        }
-        let mut tail = String::with_capacity(16);
-        let _ = decoder.decode_to_string(&[], &mut tail, true);
-        splitter.push(&tail, &mut events);
-        splitter.finish(&mut events);
-        if splitter.calls() > 0 && finish == FinishReason::Stop {
-            finish = FinishReason::ToolCalls;
-        }
-        events.push(Event::Usage {
-            usage: Usage {
-                input_tokens: n_prompt.into(),
-                output_tokens: generated.into(),
-                total_tokens: u64::from(n_prompt) + u64::from(generated),
-                ..Usage::default()
-            },
-        });
-        events.push(Event::Finish { reason: finish });
-        for e in events {
-            if !send(tx, e) {
-                break;
-            }
-        }
-        Ok(())
-    }
 }

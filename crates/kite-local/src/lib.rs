@@ -13,11 +13,13 @@
 //!
 //! No llama.cpp type appears in this crate's API.
 
+mod batching;
 mod engine;
 mod grammar;
 mod install;
 mod plan;
 mod prompt;
+mod sequence;
 mod split;
 mod workers;
 

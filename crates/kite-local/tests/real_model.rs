@@ -200,14 +200,56 @@ async fn max_tokens_and_stop_sequences_end_the_answer() {
     );
 }
 
-#[tokio::test]
-async fn concurrent_callers_are_served_one_after_the_other() {
-    let Some(m) = model() else { return };
-    let (a, b) = tokio::join!(
-        m.complete(&ask("What is the capital of France?")),
-        m.complete(&ask("What is the capital of France?")),
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_callers_are_answered_together_each_as_it_would_be_alone() {
+    if model().is_none() {
+        return;
+    }
+    // A model of this test's own, so that no other test's calls take its sequences.
+    let path = kite_local::find_model().unwrap();
+    let m = LocalModel::load(&path, LocalConfig::default()).unwrap();
+    let questions = [
+        "What is the capital of France?",
+        "Name three colours.",
+        "Write a haiku about the sea.",
+        "What is two plus two?",
+    ];
+    let short = |q: &str| {
+        let mut r = ask(q);
+        r.max_tokens = Some(40);
+        r
+    };
+    let mut alone = Vec::new();
+    for q in questions {
+        alone.push(m.complete(&short(q)).await.unwrap().text());
+    }
+    // Together: the order in which their events come, and each one's text.
+    let seen = std::sync::Mutex::new(Vec::new());
+    let answers = futures_util::future::join_all(questions.iter().enumerate().map(|(i, q)| {
+        let (m, seen, request) = (&m, &seen, short(q));
+        async move {
+            let mut events = m.stream(&request);
+            let mut text = String::new();
+            while let Some(e) = events.next().await {
+                match e.unwrap() {
+                    Event::Start { .. } => seen.lock().unwrap().push((i, "start")),
+                    Event::Finish { .. } => seen.lock().unwrap().push((i, "finish")),
+                    Event::TextDelta { text: t, .. } => text.push_str(&t),
+                    _ => {}
+                }
+            }
+            text
+        }
+    }))
+    .await;
+    assert_eq!(answers, alone, "greedy answers do not change when batched");
+    let seen = seen.into_inner().unwrap();
+    let first_end = seen.iter().position(|(_, what)| *what == "finish").unwrap();
+    assert_eq!(
+        seen[..first_end].len(),
+        questions.len(),
+        "every answer starts before the first ends: {seen:?}"
     );
-    assert_eq!(a.unwrap().text(), b.unwrap().text());
 }
 
 #[tokio::test]

@@ -1,0 +1,168 @@
+//! Continuous batching: the model's one worker thread answers every conversation under way
+//! in one llama.cpp context, whose KV cache the conversations share, one sequence each.
+//! Each step decodes one batch holding the token each answering conversation sampled last,
+//! and as much of a new conversation's prompt as fits beside them; then each samples its
+//! next token from its own logits. A conversation joins at the next step and leaves when its
+//! answer ends, so none waits for another to finish.
+//!
+//! The context's cells are split among [`LocalConfig::parallel`](crate::LocalConfig)
+//! sequences, each with cells of its own (not `kv_unified`): an answer's cells, and so its
+//! arithmetic, are then the same whatever it is batched with, and greedy answers do not
+//! change. The context is sized by demand: for `parallel` conversations the size of the
+//! largest waiting (its prompt and its longest answer, at most `context_size`). A
+//! conversation larger than a sequence's share waits; once none is under way, the context is
+//! made again, larger. It is never made smaller, so only the first calls pay for making one.
+
+use crate::engine::{Job, Shared, backend, engine};
+use crate::sequence::Sequence;
+use kite_core::Error;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use std::collections::VecDeque;
+use std::num::NonZeroU32;
+use std::sync::mpsc;
+
+/// Tokens decoded in one step at most.
+const BATCH: usize = 512;
+
+/// The worker thread: serves calls until every handle to the model is gone, then drops its
+/// context (before the model, which the context borrows).
+pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
+    let parallel = shared.config.parallel.max(1) as usize;
+    let mut pool: Option<(LlamaContext<'_>, u32)> = None;
+    let mut waiting: VecDeque<Sequence> = VecDeque::new();
+    let mut active: Vec<Sequence> = Vec::new();
+    let mut batch = LlamaBatch::new(BATCH, 1);
+    loop {
+        if active.is_empty() && waiting.is_empty() {
+            // Nothing under way: sleep until a call comes, or end with the last handle.
+            match queue.recv() {
+                Ok(job) => waiting.extend(Sequence::new(shared, job)),
+                Err(_) => break,
+            }
+        }
+        while let Ok(job) = queue.try_recv() {
+            waiting.extend(Sequence::new(shared, job));
+        }
+        waiting.retain(|s| !s.abandoned());
+        if let Err(e) = admit(shared, &mut pool, &mut waiting, &mut active, parallel) {
+            // No context for them: each waiting caller hears why.
+            for mut s in waiting.drain(..) {
+                s.fail(Error::Engine(e.to_string()));
+            }
+        }
+        let Some((ctx, _)) = pool.as_mut() else {
+            continue;
+        };
+        if let Err(e) = step(shared, ctx, &mut batch, &mut active) {
+            for s in &mut active {
+                s.fail(Error::Engine(e.to_string()));
+            }
+        }
+        for s in active.iter().filter(|s| s.done || s.abandoned()) {
+            // Its cells are free for the next conversation.
+            let _ = ctx.clear_kv_cache_seq(Some(s.id as u32), None, None);
+        }
+        active.retain(|s| !s.done && !s.abandoned());
+    }
+    drop(active);
+    drop(pool);
+}
+
+/// Lets in the waiting conversations that fit, in order, making the context again when none
+/// is under way and the next does not fit.
+fn admit<'m>(
+    shared: &'m Shared,
+    pool: &mut Option<(LlamaContext<'m>, u32)>,
+    waiting: &mut VecDeque<Sequence>,
+    active: &mut Vec<Sequence>,
+    parallel: usize,
+) -> Result<(), Error> {
+    while let Some(next) = waiting.front() {
+        if active.len() >= parallel {
+            return Ok(());
+        }
+        // Each sequence has cells of its own: a share of the context.
+        let size = pool.as_ref().map_or(0, |(_, size)| *size);
+        if next.cells() > size / parallel as u32 {
+            if !active.is_empty() {
+                // It waits for cells to come free.
+                return Ok(());
+            }
+            // Room for `parallel` conversations the size of the largest waiting, so that
+            // those that come while these are answered find room too (`most` holds any one
+            // conversation: none is larger than the context window).
+            let largest = waiting.iter().map(Sequence::cells).max().unwrap_or(0);
+            let most = shared.context_window().saturating_mul(parallel as u32);
+            let size = largest
+                .next_multiple_of(256)
+                .saturating_mul(parallel as u32)
+                .min(most)
+                .max(size);
+            *pool = None;
+            *pool = Some((context(shared, size, parallel)?, size));
+            continue;
+        }
+        let mut s = waiting.pop_front().expect("checked above");
+        s.id = (0..parallel as i32)
+            .find(|id| active.iter().all(|a| a.id != *id))
+            .expect("fewer conversations than sequences");
+        active.push(s);
+    }
+    Ok(())
+}
+
+fn context(shared: &Shared, size: u32, parallel: usize) -> Result<LlamaContext<'_>, Error> {
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(size))
+        .with_n_batch(BATCH as u32)
+        .with_n_ubatch(BATCH as u32)
+        .with_n_seq_max(parallel as u32)
+        // Cells of its own for each sequence, so that an answer is the same number for
+        // number whatever it is batched with: its cells, and so its attention's sums, are
+        // laid out as they would be alone.
+        .with_kv_unified(false)
+        .with_n_threads(shared.config.threads)
+        .with_n_threads_batch(shared.config.threads_batch);
+    shared
+        .model
+        .new_context(backend()?, params)
+        .map_err(engine("cannot make a context"))
+}
+
+/// One decode: each answering conversation's last token, then prompts as far as they fit;
+/// then each conversation whose logits came samples its next token.
+fn step(
+    shared: &Shared,
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    active: &mut [Sequence],
+) -> Result<(), Error> {
+    batch.clear();
+    let mut sample_at: Vec<(usize, i32)> = Vec::with_capacity(active.len());
+    for (i, s) in active.iter_mut().enumerate() {
+        if let Some(idx) = s.feed_token(batch)? {
+            sample_at.push((i, idx));
+        }
+    }
+    for (i, s) in active.iter_mut().enumerate() {
+        let room = BATCH - batch.n_tokens() as usize;
+        if room == 0 {
+            break;
+        }
+        if s.reading()
+            && let Some(idx) = s.feed_prompt(batch, room)?
+        {
+            sample_at.push((i, idx));
+        }
+    }
+    if batch.n_tokens() == 0 {
+        return Ok(());
+    }
+    ctx.decode(batch).map_err(engine("cannot generate"))?;
+    for (i, idx) in sample_at {
+        active[i].sampled(shared, ctx, idx);
+    }
+    Ok(())
+}
