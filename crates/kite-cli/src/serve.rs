@@ -76,6 +76,8 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         errln!("kite: {e}");
         ExitCode::FAILURE
     };
+    // Thousands of clients hold thousands of connections, and as many to the upstreams.
+    kite::serve::allow_all_files();
     let loaded = crate::config::load(config).map_err(|e| fail(e.to_string()))?;
     let settings = &loaded.config.serve;
     let mut keys: Vec<String> = args.api_keys.clone();

@@ -64,7 +64,7 @@ pub use kite_store::Store;
 pub type Conversations = Arc<dyn Fn(&str) -> Arc<dyn Store> + Send + Sync>;
 pub use ledger::FLUSH as LEDGER_FLUSH;
 pub use limits::{Limits, Unavailable};
-pub use listen::{MAX_CONNECTIONS, MAX_PER_ADDRESS, bind};
+pub use listen::{MAX_PER_ADDRESS, allow_all_files, bind, max_connections};
 
 use axum::Router;
 use axum::http::StatusCode;
@@ -146,6 +146,8 @@ pub struct Gateway {
     store: Option<Arc<dyn Store>>,
     /// How long a client may take to send a request's headers, and its body.
     pub(crate) deadlines: Deadlines,
+    /// How many connections are served at once.
+    connections: usize,
     /// The web chat's runs under way, and what ends them and every stream early.
     pub(crate) runs: tokio_util::task::TaskTracker,
     pub(crate) stop: tokio_util::sync::CancellationToken,
@@ -217,6 +219,7 @@ impl Gateway {
             pricer: None,
             store: None,
             deadlines: Deadlines::default(),
+            connections: listen::max_connections(),
             runs: tokio_util::task::TaskTracker::new(),
             stop: tokio_util::sync::CancellationToken::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
@@ -263,6 +266,13 @@ impl Gateway {
     /// Gives clients `deadlines` to send their requests in.
     pub fn deadlines(mut self, deadlines: Deadlines) -> Self {
         self.deadlines = deadlines;
+        self
+    }
+
+    /// Serves at most `n` connections at once (default: [`max_connections`]); past them,
+    /// the idlest goes to make room for a new one.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.connections = n;
         self
     }
 
@@ -409,13 +419,13 @@ pub async fn serve(
     gateway: Arc<Gateway>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let deadlines = gateway.deadlines;
+    let (deadlines, connections) = (gateway.deadlines, gateway.connections);
     let gw = gateway.clone();
     let shutdown = async move {
         shutdown.await;
         gw.draining.store(true, Ordering::Relaxed);
     };
-    listen::serve(listener, router(gateway), deadlines, shutdown).await
+    listen::serve(listener, router(gateway), deadlines, connections, shutdown).await
 }
 
 /// Whole seconds, rounded up: a client that waits that long is not refused again.

@@ -33,11 +33,54 @@ use table::{Busy, Conn, Forget, Received, Table};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-/// How many connections are served at once.
-pub const MAX_CONNECTIONS: usize = 4096;
-/// How many of them from one address before one of that address's own is dropped for
-/// each new one (when none of them may be, the new one is still taken, within
-/// [`MAX_CONNECTIONS`]).
+/// How many connections are served at once by default: as many as the files this process
+/// may open allow, since each streamed answer holds two (its client's connection and one
+/// to the upstream), less a reserve for the store, logs and MCP servers; at least 1,024
+/// and at most 65,536. `kite serve` raises its limit of open files to the system's first.
+pub fn max_connections() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) on a struct of ours.
+    let files = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur,
+        _ => 1024,
+    };
+    (files.saturating_sub(FILES_KEPT) / 2).clamp(1024, 65_536) as usize
+}
+
+/// Raises this process's limit of open files to the most the system allows it (the hard
+/// limit), as a server that holds thousands of connections needs; returns the limit.
+pub fn allow_all_files() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) and setrlimit(2) on structs of ours.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 1024;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit.rlim_cur = limit.rlim_max;
+            }
+        }
+    }
+    limit.rlim_cur
+}
+
+/// Files kept back from connections.
+const FILES_KEPT: u64 = 256;
+
+/// How many connections from one address before one of that address's own is dropped for
+/// each new one (when none of them may be, the new one is still taken, within the cap on
+/// all connections).
 pub const MAX_PER_ADDRESS: usize = 1024;
 /// How often the accept loop, full, looks again for a connection to drop.
 const LOOK_AGAIN_MS: u64 = 50;
@@ -52,7 +95,7 @@ pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::Tcp
     };
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
-    socket.listen(MAX_CONNECTIONS as u32)
+    socket.listen(max_connections() as u32)
 }
 
 /// Serves `app` on `listener` within `deadlines` until `shutdown` resolves, then drains:
@@ -61,10 +104,11 @@ pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     deadlines: Deadlines,
+    connections: usize,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let table = Arc::new(Table::new());
-    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let open = Arc::new(tokio::sync::Semaphore::new(connections.max(1)));
     let tasks = tokio_util::task::TaskTracker::new();
     let draining = Arc::new(AtomicBool::new(false));
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -138,10 +182,11 @@ pub(crate) async fn serve(
             }
         };
         let _ = tcp.set_nodelay(true);
-        let Ok(fd) = std::os::fd::AsFd::as_fd(&tcp).try_clone_to_owned() else {
-            continue;
+        let (id, conn) = table.add(addr, std::os::fd::AsRawFd::as_raw_fd(&tcp));
+        let tcp = Socket {
+            tcp,
+            conn: conn.clone(),
         };
-        let (id, conn) = table.add(addr, fd);
         let service = Counted {
             app: app.clone(),
             table: table.clone(),
@@ -158,7 +203,7 @@ pub(crate) async fn serve(
             let spoke = tokio::select! {
                 // What came is heard first, even when it comes as the connection is closed.
                 biased;
-                read = tokio::time::timeout(first_byte, tcp.peek(&mut one)) => {
+                read = tokio::time::timeout(first_byte, tcp.tcp.peek(&mut one)) => {
                     matches!(read, Ok(Ok(n)) if n > 0)
                 }
                 // Closed to make room before it said anything.
@@ -190,6 +235,65 @@ pub(crate) async fn serve(
     tasks.close();
     tasks.wait().await;
     Ok(())
+}
+
+/// A connection's socket, which tells its table entry before it closes.
+struct Socket {
+    tcp: tokio::net::TcpStream,
+    conn: Arc<Conn>,
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        // Before `tcp` closes (fields drop after this).
+        self.conn.closing();
+    }
+}
+
+impl tokio::io::AsyncRead for Socket {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Socket {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
 }
 
 /// `app` as hyper's service for one connection, which is busy from each request's start

@@ -33,9 +33,13 @@ async fn serve() -> std::net::SocketAddr {
     .await
 }
 
+/// The connections the gateway serves at once in these tests.
+const CONNECTIONS: usize = 4096;
+
 async fn serve_within(deadlines: Deadlines) -> std::net::SocketAddr {
     let gateway = Gateway::new(vec![Route::new("hello", Arc::new(Hello), "hello")], false)
-        .deadlines(deadlines);
+        .deadlines(deadlines)
+        .connections(CONNECTIONS);
     let listener = kite_serve::bind(([127, 0, 0, 1], 0).into()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(kite_serve::serve(
@@ -191,15 +195,12 @@ async fn idle_connections_do_not_keep_out_those_that_ask() {
     // 4,200 connections that say nothing, each reopened as it is closed, once made most
     // requests wait past their clients' patience: the connections were all taken. Those
     // that send one byte of a request, then nothing, are no better.
-    // Each flooding connection takes three files here: the client's socket, the
-    // gateway's, and the gateway's second handle on it.
+    // Each flooding connection takes two files here: the client's socket and the
+    // gateway's.
     let files = allow_files(16_000);
-    let flood = ((files as usize).saturating_sub(2_000) / 3).min(4_200);
+    let flood = ((files as usize).saturating_sub(2_000) / 2).min(4_200);
     // Past the cap on all connections, so that new ones must take another's room.
-    assert!(
-        flood > kite_serve::MAX_CONNECTIONS,
-        "too few files allowed ({files})"
-    );
+    assert!(flood > CONNECTIONS, "too few files allowed ({files})");
     // Nor are those that send a request's head and then its body a byte a second.
     let trickled = &b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\
         Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"[..];

@@ -54,22 +54,30 @@ pub(super) struct Conn {
     /// Dropped to make room ([`IDLE`] or [`SLOW`]); counted against its address until its
     /// task ends.
     pub(super) evicted: AtomicU8,
-    /// Its socket (a descriptor of its own, closed only when the connection is forgotten),
-    /// to ask the kernel whether what it sent waits to be read.
-    fd: std::os::fd::OwnedFd,
+    /// Its socket's descriptor while the socket is open (`Socket` clears it, under the
+    /// write lock, before it closes), to ask the kernel whether what it sent waits to be
+    /// read. Borrowed rather than duplicated: a duplicate would cost every connection a
+    /// second file, and a gateway holding thousands runs out of them a third sooner.
+    fd: std::sync::RwLock<Option<std::os::fd::RawFd>>,
 }
 
 impl Conn {
     /// Whether bytes it sent wait to be read: it is talking, not idle, even if its task
     /// has not got to them yet.
     fn sent_unread(&self) -> bool {
-        use std::os::fd::AsRawFd;
+        let fd = self.fd.read().unwrap_or_else(|e| e.into_inner());
+        let Some(fd) = *fd else {
+            return false;
+        };
         let mut pending: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one int; the descriptor is this connection's own and open
-        // for as long as `self` lives.
-        unsafe {
-            libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut pending) == 0 && pending > 0
-        }
+        // SAFETY: FIONREAD writes one int; the descriptor is this connection's and stays
+        // open while the read lock is held (`Socket` takes the write lock to close it).
+        unsafe { libc::ioctl(fd, libc::FIONREAD, &mut pending) == 0 && pending > 0 }
+    }
+
+    /// Its socket is closing: the descriptor is no longer its own.
+    pub(super) fn closing(&self) {
+        *self.fd.write().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Whether, dropped to make room, it goes at once (else it ends gracefully): an idle
@@ -122,7 +130,7 @@ impl Table {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(super) fn add(&self, addr: IpAddr, fd: std::os::fd::OwnedFd) -> (u64, Arc<Conn>) {
+    pub(super) fn add(&self, addr: IpAddr, fd: std::os::fd::RawFd) -> (u64, Arc<Conn>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             addr,
@@ -135,7 +143,7 @@ impl Table {
             received: AtomicU64::new(0),
             close: CancellationToken::new(),
             evicted: AtomicU8::new(KEPT),
-            fd,
+            fd: std::sync::RwLock::new(Some(fd)),
         });
         let mut inner = self.lock();
         inner.conns.insert(id, conn.clone());
