@@ -5,9 +5,10 @@
 //!
 //! `cargo bench -p kite-local --bench batching`. Threads: `KITE_BENCH_THREADS` (default 1,
 //! for generating and for prompts alike, on both sides). llama-server is taken from
-//! `KITE_LLAMA_SERVER`, else `~/.cache/kite/llama-server/build/bin/llama-server`; the
-//! crate's README says how to build it from the llama.cpp revision this crate's llama.cpp
-//! comes from. Without it, its column is left out.
+//! `KITE_LLAMA_SERVER`, else `~/.cache/kite/llama-server/build/bin/llama-server`, which
+//! `scripts/llama-server.sh` builds on the same llama.cpp library kite links (the server's
+//! own sources come from another revision: see the script). Without it, its column is left
+//! out.
 //!
 //! Each conversation is the same question, answered greedily (no repetition penalty) with
 //! at most 128 tokens. The aggregate is every conversation's generated tokens over the time
@@ -50,8 +51,10 @@ fn main() {
     println!(
         "threads={threads}  {MAX_TOKENS} tokens at most per answer, greedy; medians of {ROUNDS}\n"
     );
-    println!("| conversations | kite tok/s | llama-server tok/s | kite / llama-server |");
-    println!("|---|---|---|---|");
+    println!(
+        "| conversations | kite tok/s | llama-server tok/s | kite / llama-server | tokens an answer (kite, llama-server) |"
+    );
+    println!("|---|---|---|---|---|");
     for n in LEVELS {
         let config = LocalConfig {
             threads,
@@ -67,31 +70,37 @@ fn main() {
             let running = Server::start(bin, &path, n, threads);
             rt.block_on(rounds(|| running.round(n)))
         });
+        let (rate, tokens) = kite;
         match theirs {
-            Some(t) => println!("| {n} | {kite:.1} | {t:.1} | {:.2} |", kite / t),
-            None => println!("| {n} | {kite:.1} | – | – |"),
+            Some((t, their_tokens)) => println!(
+                "| {n} | {rate:.1} | {t:.1} | {:.2} | {tokens:.0}, {their_tokens:.0} |",
+                rate / t
+            ),
+            None => println!("| {n} | {rate:.1} | – | – | {tokens:.0} |"),
         }
     }
     kite_local::wait_for_workers(Duration::from_secs(5));
 }
 
-/// A warm-up, then the median of [`ROUNDS`] rounds.
-async fn rounds<F, Fut>(round: F) -> f64
+/// A warm-up, then the round of median rate of [`ROUNDS`]: its tokens a second, and the
+/// tokens each answer had.
+async fn rounds<F, Fut>(round: F) -> (f64, f64)
 where
     F: Fn() -> Fut,
-    Fut: std::future::Future<Output = f64>,
+    Fut: std::future::Future<Output = (f64, f64)>,
 {
     round().await;
-    let mut rates = Vec::new();
+    let mut runs = Vec::new();
     for _ in 0..ROUNDS {
-        rates.push(round().await);
+        runs.push(round().await);
     }
-    rates.sort_by(f64::total_cmp);
-    rates[rates.len() / 2]
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    runs[runs.len() / 2]
 }
 
-/// `n` conversations at once through one model: generated tokens a second, all told.
-async fn kite_round(model: &LocalModel, n: usize) -> f64 {
+/// `n` conversations at once through one model: generated tokens a second, all told, and
+/// per answer.
+async fn kite_round(model: &LocalModel, n: usize) -> (f64, f64) {
     let mut request = Request::new("local").message(Message::user(QUESTION));
     request.max_tokens = Some(MAX_TOKENS);
     let t0 = Instant::now();
@@ -106,7 +115,8 @@ async fn kite_round(model: &LocalModel, n: usize) -> f64 {
         out
     }))
     .await;
-    counts.iter().sum::<u64>() as f64 / t0.elapsed().as_secs_f64()
+    let all = counts.iter().sum::<u64>() as f64;
+    (all / t0.elapsed().as_secs_f64(), all / n as f64)
 }
 
 fn llama_server() -> Option<PathBuf> {
@@ -162,7 +172,7 @@ impl Server {
 
     /// `n` chat completions at once, each as kite's: the same system prompt and question,
     /// greedy, no repetition penalty.
-    async fn round(&self, n: usize) -> f64 {
+    async fn round(&self, n: usize) -> (f64, f64) {
         let http = reqwest::Client::new();
         let body = serde_json::json!({
             "messages": [
@@ -172,6 +182,9 @@ impl Server {
             "max_tokens": MAX_TOKENS,
             "temperature": 0.0,
             "repeat_penalty": 1.0,
+            // Each answer reads its prompt, as kite's do: the server would otherwise keep
+            // the last prompt's cells and skip reading the same prompt again.
+            "cache_prompt": false,
         });
         let t0 = Instant::now();
         let counts = futures_util::future::join_all((0..n).map(|_| async {
@@ -187,7 +200,8 @@ impl Server {
             answer["usage"]["completion_tokens"].as_u64().unwrap_or(0)
         }))
         .await;
-        counts.iter().sum::<u64>() as f64 / t0.elapsed().as_secs_f64()
+        let all = counts.iter().sum::<u64>() as f64;
+        (all / t0.elapsed().as_secs_f64(), all / n as f64)
     }
 }
 
