@@ -251,23 +251,10 @@ impl Thread {
     }
 }
 
-/// `message` with every secret kite knows of (`logging::secret`) replaced, in every part:
-/// text, reasoning, tool calls' arguments and tool results alike. The secrets are plain
-/// tokens, so replacing them in the message's JSON keeps it JSON.
-fn redacted(message: Message) -> Message {
-    let Ok(json) = serde_json::to_string(&message) else {
-        return message;
-    };
-    let hidden = crate::logging::redact(&json);
-    if hidden == json {
-        return message;
-    }
-    serde_json::from_str(&hidden).unwrap_or_else(|_| Message {
-        parts: vec![Part::Text {
-            text: crate::logging::redact(&message.text()),
-        }],
-        ..message
-    })
+/// `message` with every secret kite knows of (`logging::secret`) replaced in what was said.
+fn redacted(mut message: Message) -> Message {
+    kite::redact::redact_message(&mut message, &crate::logging::secrets());
+    message
 }
 
 /// Whether `url` is a libpq key=value string (`host=db user=kite dbname=kite`) rather than

@@ -4,7 +4,7 @@
 //! redaction kite has: the HTTP layer, the command line, the gateway and the telemetry all
 //! use it.
 
-use crate::Event;
+use crate::{Event, Message, Part};
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -26,6 +26,32 @@ pub fn redact_all<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
         }
     }
     out
+}
+
+/// `message` with every one of `secrets` replaced in what was said: text, refusals,
+/// reasoning, tool calls' arguments and tool results, at any depth. Images, documents, ids
+/// and provider metadata (signatures, encrypted reasoning) are left as they are, so a short
+/// secret that happens to match their bytes cannot corrupt them.
+pub fn redact_message<S: AsRef<str>>(message: &mut Message, secrets: &[S]) {
+    redact_parts(&mut message.parts, secrets);
+}
+
+fn redact_parts<S: AsRef<str>>(parts: &mut [Part], secrets: &[S]) {
+    let hide = |text: &mut String| {
+        let hidden = redact_all(text, secrets);
+        if hidden != *text {
+            *text = hidden;
+        }
+    };
+    for part in parts {
+        match part {
+            Part::Text { text } | Part::Refusal { text } => hide(text),
+            Part::Reasoning(r) => hide(&mut r.text),
+            Part::ToolCall(call) => hide(&mut call.arguments),
+            Part::ToolResult(result) => redact_parts(&mut result.content, secrets),
+            _ => {}
+        }
+    }
 }
 
 /// Redacts text that arrives in pieces: what it passes on holds no secret whole, even one
@@ -220,6 +246,49 @@ mod tests {
     use super::*;
 
     const KEY: &str = "sk-proj-ABCDEFGH12345678";
+
+    #[test]
+    fn a_message_is_redacted_in_what_was_said_and_nowhere_else() {
+        use crate::{ImageSource, Reasoning, Role, ToolCall, ToolResult};
+        let said = format!("the key is {KEY}");
+        let mut m = Message::new(
+            Role::Assistant,
+            vec![
+                Part::Text { text: said.clone() },
+                Part::Reasoning(Reasoning {
+                    text: said.clone(),
+                    ..Reasoning::default()
+                }),
+                Part::ToolCall(ToolCall::new(
+                    "call_1",
+                    "send",
+                    format!(r#"{{"key":"{KEY}"}}"#),
+                )),
+                Part::ToolResult(ToolResult::text("call_1", said.clone())),
+                Part::Image {
+                    source: ImageSource::Base64 {
+                        media_type: "image/png".into(),
+                        data: format!("AAAA{KEY}"),
+                    },
+                    detail: None,
+                },
+            ],
+        );
+        redact_message(&mut m, &[KEY]);
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(
+            json.matches(KEY).count(),
+            1,
+            "only the image keeps it: {json}"
+        );
+        assert!(json.contains(r#"{\"key\":\"[redacted]\"}"#), "{json}");
+        assert_eq!(
+            m.parts[0],
+            Part::Text {
+                text: format!("the key is {REDACTED}")
+            }
+        );
+    }
 
     #[test]
     fn whole_text_is_redacted_longest_secret_first() {

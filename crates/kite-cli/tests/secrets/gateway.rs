@@ -101,6 +101,55 @@ pub(crate) async fn gateway(sweep: &mut Sweep) {
         assert!(text.contains("The key you sent is"), "{path}: {text}");
         answers.push((format!("gateway {path} repeating its key"), text));
     }
+    // The web chat: a question whose answer repeats the key, kept in the store, then the
+    // conversations it lists and shows.
+    let said = http
+        .post(format!("{base}/api/chat"))
+        .bearer_auth(gateway_key)
+        .json(&json!({"conversation": null, "model": "claude", "text": "repeat-the-key"}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap_or_default();
+    assert!(said.contains("The key you sent is"), "{said}");
+    answers.push(("the web chat's /api/chat".into(), said));
+    let listed = http
+        .get(format!("{base}/api/conversations"))
+        .bearer_auth(gateway_key)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap_or_default();
+    let id = serde_json::from_str::<serde_json::Value>(&listed)
+        .ok()
+        .and_then(|v| {
+            let first = v.as_array().and_then(|a| a.first()).cloned();
+            first.or_else(|| {
+                v["conversations"]
+                    .as_array()
+                    .and_then(|a| a.first())
+                    .cloned()
+            })
+        })
+        .and_then(|c| c["id"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no conversation listed: {listed}"));
+    let shown = http
+        .get(format!("{base}/api/conversations/{id}"))
+        .bearer_auth(gateway_key)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap_or_default();
+    answers.push((
+        "the web chat's conversations".into(),
+        format!("{listed}\n{shown}"),
+    ));
     // A wrong key, a key in the wrong header, and the other endpoints.
     for (method, path, key) in [
         ("GET", "/v1/models", gateway_key),

@@ -70,11 +70,16 @@ pub(super) async fn chat(
         Err(e) => return upstream_error(Api::Chat, &e, &gw.secrets),
     };
     let store = gw.store_for(&caller);
-    let (conversation, mut history) =
-        match open(store.as_deref(), ask.conversation.as_deref(), &ask.text).await {
-            Ok(opened) => opened,
-            Err(refused) => return *refused,
-        };
+    let (conversation, mut history) = match open(
+        store.as_deref(),
+        ask.conversation.as_deref(),
+        &title(&ask.text, &gw.secrets),
+    )
+    .await
+    {
+        Ok(opened) => opened,
+        Err(refused) => return *refused,
+    };
     history.push(Message::user(ask.text.clone()));
     let provider = route.model.origin().provider;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
@@ -88,6 +93,7 @@ pub(super) async fn chat(
         question: ask.text,
         provider,
         model: upstream,
+        secrets: gw.secrets.clone(),
     };
     let (runs, stop) = (gw.runs.clone(), gw.stop.clone());
     let (route_name, came, started) = (
@@ -254,6 +260,13 @@ struct Kept {
     question: String,
     provider: String,
     model: String,
+    /// What the turn is kept without, whoever said it.
+    secrets: Arc<[String]>,
+}
+
+/// A new conversation's title: its question, with no secret in it.
+fn title(question: &str, secrets: &[String]) -> String {
+    kite_core::redact::redact_all(question, secrets)
 }
 
 impl Kept {
@@ -277,6 +290,9 @@ impl Kept {
         let cut_short = ended.calls > answers && !ended.shown.is_empty();
         if cut_short {
             messages.push(Message::assistant(ended.shown.clone()));
+        }
+        for m in &mut messages {
+            kite_core::redact::redact_message(m, &self.secrets);
         }
         let mut usage = run.usage();
         // The local model costs nothing, even for a call cut off before it counted.
