@@ -29,7 +29,8 @@ const BATCH: usize = 512;
 /// The worker thread: serves calls until every handle to the model is gone, then drops its
 /// context (before the model, which the context borrows).
 pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
-    let parallel = shared.config.parallel.max(1) as usize;
+    // llama.cpp holds at most 256 sequences in a context.
+    let parallel = shared.config.parallel.clamp(1, 256) as usize;
     let mut pool: Option<(LlamaContext<'_>, u32)> = None;
     let mut waiting: VecDeque<Sequence> = VecDeque::new();
     let mut active: Vec<Sequence> = Vec::new();
@@ -55,6 +56,9 @@ pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
         let Some((ctx, _)) = pool.as_mut() else {
             continue;
         };
+        // In the order of their ids: llama.cpp decodes in one pass only tokens whose
+        // sequences follow one another in the batch, each sequence having cells of its own.
+        active.sort_by_key(|s| s.id);
         if let Err(e) = step(shared, ctx, &mut batch, &mut active) {
             for s in &mut active {
                 s.fail(Error::Engine(e.to_string()));

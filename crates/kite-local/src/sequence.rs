@@ -82,6 +82,12 @@ impl Sequence {
         };
         let tokens = shared.model.vocab().tokenize(text.as_bytes(), true, true);
         let n_prompt = tokens.len() as u32;
+        if n_prompt == 0 {
+            // Nothing to read, so nothing to answer from (and no logits to sample).
+            return Err(Error::InvalidRequest(
+                "the prompt is empty once written for the local model".into(),
+            ));
+        }
         let n_ctx_max = shared.context_window();
         if n_prompt >= n_ctx_max {
             return Err(Error::InvalidRequest(format!(
