@@ -13,13 +13,14 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// The deadlines of every case: starting the server, and one call.
-const STARTUP: Duration = Duration::from_secs(3);
-const CALL: Duration = Duration::from_secs(3);
+/// The deadlines of every case: starting the server (several requests, each slowed by the
+/// slow faults), and one call.
+const STARTUP: Duration = Duration::from_secs(6);
+const CALL: Duration = Duration::from_secs(4);
 /// Starting and calling, with room for the slow faults.
-const DEADLINE: Duration = Duration::from_secs(10);
+const DEADLINE: Duration = Duration::from_secs(15);
 /// Anything slower is a hang.
-const LIMIT: Duration = Duration::from_secs(30);
+const LIMIT: Duration = Duration::from_secs(40);
 
 #[derive(Clone, Debug)]
 struct Case {

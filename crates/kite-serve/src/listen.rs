@@ -35,8 +35,9 @@ use tower::ServiceExt;
 
 /// How many connections are served at once by default: as many as the files this process
 /// may open allow, since each streamed answer holds two (its client's connection and one
-/// to the upstream), less a reserve for the store, logs and MCP servers; at least 1,024
-/// and at most 65,536. `kite serve` raises its limit of open files to the system's first.
+/// to the upstream), less a reserve for the store, logs and MCP servers; at least 128 and
+/// at most 65,536. `kite serve` raises its limit of open files to the system's first
+/// ([`allow_all_files`]).
 pub fn max_connections() -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -47,7 +48,7 @@ pub fn max_connections() -> usize {
         0 => limit.rlim_cur,
         _ => 1024,
     };
-    (files.saturating_sub(FILES_KEPT) / 2).clamp(1024, 65_536) as usize
+    (files.saturating_sub(FILES_KEPT) / 2).clamp(128, 65_536) as usize
 }
 
 /// Raises this process's limit of open files to the most the system allows it (the hard

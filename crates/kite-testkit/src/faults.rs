@@ -195,22 +195,24 @@ async fn pass(client: TcpStream, target: SocketAddr, fault: Option<Fault>) -> st
     server.set_nodelay(true)?;
     let (mut from_client, to_client) = client.into_split();
     let (from_server, mut to_server) = server.into_split();
-    let mut up = tokio::spawn(async move {
+    // The request's way up, stopped when this connection's task is (the proxy dropped).
+    let mut up = Up(tokio::spawn(async move {
         let _ = tokio::io::copy(&mut from_client, &mut to_server).await;
         let _ = to_server.shutdown().await;
         from_client
-    });
+    }));
     let ended = down(from_server, to_client, fault).await;
     match ended {
         Ended::Closed => {
-            let _ = (&mut up).await;
+            let _ = (&mut up.0).await;
         }
         Ended::Reset(to_client) => {
-            up.abort();
             let _ = socket2::SockRef::from(to_client.as_ref()).set_linger(Some(Duration::ZERO));
-            // Both halves must go for the socket to close; the reader went with `up`.
-            let _ = up.await;
-            drop(to_client);
+            // Not dropped, which would send a FIN first: the socket closes, with the RST
+            // that linger 0 makes, once the reader goes with `up`.
+            to_client.forget();
+            up.0.abort();
+            let _ = (&mut up.0).await;
         }
         Ended::Stalled(to_client) => {
             std::future::pending::<()>().await;
@@ -218,6 +220,15 @@ async fn pass(client: TcpStream, target: SocketAddr, fault: Option<Fault>) -> st
         }
     }
     Ok(())
+}
+
+/// A task aborted when dropped.
+struct Up(tokio::task::JoinHandle<OwnedReadHalf>);
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 enum Ended {
