@@ -139,20 +139,10 @@ async fn every_api_streamed_and_whole_through_every_fault() {
         }
     }
 
-    let cases = Case::all();
-    let mut running = tokio::task::JoinSet::new();
-    for (i, case) in cases.iter().cloned().enumerate() {
-        running.spawn(async move {
-            let _slot = crate::SLOTS.acquire().await.unwrap();
-            (i, run(case).await)
-        });
-    }
     let mut tally = Tally::default();
-    while let Some(done) = running.join_next().await {
-        let (i, seen) = done.expect("a case panicked");
-        let case = &cases[i];
+    for (case, seen) in crate::run_all(run).await {
         match seen {
-            Ok(seen) => judge(case, seen, &expected[&(case.api, case.whole)], &mut tally),
+            Ok(seen) => judge(&case, seen, &expected[&(case.api, case.whole)], &mut tally),
             Err(hung) => tally.wrong.push(hung),
         }
     }

@@ -198,18 +198,8 @@ async fn every_fault_upstream_reaches_the_client_in_its_apis_shape() {
         }
     }
 
-    let cases = Case::all();
-    let mut running = tokio::task::JoinSet::new();
-    for (i, case) in cases.iter().cloned().enumerate() {
-        running.spawn(async move {
-            let _slot = crate::SLOTS.acquire().await.unwrap();
-            (i, run(case).await)
-        });
-    }
     let mut tally = Tally::default();
-    while let Some(done) = running.join_next().await {
-        let (i, ended) = done.expect("a case panicked");
-        let case = &cases[i];
+    for (case, ended) in crate::run_all(run).await {
         let wrong = |why: String| format!("{case}: {why}");
         match ended {
             Err(why) => tally.wrong.push(why),

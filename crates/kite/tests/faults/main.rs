@@ -190,6 +190,29 @@ impl std::fmt::Display for Case {
     }
 }
 
+/// Runs every case of the matrix, [`SLOTS`] at a time, and hands each case with how it
+/// ended, in the order they end.
+pub(crate) async fn run_all<F, Fut, T>(run: F) -> Vec<(Case, T)>
+where
+    F: Fn(Case) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let mut running = tokio::task::JoinSet::new();
+    for case in Case::all() {
+        let ended = run(case.clone());
+        running.spawn(async move {
+            let _slot = SLOTS.acquire().await.unwrap();
+            (case, ended.await)
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(done) = running.join_next().await {
+        all.push(done.expect("a case panicked"));
+    }
+    all
+}
+
 /// How the matrix's cases ended, for the report.
 #[derive(Default)]
 pub(crate) struct Tally {
