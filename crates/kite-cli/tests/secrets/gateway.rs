@@ -103,49 +103,29 @@ pub(crate) async fn gateway(sweep: &mut Sweep) {
     }
     // The web chat: a question whose answer repeats the key, kept in the store, then the
     // conversations it lists and shows.
-    let said = http
-        .post(format!("{base}/api/chat"))
-        .bearer_auth(gateway_key)
-        .json(&json!({"conversation": null, "model": "claude", "text": "repeat-the-key"}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap_or_default();
-    assert!(said.contains("The key you sent is"), "{said}");
-    answers.push(("the web chat's /api/chat".into(), said));
-    let listed = http
-        .get(format!("{base}/api/conversations"))
-        .bearer_auth(gateway_key)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap_or_default();
+    let chat = json!({"conversation": null, "model": "claude", "text": "repeat-the-key"});
+    let chat = said(
+        http.post(format!("{base}/api/chat"))
+            .bearer_auth(gateway_key)
+            .json(&chat),
+    )
+    .await;
+    assert!(chat.contains("The key you sent is"), "{chat}");
+    answers.push(("the web chat's /api/chat".into(), chat));
+    let listed = said(
+        http.get(format!("{base}/api/conversations"))
+            .bearer_auth(gateway_key),
+    )
+    .await;
     let id = serde_json::from_str::<serde_json::Value>(&listed)
         .ok()
-        .and_then(|v| {
-            let first = v.as_array().and_then(|a| a.first()).cloned();
-            first.or_else(|| {
-                v["conversations"]
-                    .as_array()
-                    .and_then(|a| a.first())
-                    .cloned()
-            })
-        })
-        .and_then(|c| c["id"].as_str().map(str::to_owned))
+        .and_then(|v| v["conversations"][0]["id"].as_str().map(str::to_owned))
         .unwrap_or_else(|| panic!("no conversation listed: {listed}"));
-    let shown = http
-        .get(format!("{base}/api/conversations/{id}"))
-        .bearer_auth(gateway_key)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap_or_default();
+    let shown = said(
+        http.get(format!("{base}/api/conversations/{id}"))
+            .bearer_auth(gateway_key),
+    )
+    .await;
     answers.push((
         "the web chat's conversations".into(),
         format!("{listed}\n{shown}"),
@@ -175,26 +155,24 @@ pub(crate) async fn gateway(sweep: &mut Sweep) {
             req = req
                 .json(&json!({"model": "claude", "messages": [{"role": "user", "content": "hi"}]}));
         }
-        let r = req.send().await.unwrap();
-        answers.push((
-            format!("gateway {method} {path}"),
-            r.text().await.unwrap_or_default(),
-        ));
+        answers.push((format!("gateway {method} {path}"), said(req).await));
     }
     let site = served.site();
-    answers.push((
-        "the web chat".into(),
-        http.get(&site)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap_or_default(),
-    ));
+    answers.push(("the web chat".into(), said(http.get(&site)).await));
     served.terminate();
     let _ = served.child.wait();
     let log = log.join().unwrap();
     answers.push(("kite serve: stderr".into(), format!("{}{log}", served.said)));
     sweep.seen.extend(answers);
+}
+
+/// Sends `request` and returns its answer's body (empty when reading it fails).
+async fn said(request: reqwest::RequestBuilder) -> String {
+    request
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap_or_default()
 }
