@@ -152,8 +152,6 @@ pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry
     telemetry
 }
 
-/// Keeps `value` out of the log from now on (values shorter than 4 bytes are too common
-/// to hide).
 /// Every secret registered so far.
 pub(crate) fn secrets() -> Vec<String> {
     let mut all = SECRETS.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -168,9 +166,11 @@ pub(crate) fn secrets() -> Vec<String> {
     all
 }
 
+/// Keeps `value` out of the log from now on (values shorter than
+/// [`MIN_SECRET`](kite::redact::MIN_SECRET) are placeholders and words, not hidden).
 pub(crate) fn secret(value: &str) {
     let value = value.trim();
-    if value.len() < 4 {
+    if value.len() < kite::redact::MIN_SECRET {
         return;
     }
     let mut all = SECRETS.write().unwrap_or_else(|e| e.into_inner());
@@ -185,7 +185,7 @@ pub(crate) fn secret(value: &str) {
 /// let go past [`PASSING`], so that a server refreshing for months does not slow every line.
 pub(crate) fn passing_secret(value: &str) {
     let value = value.trim();
-    if value.len() < 4 {
+    if value.len() < kite::redact::MIN_SECRET {
         return;
     }
     let mut all = PASSING_SECRETS.write().unwrap_or_else(|e| e.into_inner());

@@ -116,7 +116,7 @@ pub const EXIT_NO_ANSWER: u8 = 3;
 pub const EXIT_PIPE: u8 = 141;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| name_the_variable(e).exit());
     let telemetry = logging::init(cli.verbose, matches!(cli.command, Command::Serve(_)));
     signals::survive_file_size_limit();
     // Two workers run the command; this thread only waits for it or for a signal, so a
@@ -198,4 +198,38 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,
     }
+}
+
+/// A wrong value names its flag; when the value came from the flag's environment variable
+/// (`KITE_LOCAL_PARALLEL=-1`), the error names the variable too, which is what to change.
+fn name_the_variable(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    let (Some(ContextValue::String(flag)), Some(ContextValue::String(value))) = (
+        e.get(ContextKind::InvalidArg),
+        e.get(ContextKind::InvalidValue),
+    ) else {
+        return e;
+    };
+    let long = flag.split(' ').next().unwrap_or("").trim_start_matches('-');
+    let mut commands = vec![<Cli as clap::CommandFactory>::command()];
+    let mut var = None;
+    while let Some(command) = commands.pop() {
+        var = var.or_else(|| {
+            command
+                .get_arguments()
+                .filter(|a| a.get_long() == Some(long))
+                .filter_map(|a| a.get_env())
+                .find(|v| std::env::var_os(v).is_some_and(|set| set == value.as_str()))
+                .map(|v| v.to_string_lossy().into_owned())
+        });
+        commands.extend(command.get_subcommands().cloned());
+    }
+    if let Some(var) = var {
+        let tip = format!("the value comes from the environment variable {var}");
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![tip.into()]),
+        );
+    }
+    e
 }

@@ -286,10 +286,16 @@ async fn without_any_provider_and_no_local_model_it_says_what_to_run() {
     .await;
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("not a file") && r.stderr.contains("kite model fetch"),
+        r.stderr.contains("cannot be read (No such file") && r.stderr.contains("kite model fetch"),
         "{}",
         r.stderr
     );
+    let r = run(kite()
+        .env("KITE_LOCAL_MODEL", empty.path())
+        .args(["ask", "hello"]))
+    .await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("which is not a file"), "{}", r.stderr);
 
     let bad = empty.path().join("bad.gguf");
     std::fs::write(&bad, b"not a model at all").unwrap();

@@ -551,3 +551,57 @@ async fn a_local_answer_cut_short_still_costs_nothing() {
     // The call cut off counted no tokens, but the local model's cost is known: nothing.
     assert!(shown.stdout.contains("tokens, $0"), "{}", shown.stdout);
 }
+
+#[tokio::test]
+async fn a_placeholder_key_is_a_word_that_stays_in_what_was_said() {
+    // Local servers take any key, and `test` is the one people give them: no secret, and a
+    // word the user and the model say. It stays on screen, in the store and when sent back.
+    let chunk = |text: &str| {
+        let c = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+        format!("data: {c}\n\n")
+    };
+    let answer = format!("{}data: [DONE]\n\n", chunk("It is a test, and it passed."));
+    let store = fresh_store();
+    let server = ReplayServer::start(vec![
+        Reply::sse(answer.clone().into_bytes()),
+        Reply::sse(answer.into_bytes()),
+    ])
+    .await;
+    let ask = |extra: &'static [&'static str], prompt: &'static str| {
+        let mut c = kite();
+        c.env("KITE_STORE_URL", &store)
+            .env("OPENAI_API_KEY", "test")
+            .args(["ask", "--provider", "openai", "--model", "m", "--base-url"])
+            .arg(format!("{}/v1", server.url()))
+            .args(extra)
+            .arg(prompt);
+        c
+    };
+    let first = run(&mut ask(&[], "Is this a test?")).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(first.stdout.contains("It is a test"), "{}", first.stdout);
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer test")
+    );
+
+    let again = run(&mut ask(&["-c"], "And the next test?")).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let sent = sent_messages(&server, 1);
+    assert!(sent[0].contains("Is this a test?"), "{sent:?}");
+    assert!(sent[1].contains("It is a test, and it passed."), "{sent:?}");
+
+    let mut export = kite();
+    export
+        .env("KITE_STORE_URL", &store)
+        .args(["conversations", "list", "--json"]);
+    let listed = run(&mut export).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(
+        listed.stdout.contains("Is this a test?"),
+        "{}",
+        listed.stdout
+    );
+    assert!(!listed.stdout.contains("[redacted]"), "{}", listed.stdout);
+}

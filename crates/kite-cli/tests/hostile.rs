@@ -322,6 +322,22 @@ async fn out_of_range_durations_and_numbers_are_refused_with_a_message() {
         assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     }
+    // A wrong value from a flag's environment variable names the variable, what to change.
+    for (var, value, args) in [
+        ("KITE_LOCAL_PARALLEL", "-1", vec!["ask", "--local", "hi"]),
+        ("KITE_LOCAL_THREADS", "0", vec!["serve", "--local"]),
+    ] {
+        let r = run(kite().env(var, value).args(&args)).await;
+        assert_eq!(r.code, 2, "{var}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("the environment variable {var}")),
+            "{var}: {}",
+            r.stderr
+        );
+    }
+    let r = run(kite().args(["ask", "--local", "--parallel", "0", "hi"])).await;
+    assert!(!r.stderr.contains("environment variable"), "{}", r.stderr);
 }
 
 #[tokio::test]

@@ -9,11 +9,14 @@ use crate::{Event, Message, Part};
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
 
-/// Secrets shorter than this are too common to hide.
-const MIN_SECRET: usize = 4;
+/// Secrets shorter than this many bytes are not hidden. No provider's key is nearly this
+/// short; the values that are (`test`, `EMPTY`, `dummy`, `ollama`) are the placeholders local
+/// servers take, and words people say: hiding them would rewrite what was said, on screen
+/// and in stored conversations, and guard nothing.
+pub const MIN_SECRET: usize = 8;
 
 /// `text` with every one of `secrets` replaced by `[redacted]`, in the order given (put a
-/// secret that holds another first); secrets shorter than 4 bytes are too common to hide.
+/// secret that holds another first); secrets shorter than [`MIN_SECRET`] are left alone.
 pub fn redact_all<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
     let mut out = text.to_owned();
     for s in secrets
@@ -64,7 +67,7 @@ pub struct StreamRedactor {
 }
 
 impl StreamRedactor {
-    /// A redactor of `secrets` (those shorter than 4 bytes are left alone).
+    /// A redactor of `secrets` (those shorter than [`MIN_SECRET`] are left alone).
     pub fn new<S: AsRef<str>>(secrets: &[S]) -> Self {
         let mut secrets: Vec<String> = secrets
             .iter()
@@ -160,7 +163,7 @@ impl Delta {
 }
 
 impl EventRedactor {
-    /// A redactor of `secrets` (those shorter than 4 bytes are left alone).
+    /// A redactor of `secrets` (those shorter than [`MIN_SECRET`] are left alone).
     pub fn new<S: AsRef<str>>(secrets: &[S]) -> Self {
         Self {
             secrets: StreamRedactor::new(secrets).secrets,
@@ -295,6 +298,10 @@ mod tests {
         let text = format!("key {KEY} and {KEY}x");
         assert_eq!(redact_all(&text, &[KEY]), "key [redacted] and [redacted]x");
         assert_eq!(redact_all("abc", &["abc"]), "abc", "too short to hide");
+        // A placeholder key is a word people say: what they said stays as it was.
+        let said = "this is a test of the dummy ollama";
+        assert_eq!(redact_all(said, &["test", "dummy", "ollama"]), said);
+        assert_eq!(redact_all("a 12345678 b", &["12345678"]), "a [redacted] b");
     }
 
     #[test]

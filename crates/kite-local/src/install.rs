@@ -37,11 +37,14 @@ pub fn models_dir() -> PathBuf {
 pub fn find_model() -> Result<PathBuf, Error> {
     if let Some(p) = std::env::var_os("KITE_LOCAL_MODEL").filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
-        if p.is_file() {
-            return Ok(p);
-        }
+        let why = match std::fs::metadata(&p) {
+            Ok(m) if m.is_file() => return Ok(p),
+            Ok(_) => "which is not a file".to_owned(),
+            // Missing, or in a folder this user may not enter: the system's own words.
+            Err(e) => format!("which cannot be read ({e})"),
+        };
         return Err(Error::Config(format!(
-            "KITE_LOCAL_MODEL is {}, which is not a file; {FETCH_HINT}",
+            "KITE_LOCAL_MODEL is {}, {why}; {FETCH_HINT}",
             p.display()
         )));
     }
