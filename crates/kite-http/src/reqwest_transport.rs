@@ -1,4 +1,12 @@
 //! The real transport: reqwest over rustls, one connection pool per client.
+//!
+//! HTTP/1.1 only (reqwest is built without its `http2` feature), as the providers' own SDKs
+//! speak it. A model's answer is a stream that lasts seconds to minutes, and the providers'
+//! servers cap the streams one HTTP/2 connection carries at once (a few hundred); past the
+//! cap hyper's pool does not open another connection but queues the request, so a gateway's
+//! next stream would wait for another's whole answer. Over HTTP/1.1 each stream has a
+//! connection of its own, kept alive for the next (`kite-cli/tests/upstream.rs` holds six
+//! streams to a server that carries two an HTTP/2 connection).
 
 use crate::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};
 use bytes::Bytes;

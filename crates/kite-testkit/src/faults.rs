@@ -116,7 +116,7 @@ impl FaultProxy {
         let addr = listener.local_addr().expect("local addr");
         let connections = Arc::new(AtomicUsize::new(0));
         let count = connections.clone();
-        let tls = (fault == Fault::SelfSignedTls).then(acceptor);
+        let tls = (fault == Fault::SelfSignedTls).then(|| acceptor(&[]).0);
         let kind = fault.clone();
         let task = tokio::spawn(async move {
             let mut held = JoinSet::new();
@@ -171,18 +171,22 @@ impl Drop for FaultProxy {
     }
 }
 
-fn acceptor() -> tokio_rustls::TlsAcceptor {
+/// A TLS acceptor with a fresh self-signed certificate for `127.0.0.1` and `localhost`,
+/// offering `alpn` (none: HTTP/1.1 only), and the certificate in PEM.
+pub(crate) fn acceptor(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
     let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
         .expect("a self-signed certificate");
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("TLS versions")
         .with_no_client_auth()
         .with_single_cert(vec![made.cert.der().clone()], key)
         .expect("the certificate and its key");
-    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let pem = made.cert.pem();
+    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), pem)
 }
 
 /// Passes one connection on, the request untouched and the answer through `fault`.

@@ -13,6 +13,9 @@
 //! chunked answer cut before its end, a certificate nobody trusts, a name that does not
 //! resolve.
 //!
+//! [`TlsStreamServer`] answers over HTTPS as providers' servers do: HTTP/2 or HTTP/1.1 by
+//! ALPN, a cap on the streams an HTTP/2 connection carries, a slow event stream.
+//!
 //! [`mcp`] finds the real MCP servers tests talk to; [`engines`] starts real Postgres,
 //! Redis and haproxy servers of a test's own.
 //!
@@ -38,10 +41,12 @@ pub mod mcp;
 pub mod render;
 mod scripted;
 mod server;
+mod tls_server;
 
 pub use faults::{Fault, FaultProxy};
 pub use scripted::ScriptedModel;
 pub use server::{RecordedRequest, ReplayServer, Reply, SilentServer};
+pub use tls_server::TlsStreamServer;
 
 /// The bytes of `path` under the workspace's `testdata/wire/` (recorded provider traffic;
 /// its README lists every case and its source), e.g.
