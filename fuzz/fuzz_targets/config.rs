@@ -2,7 +2,7 @@
 //! never a panic (a duration of 1e300 seconds once did).
 #![no_main]
 
-#[path = "../../crates/kite-cli/src/settings.rs"]
+#[path = "../../crates/kite-cli/src/config/settings.rs"]
 #[allow(dead_code)]
 mod settings;
 

@@ -3,7 +3,7 @@
 //! says fills in where kite.toml's `[prompts]` is silent without losing a role.
 #![no_main]
 
-#[path = "../../crates/kite-cli/src/settings.rs"]
+#[path = "../../crates/kite-cli/src/config/settings.rs"]
 #[allow(dead_code)]
 mod settings;
 

@@ -2,11 +2,21 @@
 //!
 //! The first of these is read: the path given with `--config` (or `KITE_CONFIG`), which
 //! must exist; `kite.toml` in the working directory, which kite refuses to use until it is
-//! trusted (`trust.rs`);
+//! trusted (`config/trust.rs`);
 //! `kite/kite.toml` in the XDG config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
 //! With none of them, the configuration is empty.
+//!
+//! Beside it: what the file may say (`settings`), trusting a project's file (`trust`),
+//! choosing the model a session talks to (`choose`, with clap's closed `choices`), and
+//! where requests go and how long they may take (`endpoint`).
 
-pub(crate) use crate::settings::{Config, HttpConfig, StoreConfig, parse, seconds};
+pub(crate) mod choices;
+pub(crate) mod choose;
+pub(crate) mod endpoint;
+pub(crate) mod settings;
+pub(crate) mod trust;
+
+pub(crate) use crate::config::settings::{Config, HttpConfig, StoreConfig, parse, seconds};
 use kite::Error;
 use std::path::{Path, PathBuf};
 
@@ -48,7 +58,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             if word.contains("://") {
                 kite::mcp::url_secrets(word)
                     .iter()
-                    .for_each(|v| crate::logging::secret(v));
+                    .for_each(|v| crate::terminal::secrets::secret(v));
             }
         }
         Error::Config(format!("{}: {e}", path.display()))
@@ -68,21 +78,23 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
                     .and_then(|o| o.client_secret.as_deref())
                     .and_then(|s| kite::mcp::expand_env(s).ok())
                 {
-                    crate::logging::secret(&v);
+                    crate::terminal::secrets::secret(&v);
                 }
                 kite::mcp::url_secrets(url)
                     .iter()
-                    .for_each(|v| crate::logging::secret(v));
+                    .for_each(|v| crate::terminal::secrets::secret(v));
                 headers
                     .iter()
                     .filter(|(name, value)| kite::mcp::looks_secret(name, value))
-                    .for_each(|(_, v)| crate::logging::secret(v));
-                bearer_token.iter().for_each(|v| crate::logging::secret(v));
+                    .for_each(|(_, v)| crate::terminal::secrets::secret(v));
+                bearer_token
+                    .iter()
+                    .for_each(|v| crate::terminal::secrets::secret(v));
                 if let Some(v) = bearer_token_env
                     .as_ref()
                     .and_then(|var| std::env::var(var).ok())
                 {
-                    crate::logging::secret(&v);
+                    crate::terminal::secrets::secret(&v);
                 }
             }
             kite::mcp::TransportConfig::Stdio { env, .. } => {
@@ -90,7 +102,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
                     if let Ok(v) = kite::mcp::expand_env(value)
                         && kite::mcp::looks_secret(name, &v)
                     {
-                        crate::logging::secret(&v);
+                        crate::terminal::secrets::secret(&v);
                     }
                 }
             }
@@ -98,7 +110,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     }
     // Saying what is wrong with a file does nothing it asks; doing what it asks needs trust.
     if explicit.is_none() && path == Path::new(WORKING_DIR_CONFIG) {
-        crate::trust::check(&path, &text)?;
+        crate::config::trust::check(&path, &text)?;
     }
     for name in config.providers.keys() {
         kite::Provider::parse(name)
@@ -123,7 +135,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
 
 /// The prompts file: the one `[prompts] file` names (`named`), which must exist, else
 /// `kite/prompts.toml` in the XDG config folder if there is one.
-fn prompts_file(named: Option<PathBuf>) -> Result<crate::settings::Prompts, Error> {
+fn prompts_file(named: Option<PathBuf>) -> Result<crate::config::settings::Prompts, Error> {
     let path = match named {
         Some(p) => p,
         None => match config_dir().map(|d| d.join("kite/prompts.toml")) {
@@ -132,7 +144,7 @@ fn prompts_file(named: Option<PathBuf>) -> Result<crate::settings::Prompts, Erro
         },
     };
     let text = read_small(&path, "the prompts file")?;
-    crate::settings::parse_prompts(&text)
+    crate::config::settings::parse_prompts(&text)
         .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
 }
 

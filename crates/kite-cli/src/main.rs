@@ -1,38 +1,16 @@
 //! The `kite` command.
 
-mod ask;
-mod attach;
-mod blocking;
-mod cassette;
-mod chat;
-mod chat_commands;
-mod choices;
-mod choose;
+mod commands;
 mod config;
-mod conversations;
-mod endpoint;
-mod history;
-mod keys;
-mod logging;
-mod markdown;
-mod mcp;
-mod model;
-mod models;
-mod output;
-mod prices;
-mod responses;
-mod serve;
 mod session;
-mod settings;
-mod signals;
-mod skills;
-mod transcribe;
-mod trust;
-mod usage;
-mod verbose;
-mod waiting;
+mod terminal;
 
-use crate::output::errln;
+use crate::commands::{
+    ask, cassette, chat, conversations, keys, mcp, model, models, prices, responses, serve, skills,
+    transcribe, trust, usage,
+};
+use crate::terminal::output::{self, errln};
+use crate::terminal::{logging, signals};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

@@ -5,13 +5,15 @@
 //! Ctrl-C cut it short.
 
 mod agent;
+pub(crate) mod attach;
+pub(crate) mod history;
 
-use crate::choose::{Chosen, SessionArgs, choose_model};
 use crate::config::Loaded;
-use crate::history::Thread;
-use crate::output::{Output, errln};
-use crate::settings::CompactPolicy;
-use crate::waiting::Waiting;
+use crate::config::choose::{Chosen, SessionArgs, choose_model};
+use crate::config::settings::CompactPolicy;
+use crate::session::history::Thread;
+use crate::terminal::output::{Output, errln};
+use crate::terminal::waiting::Waiting;
 use agent::{agent, check_tool_choice, say_servers};
 use kite::agent::builtin;
 use kite::skills::SkillRun;
@@ -73,10 +75,11 @@ impl Session {
             true => None,
             false => {
                 let sampling = Some((chosen.model.clone(), chosen.name.clone()));
-                Some(crate::mcp::connect(&loaded, None, sampling).await?)
+                Some(crate::commands::mcp::connect(&loaded, None, sampling).await?)
             }
         };
-        let skills = crate::skills::for_session(&args.skills, &loaded, chosen.local).await?;
+        let skills =
+            crate::commands::skills::for_session(&args.skills, &loaded, chosen.local).await?;
         let agent = agent(&args, &chosen, None, skills.as_ref())?;
         if args.tools || !args.tool.is_empty() {
             let cwd = std::env::current_dir()
@@ -102,7 +105,7 @@ impl Session {
         let thread = match args.no_store {
             true => Thread::memory(),
             false => {
-                let store = crate::history::open(&loaded.config.store).await?;
+                let store = crate::session::history::open(&loaded.config.store).await?;
                 let id = args.conversation.as_deref();
                 Thread::begin(store, args.continue_last, id).await?
             }
@@ -278,7 +281,7 @@ impl Session {
                         Some(Err(e)) => break Err(e),
                         None => break Err(Error::Cancelled.into()),
                     }
-                    if crate::output::stdout_closed() {
+                    if crate::terminal::output::stdout_closed() {
                         // Dropping the stream cancels the model call.
                         break Err(Error::Cancelled.into());
                     }

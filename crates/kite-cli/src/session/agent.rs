@@ -1,8 +1,8 @@
 //! How a session's agent is made from the flags: its model's settings, system prompt,
 //! tool choice and skills, and what is said of its MCP servers' tools.
 
-use crate::choose::{Chosen, SessionArgs};
-use crate::output::errln;
+use crate::config::choose::{Chosen, SessionArgs};
+use crate::terminal::output::errln;
 use kite::skills::SkillRun;
 use kite::{Agent, Error, ReasoningConfig, ToolChoice};
 
@@ -31,9 +31,9 @@ pub(super) fn agent(
         agent = agent.with_tools(before.tools().clone());
     }
     if let Some(system) = &args.system {
-        agent = agent.system(crate::choose::with_date(system));
+        agent = agent.system(crate::config::choose::with_date(system));
     }
-    agent = agent.pricer(crate::prices::pricer());
+    agent = agent.pricer(crate::commands::prices::pricer());
     if let Some(skills) = skills {
         // The skills' part of the system prompt follows the user's; their tools are
         // replaced by themselves when `before` had them.

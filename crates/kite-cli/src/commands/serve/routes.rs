@@ -1,0 +1,180 @@
+//! What `kite serve` serves: each route's model and tools (built-in, MCP servers',
+//! skills'), the web chat's stores, and what a server named by `--base-url` lists.
+
+use crate::config::choose::{SessionArgs, choose_model};
+use crate::terminal::output::errln;
+use kite::serve::Route;
+use std::sync::Arc;
+
+/// A `[[serve.routes]]` entry's model: a provider's (its key from the environment), or the
+/// local model.
+pub(super) fn route(
+    r: &crate::config::settings::RouteConfig,
+    session: &SessionArgs,
+    http: &crate::config::HttpConfig,
+) -> Result<Route, String> {
+    let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
+    let (model, upstream) = match r.provider.as_str() {
+        "local" if r.timeout_secs.is_some() || r.idle_timeout_secs.is_some() => {
+            return Err(format!(
+                "[serve] route {:?}: the local model runs in kite; it takes no timeout_secs \
+                 or idle_timeout_secs",
+                r.name
+            ));
+        }
+        "local" => {
+            let mut local = session.clone();
+            local.local = true;
+            let chosen = choose_model(&local, http).map_err(context)?;
+            (chosen.model, chosen.name)
+        }
+        name => {
+            let provider = kite::Provider::parse(name).map_err(context)?;
+            let upstream = r
+                .model
+                .clone()
+                .unwrap_or_else(|| provider.default_model().to_owned());
+            // The route's own address, with its own timeouts over those of the flags and
+            // `[http]`.
+            let mut endpoint = session.at.endpoint(http).map_err(context)?;
+            endpoint.base_url = r.base_url.clone();
+            if let Some(timeouts) = endpoint.timeouts.as_mut() {
+                let secs = |what: &str, s: Option<f64>| {
+                    s.map(|s| kite::duration_from_secs(what, s))
+                        .transpose()
+                        .map_err(|e| format!("[serve] route {:?}: {e}", r.name))
+                };
+                if let Some(t) = secs("`timeout_secs`", r.timeout_secs)? {
+                    timeouts.response = t;
+                }
+                if let Some(t) = secs("`idle_timeout_secs`", r.idle_timeout_secs)? {
+                    timeouts.idle = t;
+                }
+            }
+            (
+                provider.model(&upstream, &endpoint).map_err(context)?,
+                upstream,
+            )
+        }
+    };
+    let mut made = Route::new(&r.name, model, upstream);
+    made.fallbacks = r.fallbacks.clone();
+    Ok(made)
+}
+
+/// What routes' tools need kept for as long as kite serves: MCP connections.
+#[derive(Default)]
+pub(super) struct Kept {
+    pub(super) hubs: Vec<kite::mcp::Hub>,
+}
+
+/// Gives `route` the tools `r` names: built-in ones, configured MCP servers', skills'.
+pub(super) async fn tools(
+    route: &mut Route,
+    r: &crate::config::settings::RouteConfig,
+    loaded: &crate::config::Loaded,
+    kept: &mut Kept,
+) -> Result<(), String> {
+    let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
+    add_builtin(&route.tools, &r.tools).map_err(|e| format!("[serve] route {:?}: {e}", r.name))?;
+    for name in &r.mcp {
+        let hub = crate::commands::mcp::connect(loaded, Some(name), None)
+            .await
+            .map_err(context)?;
+        hub.bind(&route.tools);
+        kept.hubs.push(hub);
+    }
+    route.kit = skills_kit(&r.skills, loaded).await.map_err(context)?;
+    Ok(())
+}
+
+/// The skills of `dirs`, made afresh for each request: its own workspace, nothing loaded.
+pub(super) async fn skills_kit(
+    dirs: &[std::path::PathBuf],
+    loaded: &crate::config::Loaded,
+) -> Result<Option<kite::serve::KitMaker>, kite::Error> {
+    if dirs.is_empty() {
+        return Ok(None);
+    }
+    let Some(skills) = crate::commands::skills::from_dirs(dirs, loaded).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(move || {
+        skills
+            .fresh()
+            .map(|run| Box::new(run) as Box<dyn kite::serve::RequestKit>)
+            .map_err(|e| format!("cannot set up the skills' workspace: {e}"))
+    })))
+}
+
+/// Adds the built-in tools `names` names to `tools` (the file tools read under the working
+/// directory).
+pub(super) fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !kite::agent::builtin::NAMES.contains(&n.as_str()))
+    {
+        return Err(format!(
+            "no built-in tool {unknown:?} (there are {:?})",
+            kite::agent::builtin::NAMES
+        ));
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot find the working directory: {e}"))?;
+    let all = kite::agent::builtin::all(&cwd)
+        .map_err(|e| format!("cannot set up the file tools: {e}"))?;
+    for tool in all {
+        if names.iter().any(|n| n == &tool.spec().name) {
+            tools.add_arc(tool);
+        }
+    }
+    Ok(())
+}
+
+/// The models the server at `url` lists, for `GET /v1/models`; none (said on stderr) when
+/// it lists none, so the route's name is listed instead.
+pub(super) async fn upstream_models(
+    url: &str,
+    session: &SessionArgs,
+    http: &crate::config::HttpConfig,
+) -> Vec<String> {
+    let listing = async {
+        let endpoint = session.at.endpoint(http)?;
+        let m = kite::OpenAiCompatible::new(url, kite::wire::openai_chat::Dialect::Compatible);
+        crate::config::endpoint::compatible(m, &endpoint)?
+            .list_models()
+            .await
+    };
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(10), listing)
+        .await
+        .unwrap_or_else(|_| Err(kite::Error::Config("no answer within 10 s".into())));
+    match listed {
+        Ok(names) if !names.is_empty() => {
+            errln!(
+                "kite: every model name goes to {url}; /v1/models lists its {}",
+                names.len()
+            );
+            names
+        }
+        Ok(_) | Err(_) => {
+            let why = listed.err().map(|e| e.to_string());
+            errln!(
+                "kite: every model name goes to {url} as the client gives it; /v1/models lists \
+                 only `default` ({})",
+                why.as_deref().unwrap_or("the server lists no models")
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// The small local model, given tools, is asked to call one first unless the client says
+/// otherwise: left to choose, it answers from guesswork.
+pub(super) fn ask_for_a_call(route: &mut Route) {
+    if route.kit.is_some() || !route.tools.names().is_empty() {
+        route.tool_choice = Some(kite::ToolChoice::Required);
+    }
+}

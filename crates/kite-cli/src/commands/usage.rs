@@ -1,0 +1,99 @@
+//! `kite usage`: what `kite serve`'s clients used, from the spend ledger in the store every
+//! replica writes: requests, tokens and cost, by day, model, key or route.
+
+use crate::commands::keys::{admin, fail, failed, when};
+use crate::terminal::output::{errln, outln};
+use clap::Args;
+use kite::store::fleet::{By, UsageLine, UsageQuery};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// `kite usage`.
+#[derive(Args)]
+pub(crate) struct UsageArgs {
+    /// One key's (by name or id).
+    #[arg(long)]
+    key: Option<String>,
+    /// One team's.
+    #[arg(long)]
+    team: Option<String>,
+    /// From then on: a date (2026-11-01), a time (RFC 3339), or a span back from now (7d).
+    #[arg(long, value_name = "WHEN")]
+    since: Option<String>,
+    /// Grouped by day, model, key or route.
+    #[arg(long, value_parser = ["day", "model", "key", "route"])]
+    by: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn usage(args: UsageArgs, config: Option<&Path>) -> Result<(), ExitCode> {
+    let admin = admin(config).await?;
+    let since_ms = args
+        .since
+        .map(|s| when(&s, false))
+        .transpose()
+        .map_err(fail)?;
+    let by = match args.by.as_deref() {
+        Some("day") => Some(By::Day),
+        Some("model") => Some(By::Model),
+        Some("key") => Some(By::Key),
+        Some("route") => Some(By::Route),
+        _ => None,
+    };
+    let query = UsageQuery {
+        key: args.key,
+        team: args.team,
+        since_ms,
+        by,
+    };
+    let mut lines = admin.usage(query).await.map_err(failed)?;
+    // Keys by their names, as everywhere else.
+    if by == Some(By::Key) {
+        let names: std::collections::HashMap<String, String> = admin
+            .keys()
+            .await
+            .map_err(failed)?
+            .into_iter()
+            .map(|k| (k.id, k.name))
+            .collect();
+        for l in &mut lines {
+            if let Some(name) = l.group.as_ref().and_then(|id| names.get(id)) {
+                l.group = Some(name.clone());
+            }
+        }
+    }
+    if args.json {
+        outln!("{}", serde_json::json!(lines));
+        return Ok(());
+    }
+    if lines.is_empty() {
+        errln!("kite: the ledger has no requests for that");
+    }
+    for l in &lines {
+        outln!("{}", usage_line(l, by.is_some()));
+    }
+    Ok(())
+}
+
+fn usage_line(l: &UsageLine, grouped: bool) -> String {
+    let group = match (grouped, &l.group) {
+        (false, _) => String::new(),
+        (true, Some(g)) => format!("{g:<24} "),
+        (true, None) => format!("{:<24} ", "(no key)"),
+    };
+    let mut line = format!(
+        "{group}{} requests, {} in / {} out tokens, {}",
+        l.requests,
+        l.input_tokens,
+        l.output_tokens,
+        crate::terminal::text::dollars(l.cost)
+    );
+    if l.unpriced > 0 {
+        line.push_str(&format!(" ({} unpriced)", l.unpriced));
+    }
+    if l.cached > 0 {
+        line.push_str(&format!(", {} from the cache", l.cached));
+    }
+    line
+}
