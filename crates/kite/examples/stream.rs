@@ -1,6 +1,6 @@
 //! Streams an answer from the first provider whose API key is set.
 //!
-//! `cargo run -p kite --example stream -- "Why is the sky blue?"`
+//! `cargo run -p kite-llm --example stream -- "Why is the sky blue?"`
 
 use kite::{Event, Message, Model, Provider, Request, StreamExt};
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! side (`gateway.rs`). Each case ends either with the whole recorded answer, perhaps after a
 //! retry, or with a typed error within the configured deadlines: never a hang, a panic or a
 //! partial answer shown as complete. The matrix's counts are printed at the end of each
-//! test (`cargo test -p kite --features serve --test faults -- --nocapture`).
+//! test (`cargo test -p kite-llm --features serve --test faults -- --nocapture`).
 
 mod client;
 #[cfg(feature = "serve")]
