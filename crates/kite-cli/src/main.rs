@@ -17,7 +17,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "kite",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("KITE_COMMIT"), ")"),
     about = "Talk to language models from the command line"
 )]
 struct Cli {

@@ -1,6 +1,6 @@
 //! Habits users bring from other chat tools: files attached to the question with `-a`,
 //! text piped in, defaults and roles from kite.toml, `--no-stream`, `kite models`, and
-//! conversations compacted before a turn.
+//! conversations compacted before a turn, `--version` naming the commit.
 
 mod common;
 
@@ -445,4 +445,27 @@ async fn answers_render_as_markdown_on_a_terminal_and_plain_elsewhere() {
         "{}",
         r.stdout
     );
+}
+
+#[tokio::test]
+async fn version_names_the_commit_it_was_built_from() {
+    let r = run(kite().arg("--version")).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let version = env!("CARGO_PKG_VERSION");
+    match head {
+        // Built from a checkout: its commit (the build script reruns when HEAD moves).
+        Some(head) => assert_eq!(r.stdout.trim(), format!("kite {version} ({head})")),
+        None => assert!(
+            r.stdout.starts_with(&format!("kite {version} (")),
+            "{}",
+            r.stdout
+        ),
+    }
 }
