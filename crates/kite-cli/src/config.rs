@@ -112,10 +112,24 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     if explicit.is_none() && path == Path::new(WORKING_DIR_CONFIG) {
         crate::config::trust::check(&path, &text)?;
     }
-    for name in config.providers.keys() {
-        kite::Provider::parse(name)
+    // A provider's table by its name in any case (`[providers.OpenAI]`), kept under the
+    // name kite looks it up by; the same provider twice is refused.
+    let mut providers = std::collections::BTreeMap::new();
+    for (name, table) in std::mem::take(&mut config.providers) {
+        let provider = kite::Provider::parse(&name)
             .map_err(|e| Error::Config(format!("{}: [providers.{name}]: {e}", path.display())))?;
+        if providers
+            .insert(provider.name().to_owned(), table)
+            .is_some()
+        {
+            return Err(Error::Config(format!(
+                "{}: [providers.{name}] names {} a second time",
+                path.display(),
+                provider.name()
+            )));
+        }
     }
+    config.providers = providers;
     // Skills' folders named in the file are relative to it.
     if let Some(dir) = path.parent() {
         for p in &mut config.skills.paths {

@@ -115,7 +115,8 @@ provider = "openai"
 system = "Be terse. Today is {{date}}."
 tools = ["now"]
 
-[providers.openai]
+# A provider's name in any case.
+[providers.OpenAI]
 base_url = "{}/v1"
 model = "from-the-config"
 
@@ -173,6 +174,15 @@ file = "prompts.toml"
     let r = run(&mut ask(&[])).await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("[providers.nosuch]"), "{}", r.stderr);
+    // Nor may one provider have two tables.
+    std::fs::write(
+        &config,
+        "[providers.openai]\nmodel = \"x\"\n[providers.OPENAI]\nmodel = \"y\"\n",
+    )
+    .unwrap();
+    let r = run(&mut ask(&[])).await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("a second time"), "{}", r.stderr);
     assert_eq!(server.requests().len(), 2);
 }
 

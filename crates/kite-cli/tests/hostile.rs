@@ -1156,3 +1156,27 @@ async fn pip_sees_no_key_and_its_failure_is_shown() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_cache_kept_past_a_year_is_refused_before_serving() {
+    let dir = scratch("cache-ttl");
+    for ttl in ["18446744073709551615", "31536001", "0"] {
+        let config = dir.join("kite.toml");
+        std::fs::write(&config, format!("[serve.cache]\nttl_secs = {ttl}\n")).unwrap();
+        let r = run(kite()
+            .env("OPENAI_API_KEY", KEY)
+            .arg("--config")
+            .arg(&config)
+            .args(["serve", "--provider", "openai", "--addr", "127.0.0.1:0"]))
+        .await;
+        assert_eq!(r.code, 1, "{ttl}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("[serve.cache] ttl_secs must be from 1 to 31536000"),
+            "{ttl}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

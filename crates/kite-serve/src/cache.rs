@@ -42,6 +42,26 @@ pub struct CacheSettings {
     pub scope: Scope,
 }
 
+impl CacheSettings {
+    /// The longest an answer may be kept: a year.
+    pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+
+    /// Why these settings cannot work, if they cannot.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.ttl.is_zero() || self.ttl > Self::MAX_TTL {
+            return Err(format!(
+                "ttl_secs must be from 1 to {} (a year), not {}",
+                Self::MAX_TTL.as_secs(),
+                self.ttl.as_secs()
+            ));
+        }
+        if self.max_entry_bytes == 0 {
+            return Err("max_entry_bytes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for CacheSettings {
     fn default() -> Self {
         Self {
@@ -190,6 +210,30 @@ mod tests {
             part: 0,
             text: s.into(),
         }]
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_refused() {
+        let ok = CacheSettings::default();
+        assert_eq!(ok.check(), Ok(()));
+        for (ttl, bytes) in [
+            (Duration::ZERO, 1),
+            (Duration::MAX, 1),
+            (CacheSettings::MAX_TTL + Duration::from_secs(1), 1),
+            (Duration::from_secs(1), 0),
+        ] {
+            let bad = CacheSettings {
+                ttl,
+                max_entry_bytes: bytes,
+                ..ok
+            };
+            assert!(bad.check().is_err(), "{bad:?}");
+        }
+        let year = CacheSettings {
+            ttl: CacheSettings::MAX_TTL,
+            ..ok
+        };
+        assert_eq!(year.check(), Ok(()));
     }
 
     #[tokio::test]

@@ -70,7 +70,10 @@ impl Gateway {
 
     /// Keeps answers in a cache, and answers the same requests from it: in Redis when
     /// [`Gateway::redis`] was given one before, else in this process.
+    /// Settings that cannot work (no time to live, more than a year, no entry size) are
+    /// refused.
     pub fn cache(mut self, settings: crate::CacheSettings) -> Result<Self, String> {
+        settings.check()?;
         let cache = match &self.redis_url {
             Some(url) => crate::cache::Cache::redis(url, settings)?,
             None => crate::cache::Cache::memory(settings),

@@ -97,10 +97,9 @@ pub(super) async fn share(mut gateway: Gateway, s: Sharing<'_>) -> Result<(Gatew
                 crate::config::settings::CacheScope::Shared => kite::serve::CacheScope::Shared,
             },
         };
-        if cache.ttl.is_zero() || cache.max_entry_bytes == 0 {
-            return Err("[serve.cache] ttl_secs and max_entry_bytes must be at least 1".into());
-        }
-        gateway = gateway.cache(cache)?;
+        gateway = gateway
+            .cache(cache)
+            .map_err(|e| format!("[serve.cache] {e}"))?;
     }
     Ok((gateway, store_keys))
 }
