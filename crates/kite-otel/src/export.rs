@@ -15,7 +15,8 @@ pub type Redact = Arc<dyn Fn(&str) -> String + Send + Sync>;
 /// text (`tracing` fields hold no arrays).
 const STRING_ARRAYS: &[&str] = &["gen_ai.response.finish_reasons"];
 
-/// A span exporter that gives [`STRING_ARRAYS`] their array type and hides secrets, then
+/// A span exporter that gives the attributes the conventions define as string arrays
+/// (`gen_ai.response.finish_reasons`) their array type and hides secrets, then
 /// hands the spans to the exporter it wraps.
 pub struct GenAiExporter<E> {
     inner: E,

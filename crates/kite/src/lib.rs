@@ -43,7 +43,7 @@ pub use kite_local as local;
 pub use kite_mcp as mcp;
 
 /// OpenTelemetry export of kite's GenAI spans and metrics (feature `otel`); the spans
-/// themselves are [`trace`](kite_core::trace)'s, through `tracing`.
+/// themselves are [`trace`]'s, through `tracing`.
 #[cfg(feature = "otel")]
 pub use kite_otel as otel;
 

@@ -7,7 +7,7 @@
 //! Parsing is pulldown-cmark's and highlighting syntect's. Two parts are written by hand: the
 //! splitting of the stream into complete blocks (here), which is kite's own hot path (it runs
 //! on every fragment and looks at each line once, deciding only on complete lines), and the
-//! walk over pulldown-cmark's events that turns them into escapes ([`render`]), because
+//! walk over pulldown-cmark's events that turns them into escapes ([`mod@render`]), because
 //! everything taken from the model's text must go through [`crate::terminal::text::printable`] before
 //! the renderer's own escapes are added: an escape sequence in the answer is shown, never
 //! obeyed.

@@ -64,7 +64,8 @@ pub fn mcp_span(server: &str, tool: &str) -> tracing::Span {
 }
 
 /// The span of one agent run, `invoke_agent` (with the agent's name when it has one),
-/// around its model and tool calls. Record its total usage with [`record_usage`].
+/// around its model and tool calls. Record its total usage with
+/// [`record_usage`](crate::trace::record_usage).
 pub fn agent_span(name: Option<&str>, provider: &str, model: &str) -> tracing::Span {
     let span = tracing::info_span!(
         target: TARGET,
