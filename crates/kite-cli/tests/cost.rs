@@ -125,7 +125,7 @@ async fn prices_show_gives_a_models_rates_and_fails_on_an_unknown_one() {
         "{}",
         r.stderr
     );
-    // The local model costs nothing, as the README says.
+    // The local model costs nothing, as the book says.
     let r = run(kite().args(["prices", "show", "local", "smollm2"])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("costs nothing"), "{}", r.stdout);

@@ -1,6 +1,7 @@
-//! The README's cassette example, as a user writes it: a test that replays the cassette
-//! committed in `tests/cassettes/weather_in_berlin`, with no key and no network. (The
-//! cassette was recorded from OpenAI's answers in `testdata/wire`, served on loopback.)
+//! The book's cassette example (docs/src/guides/cassettes.md), as a user writes it: a test
+//! that replays the cassette committed in `tests/cassettes/weather_in_berlin`, with no key
+//! and no network. (The cassette was recorded from OpenAI's answers in `testdata/wire`,
+//! served on loopback.)
 
 use kite::cassette::Cassette;
 use kite::{Agent, Endpoint, Provider, Tool, tool};
