@@ -3,8 +3,10 @@
 pub(crate) mod ask;
 pub(crate) mod cassette;
 pub(crate) mod chat;
+pub(crate) mod completions;
 pub(crate) mod conversations;
 pub(crate) mod keys;
+pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod model;
 pub(crate) mod models;

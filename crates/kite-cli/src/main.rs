@@ -6,8 +6,8 @@ mod session;
 mod terminal;
 
 use crate::commands::{
-    ask, cassette, chat, conversations, keys, mcp, model, models, prices, responses, serve, skills,
-    transcribe, trust, usage,
+    ask, cassette, chat, completions, conversations, keys, man, mcp, model, models, prices,
+    responses, serve, skills, transcribe, trust, usage,
 };
 use crate::terminal::output::{self, errln};
 use crate::terminal::{logging, signals};
@@ -44,17 +44,15 @@ enum Command {
     Cassette(cassette::CassetteCommand),
     /// Print a shell's completion script (e.g. `kite completions bash >
     /// ~/.local/share/bash-completion/completions/kite`).
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
+    Completions(completions::CompletionsArgs),
     /// List, show, delete or export stored conversations.
     #[command(subcommand)]
     Conversations(conversations::ConversationsCommand),
     /// Manage `kite serve`'s client keys (kept in the store every replica reads).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// Write kite's man pages, one a command (`kite.1`, `kite-ask.1`, …), into a folder.
+    Man(man::ManArgs),
     /// Check the MCP servers configured in kite.toml.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -123,13 +121,8 @@ fn main() -> ExitCode {
             Command::Mcp(cmd) => mcp::run(cmd, config).await,
             Command::Models(args) => models::run(args, config).await,
             Command::Cassette(cmd) => cassette::run(cmd),
-            Command::Completions { shell } => {
-                let mut cli = <Cli as clap::CommandFactory>::command();
-                let mut script = Vec::new();
-                clap_complete::generate(shell, &mut cli, "kite", &mut script);
-                output::out!("{}", String::from_utf8_lossy(&script));
-                Ok(())
-            }
+            Command::Completions(args) => completions::run(args, cli_tree()),
+            Command::Man(args) => man::run(args, cli_tree()),
             Command::Conversations(cmd) => conversations::run(cmd, config).await,
             Command::Model(cmd) => model::run(cmd),
             Command::Prices(cmd) => prices::run(cmd),
@@ -178,6 +171,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// The whole command tree, for what is made from it (completions, man pages).
+fn cli_tree() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// A wrong value names its flag; when the value came from the flag's environment variable
 /// (`KITE_LOCAL_PARALLEL=-1`), the error names the variable too, which is what to change.
 fn name_the_variable(mut e: clap::Error) -> clap::Error {
@@ -189,7 +187,7 @@ fn name_the_variable(mut e: clap::Error) -> clap::Error {
         return e;
     };
     let long = flag.split(' ').next().unwrap_or("").trim_start_matches('-');
-    let mut commands = vec![<Cli as clap::CommandFactory>::command()];
+    let mut commands = vec![cli_tree()];
     let mut var = None;
     while let Some(command) = commands.pop() {
         var = var.or_else(|| {
