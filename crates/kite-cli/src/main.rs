@@ -73,6 +73,16 @@ enum Command {
     Trust(trust::TrustArgs),
     /// Serve a web chat, and a gateway that speaks OpenAI's Chat Completions and Responses
     /// and Anthropic's Messages, in front of the chosen model or the routes of [serve].
+    // What each client sets in its own requests is left out of serve's help (and refused,
+    // saying so, if given).
+    #[command(
+        mut_arg("max_tokens", |a| a.hide(true)),
+        mut_arg("temperature", |a| a.hide(true)),
+        mut_arg("reasoning", |a| a.hide(true)),
+        mut_arg("tool_choice", |a| a.hide(true)),
+        mut_arg("continue_last", |a| a.hide(true)),
+        mut_arg("conversation", |a| a.hide(true))
+    )]
     Serve(Box<serve::ServeArgs>),
     /// List, show and validate Agent Skills.
     #[command(subcommand)]

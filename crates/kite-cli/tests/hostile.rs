@@ -1158,24 +1158,30 @@ async fn pip_sees_no_key_and_its_failure_is_shown() {
 }
 
 #[tokio::test]
-async fn a_cache_kept_past_a_year_is_refused_before_serving() {
-    let dir = scratch("cache-ttl");
-    for ttl in ["18446744073709551615", "31536001", "0"] {
+async fn serve_settings_that_cannot_work_are_refused_before_serving() {
+    let dir = scratch("serve-settings");
+    let big = "[serve.cache] ttl_secs must be from 1 to 31536000";
+    let routes = "[[serve.routes]]\nname = \"a\"\nprovider = \"openai\"\nfallbacks = [\"b\", \"nosuch\"]\n\
+                  [[serve.routes]]\nname = \"b\"\nprovider = \"openai\"\n";
+    for (toml, says) in [
+        ("[serve.cache]\nttl_secs = 18446744073709551615\n", big),
+        ("[serve.cache]\nttl_secs = 31536001\n", big),
+        ("[serve.cache]\nttl_secs = 0\n", big),
+        (
+            routes,
+            "[serve] route \"a\": its fallback \"nosuch\" names no route (the routes: a, b)",
+        ),
+    ] {
         let config = dir.join("kite.toml");
-        std::fs::write(&config, format!("[serve.cache]\nttl_secs = {ttl}\n")).unwrap();
+        std::fs::write(&config, toml).unwrap();
         let r = run(kite()
             .env("OPENAI_API_KEY", KEY)
             .arg("--config")
             .arg(&config)
-            .args(["serve", "--provider", "openai", "--addr", "127.0.0.1:0"]))
+            .args(["serve", "--addr", "127.0.0.1:0"]))
         .await;
-        assert_eq!(r.code, 1, "{ttl}: {}", r.stderr);
-        assert!(
-            r.stderr
-                .contains("[serve.cache] ttl_secs must be from 1 to 31536000"),
-            "{ttl}: {}",
-            r.stderr
-        );
+        assert_eq!(r.code, 1, "{toml}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{toml}: {}", r.stderr);
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -212,9 +212,21 @@ async fn kite_logs_in_to_an_oauth_server_calls_its_tools_and_logs_out() {
     assert_eq!(logins(), 1);
     assert!(kept.exists(), "the first login stays");
 
-    // Forgotten: the server needs a login again.
-    let out = run(&mut kite_with(&["mcp", "logout", "demo"])).await;
+    // Forgotten: the server needs a login again. (A KITE_MCP_LOGINS kite does not know is
+    // said, and changes nothing here: files, where no keyring answers.)
+    let mut logout = kite_with(&["mcp", "logout", "demo"]);
+    logout.env("KITE_MCP_LOGINS", "flies").env(
+        "DBUS_SESSION_BUS_ADDRESS",
+        "unix:path=/nonexistent/kite-tests",
+    );
+    let out = run(&mut logout).await;
     assert_eq!(out.code, 0);
+    assert!(
+        out.stderr
+            .contains("KITE_MCP_LOGINS=\"flies\" is neither `file` nor `keyring`"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stdout.contains("demo: logged out"), "{}", out.stdout);
     assert!(!kept.exists());
     let refused = run(&mut kite_with(&greet)).await;

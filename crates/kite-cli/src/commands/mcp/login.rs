@@ -19,6 +19,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// folder; `KITE_MCP_LOGINS=file` or `keyring` chooses.
 pub(crate) fn store() -> Option<Arc<dyn TokenStore>> {
     let asked = std::env::var("KITE_MCP_LOGINS").unwrap_or_default();
+    if !matches!(asked.as_str(), "" | "file" | "keyring") {
+        crate::terminal::output::errln!(
+            "kite: KITE_MCP_LOGINS={asked:?} is neither `file` nor `keyring`: logins go where \
+             they would with it unset"
+        );
+    }
     if asked != "file"
         && let Some(keyring) = kite::mcp::KeyringTokens::open()
     {
