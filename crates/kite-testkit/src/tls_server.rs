@@ -166,12 +166,9 @@ where
             if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i + 4;
             }
-            let mut more = [0u8; 4096];
-            let n = io.read(&mut more).await?;
-            if n == 0 {
+            if !read_more(&mut io, &mut buf).await? {
                 return Ok(());
             }
-            buf.extend_from_slice(&more[..n]);
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
         let length: usize = head
@@ -180,12 +177,9 @@ where
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
         while buf.len() < head_end + length {
-            let mut more = [0u8; 4096];
-            let n = io.read(&mut more).await?;
-            if n == 0 {
+            if !read_more(&mut io, &mut buf).await? {
                 return Ok(());
             }
-            buf.extend_from_slice(&more[..n]);
         }
         buf.drain(..head_end + length);
         seen.begin();
@@ -193,6 +187,14 @@ where
         seen.end();
         sent?;
     }
+}
+
+/// Reads what comes next onto `buf`; false once the client has closed.
+async fn read_more<T: AsyncRead + Unpin>(io: &mut T, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    let mut more = [0u8; 4096];
+    let n = io.read(&mut more).await?;
+    buf.extend_from_slice(&more[..n]);
+    Ok(n > 0)
 }
 
 async fn answer_h1<T: AsyncWrite + Unpin>(io: &mut T, answer: &Answer) -> std::io::Result<()> {

@@ -14,7 +14,9 @@ const LOCAL_PARALLEL: u32 = 8;
 use crate::terminal::output::errln;
 use clap::Args;
 use kite::serve::{Gateway, Route};
-use routes::{Kept, add_builtin, ask_for_a_call, route, skills_kit, tools, upstream_models};
+use routes::{
+    Kept, add_builtin, ask_for_a_call, check_fallbacks, route, skills_kit, tools, upstream_models,
+};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -201,20 +203,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             (vec![route], true, chosen.name)
         }
         false => {
-            // A fallback that names no route would be passed over without a word: a typo
-            // is said now.
-            let named = |n: &String| settings.routes.iter().any(|o| &o.name == n);
-            for r in &settings.routes {
-                if let Some(missing) = r.fallbacks.iter().find(|f| !named(f)) {
-                    let known: Vec<&str> =
-                        settings.routes.iter().map(|o| o.name.as_str()).collect();
-                    return Err(fail(format!(
-                        "[serve] route {:?}: its fallback {missing:?} names no route (the routes: {})",
-                        r.name,
-                        known.join(", ")
-                    )));
-                }
-            }
+            check_fallbacks(&settings.routes).map_err(fail)?;
             let mut routes = Vec::new();
             for r in &settings.routes {
                 let mut made = route(r, &session, &loaded.config.http).map_err(fail)?;

@@ -62,6 +62,24 @@ pub(super) fn route(
     Ok(made)
 }
 
+/// Refuses a fallback that names no route, which would be passed over without a word.
+pub(super) fn check_fallbacks(
+    routes: &[crate::config::settings::RouteConfig],
+) -> Result<(), String> {
+    let named = |n: &String| routes.iter().any(|o| &o.name == n);
+    for r in routes {
+        if let Some(missing) = r.fallbacks.iter().find(|f| !named(f)) {
+            let known: Vec<&str> = routes.iter().map(|o| o.name.as_str()).collect();
+            return Err(format!(
+                "[serve] route {:?}: its fallback {missing:?} names no route (the routes: {})",
+                r.name,
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// What routes' tools need kept for as long as kite serves: MCP connections.
 #[derive(Default)]
 pub(super) struct Kept {
