@@ -9,15 +9,24 @@
 # it needs taken from their packages too. The install is a debug build in the repository's
 # target folder (KITE_PACKAGE_TARGET), so that the dependencies built for the tests are
 # reused; the kite crates are built again from their packages.
+#
+# A package carries no workspace profile, so both builds would otherwise take full debug
+# information (llama.cpp alone then needs 1.3 GB): they are built as the workspace builds its
+# dependencies, without it. The packages are unpacked in a fixed folder outside the workspace
+# (KITE_PACKAGE_WORK), so that a second run rebuilds in place rather than beside the first;
+# the folder and the packages are removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 target="${KITE_PACKAGE_TARGET:-$repo/target}"
-work=$(mktemp -d)
+export CARGO_PROFILE_DEV_DEBUG=false
+work="${KITE_PACKAGE_WORK:-${TMPDIR:-/tmp}/kite-package-check}"
+rm -rf "$work"
+mkdir -p "$work"
 serve_pid=""
 cleanup() {
   [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null || true
-  rm -rf "$work"
+  rm -rf "$work" "$repo/target/package"
 }
 trap cleanup EXIT
 
