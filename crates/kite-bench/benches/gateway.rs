@@ -15,7 +15,7 @@
 //! The load is open-loop: each request starts at its time whatever the others do, so a slow
 //! gateway shows as latency, not as fewer requests.
 //!
-//! With Redis and Postgres installed (`scripts/setup.sh`), a third row puts kite's gateway
+//! With Redis and Postgres installed (`scripts/setup.sh --tests`), a third row puts kite's gateway
 //! as a fleet's replica runs it: a client key whose limits are checked in Redis, and every
 //! answer written to the spend ledger in Postgres. Then the ledger's own write rate is
 //! measured: how many rows a second a replica's writer puts in Postgres when it has fallen
@@ -187,7 +187,7 @@ fn main() {
             }
         } else {
             eprintln!(
-                "Redis or Postgres is not installed (scripts/setup.sh); the fleet's row is left out"
+                "Redis or Postgres is not installed (scripts/setup.sh --tests); the fleet's row is left out"
             );
         }
         if let Some(l) = &litellm {

@@ -308,7 +308,7 @@ async fn log_in(mut login: tokio::process::Command) -> (String, String) {
 }
 
 /// A Secret Service of its own: a private D-Bus session with gnome-keyring on it, unlocked;
-/// `None` when they are not installed (`scripts/setup.sh` installs them).
+/// `None` when they are not installed (`scripts/setup.sh --tests` installs them).
 struct Keyring {
     address: String,
     dbus: u32,
@@ -360,7 +360,7 @@ async fn logins_go_to_the_os_keyring_when_one_answers() {
     let Some(keyring) = Keyring::start() else {
         assert!(
             std::env::var_os("KITE_REQUIRE_KEYRING").is_none(),
-            "dbus-daemon and gnome-keyring are not installed; run scripts/setup.sh"
+            "dbus-daemon and gnome-keyring are not installed; run scripts/setup.sh --tests"
         );
         eprintln!("skipped: no dbus-daemon and gnome-keyring");
         return;

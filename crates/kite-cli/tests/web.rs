@@ -1,5 +1,5 @@
 //! The web chat of `kite serve`, in a real headless Chromium driven through its WebDriver
-//! (Debian's `chromium` and `chromium-driver`, installed by `scripts/setup.sh`), in front
+//! (Debian's `chromium` and `chromium-driver`, installed by `scripts/setup.sh --tests`), in front
 //! of kite's loopback provider: a question with a tool call, the Markdown of the answer
 //! (and nothing a hostile answer could inject), the conversation found again after a
 //! reload, a slow answer stopped, an upstream error shown in the page, and deleting.
@@ -42,7 +42,7 @@ async fn driver() -> Driver {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .expect("chromedriver runs (scripts/setup.sh installs chromium-driver)");
+        .expect("chromedriver runs (scripts/setup.sh --tests installs chromium-driver)");
     let url = format!("http://127.0.0.1:{port}");
     let driver = Driver { child, url };
     for _ in 0..100 {

@@ -1,7 +1,7 @@
 //! The official MCP client conformance suite against `kite-mcp-conformance`.
 //!
 //! The suite (`@modelcontextprotocol/conformance`, pinned and run by the Node 22 that
-//! `scripts/setup.sh` installs beside it) starts a mock server per scenario and grades the
+//! `scripts/setup.sh --tests` installs beside it) starts a mock server per scenario and grades the
 //! client: every scenario (`--suite all`: core, OAuth, the 2025-03-26 back-compat, draft and
 //! extension scenarios). Its mock servers listen on every interface, so the suite runs in a
 //! network namespace of its own with only loopback up. Known failures are listed in
@@ -34,7 +34,7 @@ fn the_client_conformance_suite_passes_every_scenario() {
     let suite = peers.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     assert!(
         node.exists() && suite.exists(),
-        "the conformance suite is not installed in {}; run scripts/setup.sh",
+        "the conformance suite is not installed in {}; run scripts/setup.sh --tests",
         peers.display()
     );
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -1,5 +1,5 @@
 //! The hub against real MCP servers: the npm reference servers over stdio, and a server built
-//! with the official Python SDK. `scripts/setup.sh` installs them (into
+//! with the official Python SDK. `scripts/setup.sh --tests` installs them (into
 //! `~/.cache/kite/mcp-peers`, or `KITE_MCP_PEERS`).
 
 mod common;

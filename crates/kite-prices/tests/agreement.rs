@@ -152,7 +152,7 @@ fn kite_prices_every_recorded_case_as_genai_prices_does() {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .expect("python with genai-prices (scripts/setup.sh installs it)");
+        .expect("python with genai-prices (scripts/setup.sh --tests installs it)");
     use std::io::Write;
     child
         .stdin

@@ -31,7 +31,7 @@ async fn sandboxed(command: &str, options: SandboxOptions) -> (Outcome, tempfile
     let ready = sandbox::probe(&options).await;
     assert!(
         ready.is_ok(),
-        "bubblewrap cannot start a sandbox here ({ready:?}); run scripts/setup.sh"
+        "bubblewrap cannot start a sandbox here ({ready:?}); run scripts/setup.sh --tests"
     );
     let skills = [("word-count".to_owned(), valid("word-count"))];
     let out = sandbox::run(

@@ -1,6 +1,6 @@
 //! The store contract against a real Postgres: a throwaway cluster made for the test run in a
 //! temporary folder (initdb, then postgres on a Unix socket there), removed afterwards.
-//! `scripts/setup.sh` installs Postgres from Debian's packages; without it these tests say so
+//! `scripts/setup.sh --tests` installs Postgres from Debian's packages; without it these tests say so
 //! and pass, unless `KITE_REQUIRE_POSTGRES` is set (as `.ci/run` sets it).
 
 mod suite;

@@ -1,7 +1,7 @@
 //! Real engines for the tests, started for each test in a folder of its own and stopped
 //! when dropped: a throwaway Postgres cluster (initdb, then postgres on a Unix socket or on
 //! loopback with TLS), a `redis-server` keeping nothing on disk, and haproxy in front of
-//! several servers, round robin. `scripts/setup.sh` installs all three from Debian; without
+//! several servers, round robin. `scripts/setup.sh --tests` installs all three from Debian; without
 //! one, [`Postgres::start`], [`Redis::start`] and [`Haproxy::start`] say so and give
 //! `None`, unless `KITE_REQUIRE_POSTGRES` or `KITE_REQUIRE_FLEET` (set by `.ci/run`) asks
 //! for them, when they fail instead.
@@ -24,9 +24,9 @@ pub fn free_port() -> u16 {
 fn missing(what: &str, required_by: &str) {
     assert!(
         std::env::var_os(required_by).is_none(),
-        "{required_by} is set but {what} is not installed (scripts/setup.sh)"
+        "{required_by} is set but {what} is not installed (scripts/setup.sh --tests)"
     );
-    eprintln!("SKIPPED: {what} is not installed; run scripts/setup.sh");
+    eprintln!("SKIPPED: {what} is not installed; run scripts/setup.sh --tests");
 }
 
 fn folder(kind: &str) -> PathBuf {

@@ -1,4 +1,4 @@
-//! The real MCP servers tests talk to, as `scripts/setup.sh` installs them: the npm
+//! The real MCP servers tests talk to, as `scripts/setup.sh --tests` installs them: the npm
 //! reference servers and the conformance suite under `node_modules`, the Python SDK in a
 //! venv, in `~/.cache/kite/mcp-peers` (or `KITE_MCP_PEERS`), and kite's own small servers
 //! in this crate's `mcp-peers/`.
@@ -19,7 +19,7 @@ pub fn peers() -> PathBuf {
         });
     assert!(
         dir.join("node_modules/.bin/mcp-server-everything").exists(),
-        "the MCP test servers are not installed in {}; run scripts/setup.sh",
+        "the MCP test servers are not installed in {}; run scripts/setup.sh --tests",
         dir.display()
     );
     dir
@@ -50,7 +50,7 @@ pub fn agentskills() -> PathBuf {
     let bin = peers().join("venv/bin/agentskills");
     assert!(
         bin.exists(),
-        "the Agent Skills reference validator is not installed at {}; run scripts/setup.sh",
+        "the Agent Skills reference validator is not installed at {}; run scripts/setup.sh --tests",
         bin.display()
     );
     bin

@@ -143,12 +143,12 @@ async fn run(mut cmd: tokio::process::Command) -> std::process::Output {
     }
 }
 
-/// The agents' installed commands (from npm, beside the MCP peers; scripts/setup.sh).
+/// The agents' installed commands (from npm, beside the MCP peers; scripts/setup.sh --tests).
 pub(crate) fn agent_bin(name: &str) -> PathBuf {
     let bin = mcp::npm_bin(name);
     assert!(
         bin.exists(),
-        "{} is not installed; run scripts/setup.sh",
+        "{} is not installed; run scripts/setup.sh --tests",
         bin.display()
     );
     bin

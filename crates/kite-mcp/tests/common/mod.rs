@@ -1,4 +1,4 @@
-//! Real MCP servers for the tests, as `scripts/setup.sh` installs them (into
+//! Real MCP servers for the tests, as `scripts/setup.sh --tests` installs them (into
 //! `~/.cache/kite/mcp-peers`, or `KITE_MCP_PEERS`).
 #![allow(dead_code)]
 
