@@ -205,9 +205,47 @@ impl Provider {
         Ok(Arc::new(m))
     }
 
-    /// The provider's default model at its own URL, with its key from the environment.
+    /// The provider's default model, with its key from the environment. As the providers'
+    /// own SDKs do, `OPENAI_BASE_URL` (ending in `/v1`) or `ANTHROPIC_BASE_URL` (the host,
+    /// without `/v1`) sends OpenAI's or Anthropic's requests elsewhere when set.
     pub fn from_env(self) -> Result<Arc<dyn Model>, Error> {
-        self.model(self.default_model(), &Endpoint::new())
+        self.model(self.default_model(), &self.endpoint_from_env()?)
+    }
+
+    /// The endpoint the SDKs' base-URL variable names, else the provider's own.
+    fn endpoint_from_env(self) -> Result<Endpoint, Error> {
+        match self.base_url_var() {
+            Some(var) => self.endpoint_at(var, std::env::var_os(var)),
+            None => Ok(Endpoint::new()),
+        }
+    }
+
+    /// The SDKs' variable for another base URL: OpenAI's ends in `/v1`, Anthropic's does not.
+    fn base_url_var(self) -> Option<&'static str> {
+        match self {
+            Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_BASE_URL"),
+            Provider::Anthropic => Some("ANTHROPIC_BASE_URL"),
+            _ => None,
+        }
+    }
+
+    /// The endpoint for `value`, the value of `var`: the provider's own when unset or empty.
+    fn endpoint_at(self, var: &str, value: Option<std::ffi::OsString>) -> Result<Endpoint, Error> {
+        let Some(url) = value.filter(|v| !v.is_empty()) else {
+            return Ok(Endpoint::new());
+        };
+        let url = url
+            .into_string()
+            .map_err(|_| Error::Config(format!("{var} is not UTF-8")))?;
+        let suffix = if self == Provider::Anthropic {
+            "/v1"
+        } else {
+            ""
+        };
+        Ok(Endpoint::at(format!(
+            "{}{suffix}",
+            url.trim_end_matches('/')
+        )))
     }
 
     /// The OpenAI Responses model for `model` with its key from the environment, at
@@ -316,4 +354,46 @@ pub fn is_deep_research(model: &str) -> bool {
 
 fn key_from_env(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|k| !k.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Provider;
+    use std::ffi::OsString;
+
+    fn url(p: Provider, value: Option<&str>) -> Option<String> {
+        p.endpoint_at("VAR", value.map(OsString::from))
+            .unwrap()
+            .base_url
+    }
+
+    #[test]
+    fn a_base_url_from_the_environment_is_read_as_each_sdk_reads_it() {
+        let openai = Some("http://127.0.0.1:8080/v1/");
+        assert_eq!(
+            url(Provider::OpenAi, openai).as_deref(),
+            Some("http://127.0.0.1:8080/v1")
+        );
+        assert_eq!(
+            url(Provider::Anthropic, Some("https://proxy.example")).as_deref(),
+            Some("https://proxy.example/v1")
+        );
+        assert_eq!(url(Provider::OpenAi, Some("")), None);
+        assert_eq!(url(Provider::OpenAi, None), None);
+        assert_eq!(Provider::Groq.base_url_var(), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_base_url_that_is_not_utf8_is_refused_by_name() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(vec![0x68, 0xff]);
+        let err = Provider::OpenAi
+            .endpoint_at("OPENAI_BASE_URL", Some(bad))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("OPENAI_BASE_URL is not UTF-8"),
+            "{err}"
+        );
+    }
 }
