@@ -1,7 +1,8 @@
 //! Streams an answer from the first provider whose API key is set.
 //!
-//! `cargo run -p kite-llm --example stream -- "Why is the sky blue?"`
+//! `OPENAI_API_KEY=... cargo run -p kite-llm --example stream -- "Why is the sky blue?"`
 
+// ANCHOR: program
 use kite::{Event, Message, Model, Provider, Request, StreamExt};
 use std::io::Write;
 
@@ -32,3 +33,4 @@ async fn main() -> Result<(), kite::Error> {
     }
     Ok(())
 }
+// ANCHOR_END: program

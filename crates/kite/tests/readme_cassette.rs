@@ -3,6 +3,7 @@
 //! and no network. (The cassette was recorded from OpenAI's answers in `testdata/wire`,
 //! served on loopback.)
 
+// ANCHOR: test
 use kite::cassette::Cassette;
 use kite::{Agent, Endpoint, Provider, Tool, tool};
 
@@ -35,3 +36,4 @@ async fn weather_in_berlin() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(run.tool_calls().len(), 1);
     Ok(())
 }
+// ANCHOR_END: test
