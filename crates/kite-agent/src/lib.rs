@@ -10,6 +10,35 @@
 //! - [`Agent::run`] buffers, [`Agent::run_stream`] streams: one driver serves both.
 //! - [`Conversation`] keeps history between turns.
 //! - [`builtin`] holds a few safe tools (time, arithmetic, reading files under a folder).
+//!
+//! A run against `kite_testkit::ScriptedModel`, which first asks for a call of the typed
+//! tool `add`, then answers in text once it has the result:
+//!
+//! ```
+//! use kite_agent::{Agent, CallStatus, ToolError, tool};
+//! use kite_testkit::ScriptedModel;
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kite_agent::AgentError> {
+//! let model = ScriptedModel::new()
+//!     .tool_calls(&[("call_1", "add", json!({"a": 2, "b": 3}))])
+//!     .expect(|req| req.tools.iter().any(|t| t.name == "add"))
+//!     .text("2 + 3 = 5");
+//! let agent = Agent::new(model, "scripted").tool(tool("add", "Adds two integers", |args: Add, _ctx| async move {
+//!     Ok::<_, ToolError>((args.a + args.b).to_string().into())
+//! }));
+//! let run = agent.ask("What is 2 + 3?").await?;
+//! assert_eq!(run.tool_calls()[0].status, CallStatus::Ran);
+//! assert_eq!(run.tool_calls()[0].result.text_content(), "5");
+//! assert_eq!(run.text(), "2 + 3 = 5");
+//! # Ok(()) }
+//! ```
 
 mod agent;
 mod audit;

@@ -1,6 +1,38 @@
 //! kite's HTTP layer: a [`Transport`] moves bytes; [`ReqwestTransport`] is the real one,
 //! [`Retry`] wraps any transport with backoff, and [`decode_stream`] turns a response body
 //! into kite events with any [`StreamDecoder`](kite_wire::StreamDecoder).
+//!
+//! A transport of its own (here in memory, answering 503 once) wrapped in `Retry`, and the
+//! streamed body of the answer that follows decoded into a response:
+//!
+//! ```
+//! use kite_http::{HttpRequest, HttpResponse, Retry, RetryPolicy, Transport, TransportFuture, decode_stream};
+//! use kite_wire::openai_chat::ChatStreamDecoder;
+//! use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+//!
+//! struct Flaky(AtomicU32);
+//!
+//! impl Transport for Flaky {
+//!     fn send(&self, _request: HttpRequest) -> TransportFuture<'_> {
+//!         let (status, body) = match self.0.fetch_add(1, Ordering::SeqCst) {
+//!             0 => (503, ""),
+//!             _ => (200, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"),
+//!         };
+//!         Box::pin(async move { Ok(HttpResponse::from_bytes(status, http::HeaderMap::new(), body.into())) })
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kite_core::Error> {
+//! let flaky = Arc::new(Flaky(AtomicU32::new(0)));
+//! let policy = RetryPolicy { server_error_base: std::time::Duration::ZERO, ..RetryPolicy::default() };
+//! let transport = Retry::new(flaky.clone(), policy);
+//! let response = transport.send(HttpRequest::post_json("https://api.example.com/v1/chat/completions", "{}")).await?;
+//! assert_eq!((response.status, flaky.0.load(Ordering::SeqCst)), (200, 2));
+//! let answer = kite_core::collect(decode_stream(response.body, ChatStreamDecoder::new())).await?;
+//! assert_eq!(answer.text(), "Hi");
+//! # Ok(()) }
+//! ```
 
 pub mod cassette;
 mod decode;

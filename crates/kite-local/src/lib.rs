@@ -12,6 +12,30 @@
 //! other GGUF file can be used through `KITE_LOCAL_MODEL` or [`LocalModel::load`].
 //!
 //! No llama.cpp type appears in this crate's API.
+//!
+//! The model is found as the `kite` command finds it ([`find_model`]); with none installed,
+//! this example ends early. A greedy answer cut at five tokens ends with `Length`:
+//!
+//! ```
+//! use kite_core::{FinishReason, Message, Model, Request};
+//! use kite_local::{LocalConfig, LocalModel};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kite_core::Error> {
+//! let Ok(path) = kite_local::find_model() else {
+//!     return Ok(()); // no model: `kite model fetch` installs one
+//! };
+//! let model = LocalModel::load(&path, LocalConfig::default())?;
+//! let mut request = Request::new("local").message(Message::user("Write a long story about a dragon."));
+//! request.max_tokens = Some(5);
+//! let answer = model.complete(&request).await?;
+//! assert_eq!(answer.finish_reason, FinishReason::Length);
+//! assert_eq!(answer.usage.output_tokens, 5);
+//! // The worker thread ends once the last handle is gone; wait for it before exiting.
+//! drop(model);
+//! kite_local::wait_for_workers(std::time::Duration::from_secs(10));
+//! # Ok(()) }
+//! ```
 
 mod batching;
 mod engine;

@@ -9,6 +9,30 @@
 //!
 //! The protocol is spoken by `rmcp`, the official Rust SDK; none of its types appear in
 //! this crate's API, so its changes stay here.
+//!
+//! Servers are described by an `McpConfig`, the `[mcp]` table of `kite.toml` (read here
+//! from the same fields in JSON); a server names exactly one transport, and its `Debug`
+//! never shows a token:
+//!
+//! ```
+//! use kite_mcp::{McpConfig, ServerConfig, TransportConfig};
+//! use serde_json::json;
+//!
+//! let config: McpConfig = serde_json::from_value(json!({"servers": {
+//!     "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"]},
+//!     "search": {"url": "https://mcp.example.com/mcp", "bearer_token": "sk-secret",
+//!                "reject": ["delete_index"], "timeout_secs": 30}
+//! }}))?;
+//! let files = ServerConfig::stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"]);
+//! assert_eq!(config.servers["files"], files);
+//! let search = &config.servers["search"];
+//! assert!(matches!(&search.transport, TransportConfig::Http { url, .. } if url == "https://mcp.example.com/mcp"));
+//! assert_eq!(search.reject, ["delete_index"]);
+//! assert_eq!(search.timeout, Some(std::time::Duration::from_secs(30)));
+//! assert!(!format!("{search:?}").contains("sk-secret"));
+//! assert!(serde_json::from_value::<ServerConfig>(json!({"command": "npx", "url": "https://x"})).is_err());
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 
 mod catalog;
 mod child;

@@ -23,6 +23,36 @@
 //! teams made without a restart (`registry.rs`, `admin.rs`), the spend ledger
 //! (`ledger.rs`), stored Responses (`stored.rs`) in the store; limits (`limits.rs`) and the
 //! response cache (`cache.rs`) in Redis.
+//!
+//! The gateway's routes answer in process too: here one route over
+//! `kite_testkit::ScriptedModel`, one client key, and a Chat Completions request sent
+//! straight to the router:
+//!
+//! ```
+//! use axum::{body::Body, http::{Request, StatusCode}};
+//! use kite_serve::{Gateway, Route, router};
+//! use kite_testkit::ScriptedModel;
+//! use std::sync::Arc;
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = ScriptedModel::new().text("Hello from kite.");
+//! let route = Route::new("assistant", Arc::new(model.clone()), "small-model");
+//! let gateway = Arc::new(Gateway::new(vec![route], false).key("sk-client-key"));
+//! let request = Request::post("/v1/chat/completions")
+//!     .header("authorization", "Bearer sk-client-key")
+//!     .header("content-type", "application/json")
+//!     .body(Body::from(r#"{"model": "assistant", "messages": [{"role": "user", "content": "Hi"}]}"#))?;
+//! let response = router(gateway.clone()).oneshot(request).await?;
+//! assert_eq!(response.status(), StatusCode::OK);
+//! let body = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
+//! let answer: serde_json::Value = serde_json::from_slice(&body)?;
+//! assert_eq!(answer["choices"][0]["message"]["content"], "Hello from kite.");
+//! assert_eq!(model.requests()[0].model, "small-model"); // the route's upstream name
+//! assert_eq!(gateway.key_usage(0).map(|u| (u.requests, u.tokens)), Some((1, 15)));
+//! # Ok(()) }
+//! ```
 
 mod admin;
 mod admission;

@@ -16,6 +16,27 @@
 //!   without one unless told so in as many words;
 //! - serves programs that bring their own HTTP client ([`client`]): tools and system prompt
 //!   for each API, tool calls out of raw JSON, results back in, and the whole loop.
+//!
+//! Two skill folders searched: one valid, and one whose name differs from its folder's,
+//! which is left out with the rule it breaks:
+//!
+//! ```
+//! use kite_skills::{Root, Rule, discover};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let root = tmp.path().join("skills");
+//! for (folder, name) in [("release-notes", "release-notes"), ("changelog", "change-log")] {
+//!     std::fs::create_dir_all(root.join(folder))?;
+//!     let text = format!("---\nname: {name}\ndescription: Writes release notes.\n---\n# Steps\n");
+//!     std::fs::write(root.join(folder).join("SKILL.md"), text)?;
+//! }
+//! let found = discover(&[Root::explicit(root.clone())], &tmp.path().join("cache"));
+//! assert_eq!(found.skills.len(), 1);
+//! assert_eq!(found.skills[0].name(), "release-notes");
+//! assert_eq!(found.skills[0].body, "# Steps\n");
+//! assert_eq!(found.invalid[0].problems[0].rule, Rule::NameFolder);
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 mod archive;
 pub mod client;

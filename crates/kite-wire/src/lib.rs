@@ -16,6 +16,31 @@
 //! - [`audio`]: audio transcription (multipart uploads, transcripts, transcript streams).
 //! - [`errors`]: provider error envelopes into typed [`ApiError`](kite_core::ApiError)s.
 //! - [`schema`]: JSON Schema clean-up for providers' strict modes.
+//!
+//! A request encoded for Anthropic Messages, and an OpenAI Chat Completions stream, cut in
+//! the middle of an event as a network may cut it, decoded back into a response:
+//!
+//! ```
+//! use kite_core::{FinishReason, Message, Request, ResponseBuilder};
+//! use kite_wire::{Codec, StreamDecoder, anthropic::Messages, openai_chat::ChatCompletions};
+//!
+//! let request = Request::new("claude-haiku-4-5").system("Be brief.").message(Message::user("Hi"));
+//! let body: serde_json::Value = serde_json::from_slice(&Messages::default().encode(&request, true)?)?;
+//! assert_eq!(body["system"], "Be brief.");
+//! assert_eq!(body["max_tokens"], 4096); // Anthropic requires one; kite's default
+//! assert_eq!(body["stream"], true);
+//!
+//! let mut decoder = ChatCompletions::default().stream_decoder();
+//! let mut events = Vec::new();
+//! decoder.decode(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel", &mut events)?;
+//! decoder.decode(b"lo\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+//!                  data: [DONE]\n\n", &mut events)?;
+//! decoder.finish(&mut events)?;
+//! let response = ResponseBuilder::build(events)?;
+//! assert_eq!(response.text(), "Hello");
+//! assert_eq!(response.finish_reason, FinishReason::Stop);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod anthropic;
 pub mod audio;
