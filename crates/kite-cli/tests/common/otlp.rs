@@ -22,7 +22,9 @@ impl Receiver {
             .arg(dir.join("otlp-raw.jsonl"))
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .expect("the OTLP receiver starts (scripts/setup.sh --tests installs opentelemetry-proto)");
+            .expect(
+                "the OTLP receiver starts (scripts/setup.sh --tests installs opentelemetry-proto)",
+            );
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
