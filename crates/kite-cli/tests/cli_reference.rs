@@ -136,3 +136,43 @@ fn every_command_has_a_man_page() {
     let written = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(written, commands.len(), "one page a command");
 }
+
+/// Pages replace what stands in their place: a link is not followed (its target outside the
+/// folder keeps its bytes), and a FIFO is not opened (which would wait for a reader).
+#[test]
+fn man_pages_replace_links_and_fifos_without_following_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "keep me").unwrap();
+    let pages = dir.path().join("pages");
+    std::fs::create_dir(&pages).unwrap();
+    std::os::unix::fs::symlink(&outside, pages.join("kite.1")).unwrap();
+    let fifo = std::ffi::CString::new(pages.join("kite-ask.1").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kite"))
+        .arg("man")
+        .arg(&pages)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().ok();
+            panic!("kite man waited on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
+    for name in ["kite.1", "kite-ask.1"] {
+        let meta = std::fs::symlink_metadata(pages.join(name)).unwrap();
+        assert!(meta.file_type().is_file(), "{name}: {meta:?}");
+    }
+    let page = std::fs::read_to_string(pages.join("kite.1")).unwrap();
+    assert!(page.contains(".TH kite 1"), "{page}");
+}

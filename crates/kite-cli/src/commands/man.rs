@@ -4,6 +4,7 @@
 
 use crate::terminal::output::{errln, outln};
 use clap::Args;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -44,7 +45,7 @@ fn write_all(dir: &Path, mut cli: clap::Command) -> std::io::Result<usize> {
             .to_owned();
         let mut page = Vec::new();
         clap_mangen::Man::new(command.clone()).render(&mut page)?;
-        std::fs::write(dir.join(format!("{name}.1")), page)?;
+        replace(dir, &format!("{name}.1"), &page)?;
         written += 1;
         pending.extend(
             command
@@ -54,4 +55,18 @@ fn write_all(dir: &Path, mut cli: clap::Command) -> std::io::Result<usize> {
         );
     }
     Ok(written)
+}
+
+/// Writes `page` as `dir/name` through a new file beside it, renamed into place: whatever is
+/// there already (a link, a FIFO) is replaced, never followed or opened, and a reader never
+/// sees half a page.
+fn replace(dir: &Path, name: &str, page: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut file = tempfile::Builder::new()
+        .prefix(".kite-man-")
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)?;
+    file.write_all(page)?;
+    file.persist(dir.join(name)).map_err(|e| e.error)?;
+    Ok(())
 }
