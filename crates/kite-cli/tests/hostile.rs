@@ -1163,6 +1163,13 @@ async fn serve_settings_that_cannot_work_are_refused_before_serving() {
     let big = "[serve.cache] ttl_secs must be from 1 to 31536000";
     let routes = "[[serve.routes]]\nname = \"a\"\nprovider = \"openai\"\nfallbacks = [\"b\", \"nosuch\"]\n\
                   [[serve.routes]]\nname = \"b\"\nprovider = \"openai\"\n";
+    let many_fallbacks: String = (0..10)
+        .map(|i| {
+            let others: Vec<String> = (1..10).map(|k| format!("\"r{k}\"")).collect();
+            let fallbacks = if i == 0 { others.join(", ") } else { String::new() };
+            format!("[[serve.routes]]\nname = \"r{i}\"\nprovider = \"openai\"\nfallbacks = [{fallbacks}]\n")
+        })
+        .collect();
     for (toml, says) in [
         ("[serve.cache]\nttl_secs = 18446744073709551615\n", big),
         ("[serve.cache]\nttl_secs = 31536001\n", big),
@@ -1170,6 +1177,27 @@ async fn serve_settings_that_cannot_work_are_refused_before_serving() {
         (
             routes,
             "[serve] route \"a\": its fallback \"nosuch\" names no route (the routes: a, b)",
+        ),
+        (
+            &routes.replace("\"nosuch\"", "\"a\""),
+            "[serve] route \"a\" names itself as a fallback",
+        ),
+        (
+            &routes.replace("\"nosuch\"", "\"b\""),
+            "[serve] route \"a\": its fallback \"b\" is listed twice",
+        ),
+        (
+            "[[serve.routes]]\nname = \"a\"\nprovider = \"openai\"\n\
+             [[serve.routes]]\nname = \"a\"\nprovider = \"mistral\"\n",
+            "[serve] route \"a\" is defined twice",
+        ),
+        (
+            &routes.replace("name = \"a\"", "name = \" \""),
+            "[serve] route 1: its name is empty",
+        ),
+        (
+            &many_fallbacks,
+            "[serve] route \"r0\": 9 fallbacks, more than 8",
         ),
     ] {
         let config = dir.join("kite.toml");

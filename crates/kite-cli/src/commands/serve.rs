@@ -15,7 +15,7 @@ use crate::terminal::output::errln;
 use clap::Args;
 use kite::serve::{Gateway, Route};
 use routes::{
-    Kept, add_builtin, ask_for_a_call, check_fallbacks, route, skills_kit, tools, upstream_models,
+    Kept, add_builtin, ask_for_a_call, check_routes, route, skills_kit, tools, upstream_models,
 };
 use std::net::SocketAddr;
 use std::path::Path;
@@ -203,7 +203,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             (vec![route], true, chosen.name)
         }
         false => {
-            check_fallbacks(&settings.routes).map_err(fail)?;
+            check_routes(&settings.routes).map_err(fail)?;
             let mut routes = Vec::new();
             for r in &settings.routes {
                 let mut made = route(r, &session, &loaded.config.http).map_err(fail)?;

@@ -62,18 +62,46 @@ pub(super) fn route(
     Ok(made)
 }
 
-/// Refuses a fallback that names no route, which would be passed over without a word.
-pub(super) fn check_fallbacks(
-    routes: &[crate::config::settings::RouteConfig],
-) -> Result<(), String> {
+/// How many fallbacks a route may list: each is tried in turn while the ones before it fail,
+/// so a long list only makes a client wait longer for the same error.
+const MAX_FALLBACKS: usize = 8;
+
+/// Refuses routes the gateway could not serve as written: a name that is empty or taken
+/// twice (the second would never be reached), and a fallback that names no route (it would
+/// be passed over without a word), the route itself, or a route already listed, or one
+/// past [`MAX_FALLBACKS`].
+pub(super) fn check_routes(routes: &[crate::config::settings::RouteConfig]) -> Result<(), String> {
     let named = |n: &String| routes.iter().any(|o| &o.name == n);
-    for r in routes {
+    for (i, r) in routes.iter().enumerate() {
+        let name = &r.name;
+        if name.trim().is_empty() {
+            return Err(format!("[serve] route {}: its name is empty", i + 1));
+        }
+        if routes[..i].iter().any(|o| &o.name == name) {
+            return Err(format!("[serve] route {name:?} is defined twice"));
+        }
         if let Some(missing) = r.fallbacks.iter().find(|f| !named(f)) {
             let known: Vec<&str> = routes.iter().map(|o| o.name.as_str()).collect();
             return Err(format!(
-                "[serve] route {:?}: its fallback {missing:?} names no route (the routes: {})",
-                r.name,
+                "[serve] route {name:?}: its fallback {missing:?} names no route (the routes: {})",
                 known.join(", ")
+            ));
+        }
+        if r.fallbacks.contains(name) {
+            return Err(format!("[serve] route {name:?} names itself as a fallback"));
+        }
+        let repeated = (r.fallbacks.iter().enumerate())
+            .find(|(k, f)| r.fallbacks[..*k].contains(f))
+            .map(|(_, f)| f);
+        if let Some(twice) = repeated {
+            return Err(format!(
+                "[serve] route {name:?}: its fallback {twice:?} is listed twice"
+            ));
+        }
+        if r.fallbacks.len() > MAX_FALLBACKS {
+            return Err(format!(
+                "[serve] route {name:?}: {} fallbacks, more than {MAX_FALLBACKS}",
+                r.fallbacks.len()
             ));
         }
     }
