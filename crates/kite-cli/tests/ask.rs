@@ -350,6 +350,27 @@ async fn without_a_key_the_local_model_makes_a_forced_tool_call_and_answers() {
     );
 }
 
+/// `[defaults] provider = "local"` picks the embedded model even with a key set, as `--local`
+/// does: the key's provider (out of reach here) is never asked.
+#[tokio::test]
+async fn defaults_may_name_the_local_model() {
+    if !local_model_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kite.toml");
+    std::fs::write(&config, "[defaults]\nprovider = \"local\"\n").unwrap();
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .arg("--config")
+        .arg(&config)
+        .args(["ask", "--no-store", "--max-tokens", "3", "Say hi"]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("using the local model"), "{}", r.stderr);
+    assert!(!r.stdout.trim().is_empty(), "no answer: {}", r.stderr);
+}
+
 #[tokio::test]
 async fn the_local_model_given_a_tool_calls_it_unless_told_otherwise_and_says_when_it_did_not() {
     if !local_model_installed() {

@@ -110,7 +110,13 @@ impl SessionArgs {
         if self.provider.is_none() && !self.local && !compatible {
             // The provider as `choose_model` would pick it, so that its `[providers.NAME]`
             // applies: `--api` names OpenAI, then `[defaults]`, then the first key set.
+            // `[defaults] provider = "local"` is `--local`, as in a route.
+            self.local = self.api.is_none()
+                && d.provider
+                    .as_deref()
+                    .is_some_and(|p| p.eq_ignore_ascii_case("local"));
             self.provider = match (&self.api, &d.provider) {
+                _ if self.local => None,
                 (Some(_), _) => Some(Provider::OpenAi),
                 (None, Some(name)) => Some(
                     Provider::parse(name)
