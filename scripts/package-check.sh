@@ -13,29 +13,32 @@
 # A package carries no workspace profile, so both builds would otherwise take full debug
 # information (llama.cpp alone then needs 1.3 GB): they are built as the workspace builds its
 # dependencies, without it. The packages are unpacked in a fixed folder outside the workspace
-# (KITE_PACKAGE_WORK), so that a second run rebuilds in place rather than beside the first;
-# the folder and the packages are removed at the end.
+# (~/.cache/kite/package-check), so that a second run rebuilds in place rather than beside
+# the first; one run at a time holds it, and what a run put there is removed at its end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-target="${KITE_PACKAGE_TARGET:-$repo/target}"
+packages="${CARGO_TARGET_DIR:-$repo/target}/package" # where `cargo package` writes
+target="${KITE_PACKAGE_TARGET:-${CARGO_TARGET_DIR:-$repo/target}}"
 export CARGO_PROFILE_DEV_DEBUG=false
-work="${KITE_PACKAGE_WORK:-${TMPDIR:-/tmp}/kite-package-check}"
-rm -rf "$work"
+work="${XDG_CACHE_HOME:-$HOME/.cache}/kite/package-check"
 mkdir -p "$work"
+exec 9>"$work.lock"
+flock -n 9 || { echo "package-check: another run is using $work" >&2; exit 1; }
 serve_pid=""
 cleanup() {
   [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null || true
-  rm -rf "$work" "$repo/target/package"
+  rm -rf "$work/src" "$work/root" "$work/elsewhere" "$work"/version "$work"/answer \
+    "$work"/ask.log "$work"/serve.log "$work"/models "$packages"
 }
+cleanup
 trap cleanup EXIT
 
 echo "package-check: packaging the workspace's crates" >&2
-rm -f target/package/*.crate
 cargo package -q --workspace --exclude kite-bench --allow-dirty
 mkdir -p "$work/src"
 patches=()
-for crate in target/package/*.crate; do
+for crate in "$packages"/*.crate; do
   name=$(basename "$crate" .crate)
   [ "$name" = "${name#kite-bench-}" ] || continue
   tar xzf "$crate" -C "$work/src"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates crates/kite-prices/data/prices.json, the price table kite carries, from a
-# release of PyPI's genai-prices (default: the one scripts/setup.sh installs for the tests,
+# release of PyPI's genai-prices (default: the one scripts/setup.sh --tests installs,
 # which compare kite's prices with that release's calculator):
 #
 #   scripts/prices-snapshot.sh [VERSION]

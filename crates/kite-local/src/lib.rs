@@ -23,6 +23,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), kite_core::Error> {
 //! let Ok(path) = kite_local::find_model() else {
+//! #   assert!(std::env::var_os("KITE_REQUIRE_LOCAL_MODEL").is_none(), "no local model");
 //!     return Ok(()); // no model: `kite model fetch` installs one
 //! };
 //! let model = LocalModel::load(&path, LocalConfig::default())?;

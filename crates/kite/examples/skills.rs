@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 /// `agent` with the skills found under `folder`; the workspace lives as long as the run.
 fn agent_with_skills(agent: Agent, folder: &Path) -> std::io::Result<(Agent, SkillRun)> {
-    let cache = std::env::temp_dir().join("kite-skills-cache"); // where archives unpack
+    // Archives unpack in a private folder, kept while the skills in it are in use.
+    let cache = tempfile::tempdir()?.keep();
     let found = discover(&[Root::explicit(folder)], &cache);
     for problem in found
         .invalid

@@ -9,7 +9,7 @@
 //! use kite::{Message, Model, Provider, Request};
 //!
 //! # async fn demo() -> Result<(), kite::Error> {
-//! let model = Provider::OpenAi.from_env()?; // reads OPENAI_API_KEY
+//! let model = Provider::OpenAi.from_env()?; // reads OPENAI_API_KEY (and OPENAI_BASE_URL)
 //! let answer = model
 //!     .complete(&Request::new("gpt-4o-mini").message(Message::user("Say hi")))
 //!     .await?;

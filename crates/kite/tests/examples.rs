@@ -30,7 +30,16 @@ fn example(name: &str) -> PathBuf {
         .and_then(|deps| deps.parent())
         .expect("target/<profile>");
     let path = dir.join("examples").join(name);
-    assert!(path.is_file(), "{} is not built", path.display());
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("examples/{name}.rs"));
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    assert!(
+        path.is_file() && modified(&path) >= modified(&source),
+        "{} is not built from the latest {}: a plain `cargo test` builds the examples, or \
+         `cargo build -p kite-llm --examples --features mcp,skills,otel,prices`",
+        path.display(),
+        source.display()
+    );
     path
 }
 
@@ -83,7 +92,10 @@ async fn stream_prints_the_answer_as_it_arrives() {
     .await;
     let out = run("stream", &["Count to three."], &server, &[]).await;
     assert_eq!(stdout(&out).trim(), "1\n2\n3");
-    let asked = server.requests()[0].body_text();
+    let request = &server.requests()[0];
+    // OPENAI_BASE_URL ends in /v1, as the SDKs' does.
+    assert_eq!(request.path, "/v1/chat/completions");
+    let asked = request.body_text();
     assert!(asked.contains("Count to three."), "{asked}");
     assert!(asked.contains(r#""stream":true"#), "{asked}");
 }

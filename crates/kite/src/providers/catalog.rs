@@ -229,9 +229,10 @@ impl Provider {
         }
     }
 
-    /// The endpoint for `value`, the value of `var`: the provider's own when unset or empty.
+    /// The endpoint for `value`, the value of `var`: the provider's own when unset or blank.
+    /// Anthropic's gets `/v1` added, as its SDK adds it (so a value ending in `/v1` gets two).
     fn endpoint_at(self, var: &str, value: Option<std::ffi::OsString>) -> Result<Endpoint, Error> {
-        let Some(url) = value.filter(|v| !v.is_empty()) else {
+        let Some(url) = value.filter(|v| !v.to_string_lossy().trim().is_empty()) else {
             return Ok(Endpoint::new());
         };
         let url = url
@@ -379,6 +380,7 @@ mod tests {
             Some("https://proxy.example/v1")
         );
         assert_eq!(url(Provider::OpenAi, Some("")), None);
+        assert_eq!(url(Provider::OpenAi, Some(" ")), None);
         assert_eq!(url(Provider::OpenAi, None), None);
         assert_eq!(Provider::Groq.base_url_var(), None);
     }

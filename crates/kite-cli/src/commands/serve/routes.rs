@@ -77,6 +77,11 @@ pub(super) fn check_routes(routes: &[crate::config::settings::RouteConfig]) -> R
         if name.trim().is_empty() {
             return Err(format!("[serve] route {}: its name is empty", i + 1));
         }
+        if name.trim() != name {
+            return Err(format!(
+                "[serve] route {name:?}: its name begins or ends with a space"
+            ));
+        }
         if routes[..i].iter().any(|o| &o.name == name) {
             return Err(format!("[serve] route {name:?} is defined twice"));
         }
