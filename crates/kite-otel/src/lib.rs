@@ -21,6 +21,40 @@
 //!     let _ = t.shutdown(std::time::Duration::from_secs(2)); // sends what is left
 //! }
 //! ```
+//!
+//! [`Telemetry::with_providers`] takes OpenTelemetry's providers instead, with any exporter:
+//! here one that keeps the spans in memory, for a model call to a loopback server.
+//!
+//! ```
+//! use kite::{FinishReason, Message, Model, OpenAiCompatible, Request, Response};
+//! use kite::wire::openai_chat::Dialect;
+//! use kite_otel::{GenAiExporter, Telemetry};
+//! use kite_testkit::render::{Shape, sse};
+//! use kite_testkit::{ReplayServer, Reply};
+//! use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+//! use tracing_subscriber::layer::SubscriberExt as _;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let spans = InMemorySpanExporter::default();
+//! let tracer = SdkTracerProvider::builder()
+//!     .with_simple_exporter(GenAiExporter::new(spans.clone()))
+//!     .build();
+//! let telemetry = Telemetry::with_providers(tracer, None);
+//! let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+//! let _guard = tracing::subscriber::set_default(subscriber);
+//!
+//! let mut answer = Response::empty(FinishReason::Stop);
+//! answer.message = Message::assistant("Hello.");
+//! let server = ReplayServer::start(vec![Reply::sse(sse(Shape::Chat, &answer, 1))]).await;
+//! let model = OpenAiCompatible::new(format!("{}/v1", server.url()), Dialect::OpenAi);
+//! model.complete(&Request::new("gpt-5-nano").message(Message::user("Hi"))).await?;
+//!
+//! let finished = spans.get_finished_spans()?;
+//! assert!(finished.iter().any(|s| s.name == "chat gpt-5-nano"));
+//! telemetry.shutdown(std::time::Duration::from_secs(1))?;
+//! # Ok(()) }
+//! ```
 
 mod export;
 mod metrics;

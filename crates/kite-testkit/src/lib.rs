@@ -24,14 +24,27 @@
 //! [`render::sse`] writes a [`Response`](kite_core::Response) as each provider would stream
 //! it, so a scripted scenario can run through the real codecs and transport.
 //!
-//! ```no_run
-//! # async fn demo() {
+//! ```
 //! use kite_testkit::{ReplayServer, Reply};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! # fn main() -> std::io::Result<()> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! let server = ReplayServer::start(vec![
 //!     Reply::status(429).header("retry-after", "1"),
 //!     Reply::sse(b"data: [DONE]\n\n".to_vec()).chunked(7, std::time::Duration::from_millis(2)),
 //! ]).await;
 //! let base_url = server.url(); // http://127.0.0.1:PORT
+//! // Any client will do: here, one request by hand.
+//! let mut conn = tokio::net::TcpStream::connect(base_url.trim_start_matches("http://")).await?;
+//! conn.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}")
+//!     .await?;
+//! let mut reply = [0u8; 64];
+//! let n = conn.read(&mut reply).await?;
+//! assert!(reply[..n].starts_with(b"HTTP/1.1 429"));
+//! assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+//! assert_eq!(server.unused(), 1); // the stream is left for the next request
+//! # Ok(()) })
 //! # }
 //! ```
 

@@ -16,6 +16,29 @@
 //! println!("{}", answer.text());
 //! # Ok(()) }
 //! ```
+//!
+//! The same call goes to any server that speaks a provider's API, given its address; here a
+//! loopback server that answers with a stream OpenAI sent (no key is needed for a server
+//! named this way):
+//!
+//! ```
+//! use kite::{Endpoint, Message, Model, Provider, Request};
+//! use kite_testkit::{ReplayServer, Reply, fixture};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kite::Error> {
+//! let recorded = fixture("openai/chat-completions/stream-text-with-usage/response.sse");
+//! let server = ReplayServer::start(vec![Reply::sse(recorded)]).await;
+//! let at = Endpoint::at(format!("{}/v1", server.url()));
+//! let model = Provider::OpenAi.model("gpt-4o-mini", &at)?;
+//! let answer = model
+//!     .complete(&Request::new("gpt-4o-mini").message(Message::user("Count to three.")))
+//!     .await?;
+//! assert_eq!(answer.text(), "1\n2\n3");
+//! assert!(answer.usage.total_tokens > 0);
+//! assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+//! # Ok(()) }
+//! ```
 
 mod providers;
 
