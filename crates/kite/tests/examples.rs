@@ -287,3 +287,22 @@ async fn mcp_gives_the_agent_the_servers_tools_and_calls_them() {
     let second = requests[1].body_text();
     assert!(second.contains("hello from the model"), "{second}");
 }
+
+#[cfg(feature = "local")]
+#[tokio::test]
+async fn local_calls_the_tool_and_answers_with_no_key_and_no_server() {
+    if kite::local::find_model().is_err() {
+        assert!(
+            std::env::var_os("KITE_REQUIRE_LOCAL_MODEL").is_none(),
+            "no local model (kite model fetch)"
+        );
+        return;
+    }
+    // No server answers: the model runs in process.
+    let server = ReplayServer::start(Vec::new()).await;
+    let out = run("local", &["What is the date and time now?"], &server, &[]).await;
+    let err = stderr(&out);
+    assert!(err.contains("[tool] now -> {\"unix\": "), "{err}");
+    assert!(!stdout(&out).trim().is_empty(), "no answer: {err}");
+    assert!(server.requests().is_empty());
+}
