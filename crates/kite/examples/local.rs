@@ -20,7 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = LocalModel::load(&find_model()?, LocalConfig::default())?;
     let now = tool(
         "now",
-        "The current date and time (UTC)",
+        "The time now, in seconds since 1970-01-01 UTC",
         |_: Nothing, _| async {
             let secs = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
