@@ -256,6 +256,35 @@ async fn a_provider_that_stalls_or_never_answers_is_given_up_on_by_the_deadlines
     assert!(r.stderr.contains("no answer within 500ms"), "{}", r.stderr);
     assert!(started.elapsed() < Duration::from_secs(30));
     drop(silent);
+
+    // Nothing listens: the retries stop before `--timeout` would pass in a wait, and the
+    // error says why the last attempt failed. (The first wait is 0.5 to 1 s, the first two
+    // 1.5 to 3 s: two attempts, the last well before the deadline.)
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let r = run(kite()
+        .env("KITE_API_KEY", KEY)
+        .args(["ask", "--timeout", "1.4", "--base-url"])
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let last = r.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("could not connect") && last.contains("refused"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("said nothing"), "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

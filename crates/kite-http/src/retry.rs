@@ -23,6 +23,13 @@ pub struct RetryPolicy {
     pub transport_base: Duration,
     /// No single wait is longer; a `Retry-After` beyond it is not waited for. Default 60 s.
     pub max_delay: Duration,
+    /// No retry begins whose wait would end later than this after the first attempt
+    /// began: the last failure is returned instead, rather than a caller's deadline passing
+    /// in a wait that says nothing of why. Default none; [`Endpoint`] sets it to the wait
+    /// for an answer to start.
+    ///
+    /// [`Endpoint`]: https://docs.rs/kite/latest/kite/struct.Endpoint.html
+    pub give_up_after: Option<Duration>,
 }
 
 impl Default for RetryPolicy {
@@ -33,6 +40,7 @@ impl Default for RetryPolicy {
             server_error_base: Duration::from_secs(2),
             transport_base: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
+            give_up_after: None,
         }
     }
 }
@@ -129,12 +137,21 @@ impl<T: Transport> Retry<T> {
 impl<T: Transport> Transport for Retry<T> {
     fn send(&self, request: HttpRequest) -> TransportFuture<'_> {
         Box::pin(async move {
+            let began = tokio::time::Instant::now();
             let mut attempt = 0;
             loop {
                 let result = self.inner.send(request.clone()).await;
                 match self.judge(result, attempt).await {
                     Verdict::Done(r) => return r,
                     Verdict::RetryAfter(_, r) if attempt >= self.policy.max_retries => return r,
+                    Verdict::RetryAfter(delay, r)
+                        if self
+                            .policy
+                            .give_up_after
+                            .is_some_and(|limit| began.elapsed() + delay > limit) =>
+                    {
+                        return r;
+                    }
                     Verdict::RetryAfter(delay, r) => {
                         let why = match &r {
                             Ok(resp) => format!("HTTP {}", resp.status),
@@ -165,5 +182,66 @@ mod tests {
             }
         }
         assert!(p.backoff(Duration::from_secs(5), 10) <= p.max_delay);
+    }
+
+    /// A transport whose every connection is refused, counting its attempts.
+    struct Refused(std::sync::atomic::AtomicU32);
+
+    impl Transport for Refused {
+        fn send(&self, _: HttpRequest) -> TransportFuture<'_> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async {
+                Err(Error::transport(
+                    TransportErrorKind::Connect,
+                    "connection refused",
+                ))
+            })
+        }
+    }
+
+    /// How many attempts, and after how long the failure came back, under `give_up_after`.
+    fn attempts(give_up_after: Option<Duration>) -> (u32, Duration, Error) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let policy = RetryPolicy {
+                give_up_after,
+                ..RetryPolicy::default()
+            };
+            let refused = Refused(0.into());
+            let began = tokio::time::Instant::now();
+            let retry = Retry::new(&refused, policy);
+            let err = match retry
+                .send(HttpRequest::new(http::Method::GET, "http://x/"))
+                .await
+            {
+                Ok(_) => panic!("a refused connection succeeded"),
+                Err(e) => e,
+            };
+            (refused.0.into_inner(), began.elapsed(), err)
+        })
+    }
+
+    #[test]
+    fn retries_stop_before_a_wait_would_pass_the_limit() {
+        // 1 s base: waits in [0.5, 1], [1, 2], [2, 4] s.
+        let (all, took, _) = attempts(None);
+        assert_eq!(all, 4);
+        assert!(took >= Duration::from_millis(3500), "{took:?}");
+        // The first wait alone may end past 0.4 s: one attempt, its own error, at once.
+        let (one, took, err) = attempts(Some(Duration::from_millis(400)));
+        assert_eq!((one, took), (1, Duration::ZERO));
+        assert!(
+            matches!(&err, Error::Transport(t) if t.kind == TransportErrorKind::Connect),
+            "{err:?}"
+        );
+        // Past 1 s, the first wait fits and the third cannot: two or three attempts, all
+        // within the limit.
+        let (some, took, _) = attempts(Some(Duration::from_secs(3)));
+        assert!((2..=3).contains(&some), "{some} attempts");
+        assert!(took <= Duration::from_secs(3), "{took:?}");
     }
 }

@@ -21,6 +21,7 @@ fn fast_retries() -> RetryPolicy {
         server_error_base: Duration::from_millis(10),
         transport_base: Duration::from_millis(10),
         max_delay: Duration::from_secs(5),
+        give_up_after: None,
     }
 }
 

@@ -43,8 +43,15 @@ impl Endpoint {
     }
 
     /// `m`, its requests sent the way this endpoint says: through its transport, or over the
-    /// network with its timeouts. (The base URL is given when `m` is made.)
+    /// network with its timeouts. (The base URL is given when `m` is made.) With timeouts,
+    /// no retry begins that would end past the wait for an answer to start
+    /// ([`RetryPolicy::give_up_after`](kite_http::RetryPolicy::give_up_after)): the caller
+    /// hears why the last attempt failed before that deadline passes.
     pub fn carry<A: Api + Clone>(&self, m: HttpModel<A>) -> Result<HttpModel<A>, Error> {
+        let m = match self.timeouts {
+            Some(t) => m.give_up_after(t.response),
+            None => m,
+        };
         Ok(match (&self.transport, self.timeouts) {
             (Some(t), _) => m.transport(t.clone()),
             (None, Some(t)) => m.transport(ReqwestTransport::shared()?.with_timeouts(t)),

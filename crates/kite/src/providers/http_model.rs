@@ -132,6 +132,11 @@ impl<A: Api + Clone> HttpModel<A> {
         self.edit(|i| i.retry = policy)
     }
 
+    /// Retries stop where they would end past `limit` after the first attempt.
+    pub(crate) fn give_up_after(self, limit: std::time::Duration) -> Self {
+        self.edit(|i| i.retry.give_up_after = Some(limit))
+    }
+
     /// The URL requests go to.
     pub fn url(&self) -> &str {
         &self.inner.url

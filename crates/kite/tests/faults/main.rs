@@ -35,6 +35,7 @@ pub(crate) fn retries() -> RetryPolicy {
         server_error_base: Duration::from_millis(10),
         transport_base: Duration::from_millis(10),
         max_delay: Duration::from_millis(200),
+        give_up_after: None,
     }
 }
 
