@@ -362,8 +362,15 @@ impl Session {
     }
 
     /// Says when the local model answered without calling any of the tools it was offered:
-    /// what it said then is its own guess.
+    /// what it said then is its own guess. (Not for an answer cut at the token limit, which
+    /// is said already, and may have been cut inside its call.)
     fn say_if_ungrounded(&self, run: &kite::Run) {
+        if let Some(StopReason::Finished {
+            finish_reason: kite::FinishReason::Length,
+        }) = run.stop_reason()
+        {
+            return;
+        }
         let offered = self.agent.tools().specs();
         let called = run
             .new_messages()

@@ -350,6 +350,37 @@ async fn without_a_key_the_local_model_makes_a_forced_tool_call_and_answers() {
     );
 }
 
+#[tokio::test]
+async fn a_forced_local_call_cut_by_the_token_limit_is_neither_text_nor_a_guess() {
+    if !local_model_installed() {
+        return;
+    }
+    // Eight tokens hold `<tool_call>` and the start of the call's JSON, not its end.
+    let r = run(kite().args([
+        "ask",
+        "--local",
+        "--no-store",
+        "--tool",
+        "now",
+        "--tool-choice",
+        "now",
+        "--max-tokens",
+        "8",
+        "What time is it?",
+    ]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("tool_call"), "{:?}", r.stdout);
+    assert!(!r.stdout.contains("name"), "{:?}", r.stdout);
+    assert!(
+        r.stderr.contains("cut short at the limit on tokens"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("own guess"), "{}", r.stderr);
+    assert!(!r.stderr.contains("[tool]"), "{}", r.stderr);
+}
+
 /// `[defaults] provider = "local"` picks the embedded model even with a key set, as `--local`
 /// does: the key's provider (out of reach here) is never asked.
 #[tokio::test]
@@ -419,6 +450,39 @@ async fn anthropic_is_a_provider_too() {
     assert_eq!(req.header("x-api-key"), Some(KEY));
     let body: Value = serde_json::from_slice(&req.body).unwrap();
     assert_eq!(body["model"], "claude-haiku-4-5");
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_the_token_limit_says_so_after_its_text() {
+    let server = ReplayServer::start(vec![Reply::sse(fixture(
+        "anthropic/messages/stream-max-tokens/response.sse",
+    ))])
+    .await;
+    let r = run(kite()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .args(["ask", "--provider", "anthropic", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("Tell me a story"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.trim().is_empty(), "the text so far is shown");
+    assert!(
+        r.stderr.contains("cut short at the limit on tokens"),
+        "{}",
+        r.stderr
+    );
+    // A whole answer says nothing of the kind.
+    let server = ReplayServer::start(vec![Reply::sse(fixture(
+        "anthropic/messages/stream-text/response.sse",
+    ))])
+    .await;
+    let r = run(kite()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .args(["ask", "--provider", "anthropic", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("Say hello"))
+    .await;
+    assert!(!r.stderr.contains("cut short"), "{}", r.stderr);
 }
 
 #[tokio::test]

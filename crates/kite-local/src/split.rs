@@ -157,7 +157,10 @@ impl Splitter {
         });
     }
 
-    /// The generation ended: whatever is pending is text (an unclosed call included).
+    /// The generation ended: whatever is pending is text. A call left open was cut by the
+    /// token limit (past its tag the grammar writes it, and only ends it closed): it is kept
+    /// if its JSON is whole, and otherwise dropped, since half a call is neither a call nor
+    /// anything the model meant to say.
     pub(crate) fn finish(&mut self, out: &mut Vec<Event>) {
         if self.stopped {
             return;
@@ -165,11 +168,8 @@ impl Splitter {
         if self.in_call {
             self.in_call = false;
             let body = std::mem::take(&mut self.pending);
-            // A call cut by the token limit: keep it if its JSON is whole.
             if serde_json::from_str::<serde_json::Value>(body.trim()).is_ok() {
                 self.call(&body, out);
-            } else {
-                out.push(Event::text(self.calls, format!("{OPEN}{body}")));
             }
             return;
         }
@@ -246,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn malformed_or_unclosed_calls_are_text() {
+    fn malformed_calls_are_text_and_half_calls_are_dropped() {
         let (text, calls, _) = run(&["<tool_call>not json</tool_call>"], &[]);
         assert_eq!(
             (text.as_str(), calls.len()),
@@ -258,8 +258,8 @@ mod tests {
             ("", 1),
             "a whole call cut before its close tag"
         );
-        let (text, _, _) = run(&["<tool_call>{\"name\":"], &[]);
-        assert_eq!(text, "<tool_call>{\"name\":");
+        let (text, calls, _) = run(&["Let me look.<tool_call>{\"name\":"], &[]);
+        assert_eq!((text.as_str(), calls.len()), ("Let me look.", 0));
     }
 
     #[test]

@@ -323,6 +323,12 @@ impl Output {
                 errln!("kite: stopped after {max_turns} model calls; allow more with --max-turns")
             }
             Some(StopReason::Hook { message }) => errln!("kite: stopped: {message}"),
+            Some(StopReason::Finished {
+                finish_reason: kite::FinishReason::Length,
+            }) => errln!(
+                "kite: the answer was cut short at the limit on tokens; allow more with \
+                 --max-tokens"
+            ),
             Some(StopReason::BudgetExceeded { tokens, cost }) => errln!(
                 "kite: stopped before the next model call: it would pass the budget ({tokens} \
                  tokens{} spent)",
