@@ -381,6 +381,33 @@ async fn a_forced_local_call_cut_by_the_token_limit_is_neither_text_nor_a_guess(
     assert!(!r.stderr.contains("[tool]"), "{}", r.stderr);
 }
 
+#[tokio::test]
+async fn the_local_model_refuses_an_image_it_cannot_see() {
+    if !local_model_installed() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("kite-ask-image-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A PNG's signature and header are enough for kite to take it as an image.
+    let png = dir.join("red.png");
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
+    bytes.extend_from_slice(&[0x90, 0x77, 0x53, 0xde]);
+    std::fs::write(&png, bytes).unwrap();
+    let r = run(kite()
+        .args(["ask", "--local", "--no-store", "-a"])
+        .arg(&png)
+        .arg("What colour is this?"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{:?}", r.stdout);
+    assert!(
+        r.stderr.contains("reads text only") && r.stderr.contains("an image"),
+        "{}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `[defaults] provider = "local"` picks the embedded model even with a key set, as `--local`
 /// does: the key's provider (out of reach here) is never asked.
 #[tokio::test]

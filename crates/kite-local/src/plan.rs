@@ -3,7 +3,7 @@
 
 use crate::engine::engine;
 use crate::grammar;
-use kite_core::{Error, Request, ResponseFormat, ToolChoice};
+use kite_core::{Error, Part, Request, ResponseFormat, Role, ToolChoice};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 
@@ -35,6 +35,12 @@ impl Plan {
         }
         if let Some(why) = req.foreign_option("local", "the local model") {
             return Err(Error::InvalidRequest(why));
+        }
+        if let Some(what) = unreadable_question(req) {
+            return Err(Error::InvalidRequest(format!(
+                "the local model reads text only, and the question carries {what}; ask a \
+                 provider that reads it"
+            )));
         }
         // The model answers at once: an effort of none, minimal or low asks for little
         // thinking, which that meets (Codex asks for low by default), and a summary alone
@@ -149,6 +155,19 @@ impl Plan {
     }
 }
 
+/// What the newest user message carries that the model cannot read: an image, or a
+/// document that is not text. (Earlier messages keep a placeholder in the prompt, so a
+/// conversation begun with another model goes on; the question itself must be readable,
+/// or the answer would be a guess about what it cannot see.)
+fn unreadable_question(req: &Request) -> Option<&'static str> {
+    let question = req.messages.iter().rev().find(|m| m.role == Role::User)?;
+    question.parts.iter().find_map(|p| match p {
+        Part::Image { .. } => Some("an image"),
+        Part::Document(d) if d.as_text().is_none() => Some("a document that is not text"),
+        _ => None,
+    })
+}
+
 fn rand_seed() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -159,6 +178,32 @@ fn rand_seed() -> u32 {
 mod tests {
     use super::Plan;
     use kite_core::{Error, ReasoningConfig, Request};
+
+    #[test]
+    fn a_question_with_an_image_is_refused_and_an_earlier_one_is_not() {
+        use kite_core::{Message, Part};
+        let image = Message::new(
+            kite_core::Role::User,
+            vec![
+                Part::text("What colour is this?"),
+                Part::image_url("https://example.com/red.png"),
+            ],
+        );
+        let mut req = Request::new("local");
+        req.messages = vec![image.clone()];
+        let refused = Plan::of(&req).err();
+        assert!(
+            matches!(&refused, Some(Error::InvalidRequest(m)) if m.contains("an image")),
+            "{refused:?}"
+        );
+        // Answered by another model, then a question in text: the image stays behind.
+        req.messages = vec![
+            image,
+            Message::assistant("Red."),
+            Message::user("And what is 2 + 2?"),
+        ];
+        assert!(Plan::of(&req).is_ok());
+    }
 
     #[test]
     fn a_reasoning_setting_is_refused_not_dropped() {
