@@ -405,6 +405,49 @@ async fn the_local_model_in_the_gateway_calls_the_tool_it_is_given() {
     assert!(said.contains(r#""name":"now""#), "{said}");
 }
 
+#[tokio::test]
+async fn routes_on_the_local_model_share_one_load_of_it() {
+    let Some(model) = common::local_model() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kite.toml"),
+        "[[serve.routes]]\nname = \"small\"\nprovider = \"local\"\n\n\
+         [[serve.routes]]\nname = \"tiny\"\nprovider = \"local\"\n",
+    )
+    .unwrap();
+    let data = common::trust(dir.path());
+    let served = start(
+        kite_serve()
+            .current_dir(dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("KITE_LOG", "off")
+            .env("KITE_LOCAL_MODEL", &model),
+    );
+    assert_eq!(
+        served.said.matches("using the local model").count(),
+        1,
+        "{}",
+        served.said
+    );
+    for route in ["small", "tiny"] {
+        let answer: Value = reqwest::Client::new()
+            .post(format!("{}/chat/completions", served.base))
+            .bearer_auth(served.key())
+            .json(&json!({"model": route, "max_tokens": 4,
+                "messages": [{"role": "user", "content": "Say hi"}]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let text = answer["choices"][0]["message"]["content"].as_str();
+        assert!(text.is_some_and(|t| !t.is_empty()), "{route}: {answer}");
+    }
+}
+
 // Two workers: the upstream answers kite's listing while `start` waits for kite to say
 // where it serves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

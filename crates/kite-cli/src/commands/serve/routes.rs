@@ -12,6 +12,7 @@ pub(super) fn route(
     r: &crate::config::settings::RouteConfig,
     session: &SessionArgs,
     http: &crate::config::HttpConfig,
+    kept: &mut Kept,
 ) -> Result<Route, String> {
     let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
     let (model, upstream) = match r.provider.as_str() {
@@ -22,12 +23,18 @@ pub(super) fn route(
                 r.name
             ));
         }
-        "local" => {
-            let mut local = session.clone();
-            local.local = true;
-            let chosen = choose_model(&local, http).map_err(context)?;
-            (chosen.model, chosen.name)
-        }
+        // Loaded once, for every route that names it: each load is a copy of its weights
+        // and a context for `--parallel` conversations.
+        "local" => match &kept.local {
+            Some((model, name)) => (model.clone(), name.clone()),
+            None => {
+                let mut local = session.clone();
+                local.local = true;
+                let chosen = choose_model(&local, http).map_err(context)?;
+                kept.local = Some((chosen.model.clone(), chosen.name.clone()));
+                (chosen.model, chosen.name)
+            }
+        },
         name => {
             let provider = kite::Provider::parse(name).map_err(context)?;
             let upstream = r
@@ -113,10 +120,12 @@ pub(super) fn check_routes(routes: &[crate::config::settings::RouteConfig]) -> R
     Ok(())
 }
 
-/// What routes' tools need kept for as long as kite serves: MCP connections.
+/// What routes share and keep for as long as kite serves: MCP connections, and the local
+/// model once loaded.
 #[derive(Default)]
 pub(super) struct Kept {
     pub(super) hubs: Vec<kite::mcp::Hub>,
+    pub(super) local: Option<(Arc<dyn kite::Model>, String)>,
 }
 
 /// Gives `route` the tools `r` names: built-in ones, configured MCP servers', skills'.
