@@ -186,21 +186,61 @@ async fn list_finds_skills_nearest_first_and_says_what_it_skipped() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let names: Vec<&str> = skills.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    // The project folder is not trusted: its skills come last, not offered, and hide
+    // nothing, as `kite ask` sees them.
     assert_eq!(
         names,
-        ["nested-skill", "word-count", "csv-stats", "release-notes"]
+        [
+            "nested-skill",
+            "word-count",
+            "csv-stats",
+            "release-notes",
+            "csv-stats"
+        ]
     );
-    let csv = &skills[2];
+    let offered: Vec<bool> = skills.iter().map(|s| s["offered"] == true).collect();
+    assert_eq!(offered, [true, true, true, true, false]);
+    let path = |s: &Value| s["path"].as_str().unwrap().to_owned();
     assert!(
-        csv["path"]
+        path(&skills[2]).ends_with("config/kite/skills/csv-stats"),
+        "{}",
+        skills[2]
+    );
+    assert!(
+        path(&skills[4]).ends_with("project/.agents/skills/csv-stats"),
+        "{}",
+        skills[4]
+    );
+    assert!(
+        skills[2]["description"].as_str().unwrap().contains("CSV"),
+        "{}",
+        skills[2]
+    );
+    assert!(!r.stderr.contains("is hidden by"), "{}", r.stderr);
+    // What is wrong with a waiting skill is said before it is trusted.
+    assert!(r.stderr.contains("name-mismatch"), "{}", r.stderr);
+    // Trusted, the nearer csv-stats, the project's, is offered, and hides the user's.
+    let trusted = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .arg("trust")
+        .arg(&project)
+        .env("XDG_DATA_HOME", &data)
+        .output()
+        .unwrap();
+    assert!(trusted.status.success(), "{trusted:?}");
+    let r = run(&mut list(true)).await;
+    let names: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["path"].clone())
+        .collect();
+    assert_eq!(names.len(), 4, "{}", r.stdout);
+    assert!(
+        names[2]
             .as_str()
             .unwrap()
             .ends_with("project/.agents/skills/csv-stats"),
-        "the nearer csv-stats wins: {csv}"
-    );
-    assert!(
-        csv["description"].as_str().unwrap().contains("CSV"),
-        "{csv}"
+        "{}",
+        r.stdout
     );
     assert!(
         r.stderr.contains("the skill csv-stats at") && r.stderr.contains("is hidden by the one at"),
@@ -480,4 +520,54 @@ async fn a_projects_skills_wait_for_the_folder_to_be_trusted() {
     let r = run(common::in_trusted(dir.path()).args(["skills", "list"])).await;
     assert!(r.stderr.contains("others may write in"), "{}", r.stderr);
     assert!(!r.stdout.contains("word-count"), "{}", r.stdout);
+}
+
+#[tokio::test]
+async fn a_waiting_project_skill_does_not_hide_the_users_one_of_the_same_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let config = dir.path().join("config");
+    copy(
+        &fixtures().join("valid/word-count"),
+        &project.join(".agents/skills/word-count"),
+    );
+    copy(
+        &fixtures().join("valid/word-count"),
+        &config.join("kite/skills/word-count"),
+    );
+    std::fs::write(project.join("kite.toml"), "").unwrap();
+    let list = |args: &[&str]| {
+        let mut c = common::in_trusted(&project);
+        c.env("XDG_CONFIG_HOME", &config)
+            .args(["skills"])
+            .args(args);
+        c
+    };
+    // As `kite ask` sees it: the user's skill is offered; the project's waits, hiding
+    // nothing.
+    let r = run(&mut list(&["list", "--json"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", r.stdout);
+    let from = |v: &Value| v["path"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(lines[0]["offered"], true, "{}", r.stdout);
+    assert!(from(&lines[0]).contains("/config/"), "{}", r.stdout);
+    assert_eq!(lines[1]["offered"], false, "{}", r.stdout);
+    assert!(from(&lines[1]).contains("/project/"), "{}", r.stdout);
+    assert!(!r.stderr.contains("is hidden"), "{}", r.stderr);
+    let r = run(&mut list(&["show", "word-count"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("/config/"), "{}", r.stdout);
+    assert!(!r.stdout.contains("not offered"), "{}", r.stdout);
+    // Trusted, the project's is nearer: it is offered, and the user's is hidden.
+    common::trust_folder(&project);
+    let r = run(&mut list(&["list", "--json"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
+    assert!(r.stdout.contains("/project/"), "{}", r.stdout);
+    assert!(r.stderr.contains("is hidden by"), "{}", r.stderr);
 }

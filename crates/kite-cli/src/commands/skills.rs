@@ -40,7 +40,7 @@ pub(crate) struct SkillArgs {
 
 #[derive(Subcommand)]
 pub(crate) enum SkillsCommand {
-    /// List the skills kite finds, nearest first.
+    /// List the skills kite finds, nearest first; those of folders not yet trusted last.
     List {
         /// One JSON object per skill.
         #[arg(long)]
@@ -142,6 +142,38 @@ fn find(loaded: &Loaded, dirs: &[PathBuf], looking: Looking) -> Result<Found, Er
     Ok(Found {
         skills: kite::skills::discover(&roots, &cache()?),
         untrusted,
+    })
+}
+
+/// What `kite skills list` and `show` see: the skills a session is offered, found as
+/// `kite ask` finds them (so a name is shadowed as it is there), and apart from them those
+/// of project folders that wait for `kite trust`.
+struct Listing {
+    offered: Discovery,
+    waiting: Vec<Skill>,
+    untrusted: Vec<PathBuf>,
+}
+
+fn listing(loaded: &Loaded, dirs: &[PathBuf]) -> Result<Listing, Error> {
+    let mut offered = find(loaded, dirs, Looking::Trusted)?;
+    let mut waiting = Vec::new();
+    if !offered.untrusted.is_empty() {
+        let waits = |path: &Path| {
+            offered
+                .untrusted
+                .iter()
+                .any(|p| path.starts_with(p.join(".agents/skills")))
+        };
+        let everywhere = find(loaded, dirs, Looking::Everywhere)?.skills;
+        waiting.extend(everywhere.skills.into_iter().filter(|s| waits(&s.source)));
+        // What is wrong with them is worth knowing before trusting them.
+        let invalid = everywhere.invalid.into_iter().filter(|i| waits(&i.path));
+        offered.skills.invalid.extend(invalid);
+    }
+    Ok(Listing {
+        offered: offered.skills,
+        waiting,
+        untrusted: offered.untrusted,
     })
 }
 
@@ -285,36 +317,30 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
     match command {
         SkillsCommand::List { json, dirs } => {
             let loaded = config::load(config).map_err(fail)?;
-            let Found {
-                skills: found,
-                untrusted,
-            } = find(&loaded, &dirs, Looking::Everywhere).map_err(fail)?;
-            report(&found);
-            report_untrusted(&untrusted);
-            if found.skills.is_empty() && !json {
+            let listed = listing(&loaded, &dirs).map_err(fail)?;
+            report(&listed.offered);
+            report_untrusted(&listed.untrusted);
+            if listed.offered.skills.is_empty() && listed.waiting.is_empty() && !json {
                 errln!(
                     "kite: no skills found (looked in --skills, [skills] paths, .agents/skills \
                      here and above, and kite/skills in the config folder)"
                 );
             }
-            for skill in &found.skills {
-                // A project's skills wait for `kite trust` before they are offered.
-                let waiting = untrusted
-                    .iter()
-                    .any(|p| skill.source.starts_with(p.join(".agents/skills")));
+            let all = listed.offered.skills.iter().map(|s| (s, true));
+            for (skill, offered) in all.chain(listed.waiting.iter().map(|s| (s, false))) {
                 if json {
                     let mut shown = skill_json(skill);
-                    shown["offered"] = json!(!waiting);
+                    shown["offered"] = json!(offered);
                     outln!("{shown}");
                 } else {
                     outln!(
                         "{}  {}{}\n    {}",
                         skill.name(),
                         printable(&skill.source.display().to_string()),
-                        if waiting {
-                            "  (not offered until trusted)"
-                        } else {
+                        if offered {
                             ""
+                        } else {
+                            "  (not offered until trusted)"
                         },
                         printable(&one_line(skill.description()))
                     );
@@ -324,12 +350,19 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
         }
         SkillsCommand::Show { name, dirs } => {
             let loaded = config::load(config).map_err(fail)?;
-            let found = find(&loaded, &dirs, Looking::Everywhere)
-                .map_err(fail)?
-                .skills;
-            let Some(skill) = found.skills.iter().find(|s| s.name() == name) else {
-                report(&found);
-                let names: Vec<&str> = found.skills.iter().map(Skill::name).collect();
+            let listed = listing(&loaded, &dirs).map_err(fail)?;
+            let found = &listed.offered;
+            // The one a session is offered, else one that waits for `kite trust`.
+            let offered = found.skills.iter().find(|s| s.name() == name);
+            let waiting = listed.waiting.iter().find(|s| s.name() == name);
+            let Some(skill) = offered.or(waiting) else {
+                report(found);
+                let names: Vec<&str> = found
+                    .skills
+                    .iter()
+                    .chain(&listed.waiting)
+                    .map(Skill::name)
+                    .collect();
                 return Err(fail(Error::Config(format!(
                     "no skill {:?} found (found: {})",
                     printable(&name),
@@ -341,6 +374,9 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
                 ))));
             };
             show(skill);
+            if offered.is_none() {
+                outln!("\n(not offered until its folder is trusted: `kite trust`)");
+            }
             Ok(())
         }
         SkillsCommand::Validate { paths } => {
