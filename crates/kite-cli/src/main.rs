@@ -187,35 +187,54 @@ fn cli_tree() -> clap::Command {
 }
 
 /// A wrong value names its flag; when the value came from the flag's environment variable
-/// (`KITE_LOCAL_PARALLEL=-1`), the error names the variable too, which is what to change.
+/// (`KITE_LOCAL_PARALLEL=-1`), the error names the variable too, which is what to change;
+/// so it does when a variable's value is not UTF-8, which clap reports naming nothing.
 fn name_the_variable(mut e: clap::Error) -> clap::Error {
-    use clap::error::{ContextKind, ContextValue};
-    let (Some(ContextValue::String(flag)), Some(ContextValue::String(value))) = (
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let mut tip = None;
+    if e.kind() == ErrorKind::InvalidUtf8 {
+        // Clap names no argument then: the variable is found by its value.
+        tip = env_args(|_| true)
+            .into_iter()
+            .find(|v| std::env::var_os(v).is_some_and(|set| set.to_str().is_none()))
+            .map(|v| format!("the environment variable {} is not UTF-8", v.display()));
+    } else if let (Some(ContextValue::String(flag)), Some(ContextValue::String(value))) = (
         e.get(ContextKind::InvalidArg),
         e.get(ContextKind::InvalidValue),
-    ) else {
-        return e;
-    };
-    let long = flag.split(' ').next().unwrap_or("").trim_start_matches('-');
-    let mut commands = vec![cli_tree()];
-    let mut var = None;
-    while let Some(command) = commands.pop() {
-        var = var.or_else(|| {
-            command
-                .get_arguments()
-                .filter(|a| a.get_long() == Some(long))
-                .filter_map(|a| a.get_env())
-                .find(|v| std::env::var_os(v).is_some_and(|set| set == value.as_str()))
-                .map(|v| v.to_string_lossy().into_owned())
-        });
-        commands.extend(command.get_subcommands().cloned());
+    ) {
+        let long = flag.split(' ').next().unwrap_or("").trim_start_matches('-');
+        tip = env_args(|a| a.get_long() == Some(long))
+            .into_iter()
+            .find(|v| std::env::var_os(v).is_some_and(|set| set == value.as_str()))
+            .map(|v| {
+                format!(
+                    "the value comes from the environment variable {}",
+                    v.display()
+                )
+            });
     }
-    if let Some(var) = var {
-        let tip = format!("the value comes from the environment variable {var}");
+    if let Some(tip) = tip {
         e.insert(
             ContextKind::Suggested,
             ContextValue::StyledStrs(vec![tip.into()]),
         );
     }
     e
+}
+
+/// The environment variables the arguments `which` picks take their values from, in every
+/// command.
+fn env_args(which: impl Fn(&clap::Arg) -> bool) -> Vec<std::path::PathBuf> {
+    let mut commands = vec![cli_tree()];
+    let mut vars = Vec::new();
+    while let Some(command) = commands.pop() {
+        let named = command.get_arguments().filter(|a| which(a));
+        vars.extend(
+            named
+                .filter_map(|a| a.get_env())
+                .map(std::path::PathBuf::from),
+        );
+        commands.extend(command.get_subcommands().cloned());
+    }
+    vars
 }

@@ -289,6 +289,39 @@ async fn a_provider_that_stalls_or_never_answers_is_given_up_on_by_the_deadlines
 }
 
 #[tokio::test]
+async fn a_bad_value_in_the_environment_is_named_by_its_variable() {
+    use std::os::unix::ffi::OsStrExt;
+    let not_utf8 = std::ffi::OsStr::from_bytes(b"sk-\xff\xfe");
+    // A flag's variable with a value out of range, or not UTF-8.
+    let r = run(kite().env("KITE_LOCAL_PARALLEL", "-1").args(["ask", "hi"])).await;
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the value comes from the environment variable KITE_LOCAL_PARALLEL"),
+        "{}",
+        r.stderr
+    );
+    let r = run(kite().env("KITE_MODEL", not_utf8).args(["ask", "hi"])).await;
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the environment variable KITE_MODEL is not UTF-8"),
+        "{}",
+        r.stderr
+    );
+    // A provider's key: named, its value not shown, and no other model used instead.
+    let r = run(kite().env("OPENAI_API_KEY", not_utf8).args(["ask", "hi"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("OPENAI_API_KEY is not UTF-8"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("local model"), "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+}
+
+#[tokio::test]
 async fn out_of_range_durations_and_numbers_are_refused_with_a_message() {
     let dir = scratch("ranges");
     for (toml, says) in [

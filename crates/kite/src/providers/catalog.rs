@@ -158,11 +158,12 @@ impl Provider {
         }
     }
 
-    /// The first provider whose key is set in the environment.
+    /// The first provider whose key is set in the environment (a key that is not UTF-8
+    /// counts as set: using it then says what is wrong with it).
     pub fn detect() -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|p| key_from_env(p.key_var()).is_some())
+        Self::ALL.into_iter().find(|p| {
+            std::env::var_os(p.key_var()).is_some_and(|k| !k.to_string_lossy().trim().is_empty())
+        })
     }
 
     /// The provider that serves `model` over `api`. OpenAI's deep-research models are
@@ -307,7 +308,7 @@ impl Provider {
         mut m: HttpModel<A>,
         endpoint: &Endpoint,
     ) -> Result<HttpModel<A>, Error> {
-        match key_from_env(self.key_var()) {
+        match key_from_env(self.key_var())? {
             Some(key) => m = m.api_key(key),
             None if endpoint.base_url.is_none() && endpoint.transport.is_none() => {
                 return Err(Error::Config(format!(
@@ -360,8 +361,16 @@ pub fn is_deep_research(model: &str) -> bool {
     model.contains("deep-research")
 }
 
-fn key_from_env(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|k| !k.trim().is_empty())
+/// The key `var` holds, if it holds one; a value that is not UTF-8 is an error naming it
+/// (and not the value).
+fn key_from_env(var: &str) -> Result<Option<String>, Error> {
+    match std::env::var(var) {
+        Ok(k) => Ok(Some(k).filter(|k| !k.trim().is_empty())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Error::Config(format!(
+            "{var} is not UTF-8; a key is plain text: set it again"
+        ))),
+    }
 }
 
 #[cfg(test)]
