@@ -102,7 +102,7 @@ pub const EXIT_NO_ANSWER: u8 = 3;
 pub const EXIT_PIPE: u8 = 141;
 
 fn main() -> ExitCode {
-    let cli = Cli::try_parse().unwrap_or_else(|e| name_the_variable(e).exit());
+    let cli = Cli::try_parse().unwrap_or_else(|e| exit_on(name_the_variable(e)));
     let telemetry = logging::init(cli.verbose, matches!(cli.command, Command::Serve(_)));
     signals::survive_file_size_limit();
     // Two workers run the command; this thread only waits for it or for a signal, so a
@@ -178,6 +178,25 @@ fn main() -> ExitCode {
         Ok(()) if output::stdout_closed() => ExitCode::from(EXIT_PIPE),
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,
+    }
+}
+
+/// Ends kite on what clap stopped at: an error, or the help or version asked for, which
+/// fail (status 1) when they cannot be written, but for a closed pipe (`kite --help | head`).
+fn exit_on(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit()
+    }
+    let written = e
+        .print()
+        .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+    match written {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            errln!("kite: cannot write to standard output: {err}");
+            std::process::exit(1)
+        }
+        _ => std::process::exit(0),
     }
 }
 

@@ -321,6 +321,34 @@ async fn a_bad_value_in_the_environment_is_named_by_its_variable() {
     assert!(r.stdout.is_empty(), "{}", r.stdout);
 }
 
+#[test]
+fn help_or_version_that_cannot_be_written_fails() {
+    for args in [&["--version"][..], &["--help"], &["ask", "--help"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot write to standard output"),
+            "{stderr}"
+        );
+    }
+    // Written, they succeed.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("kite "));
+}
+
 #[tokio::test]
 async fn out_of_range_durations_and_numbers_are_refused_with_a_message() {
     let dir = scratch("ranges");
