@@ -427,6 +427,21 @@ async fn defaults_may_name_the_local_model() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("using the local model"), "{}", r.stderr);
     assert!(!r.stdout.trim().is_empty(), "no answer: {}", r.stderr);
+    // So may `--provider` and `KITE_PROVIDER`, in any case.
+    for (flag, var) in [(Some("local"), None), (None, Some("Local"))] {
+        let mut c = kite();
+        c.env("OPENAI_API_KEY", KEY)
+            .args(["ask", "--no-store", "--max-tokens", "3"]);
+        if let Some(flag) = flag {
+            c.args(["--provider", flag]);
+        }
+        if let Some(var) = var {
+            c.env("KITE_PROVIDER", var);
+        }
+        let r = run(c.arg("Say hi")).await;
+        assert_eq!(r.code, 0, "{flag:?} {var:?}: {}", r.stderr);
+        assert!(r.stderr.contains("using the local model"), "{}", r.stderr);
+    }
 }
 
 #[tokio::test]

@@ -407,6 +407,7 @@ async fn the_local_model_in_the_gateway_calls_the_tool_it_is_given() {
 
 #[tokio::test]
 async fn routes_on_the_local_model_share_one_load_of_it() {
+    // The second names it in another case.
     let Some(model) = common::local_model() else {
         return;
     };
@@ -414,7 +415,7 @@ async fn routes_on_the_local_model_share_one_load_of_it() {
     std::fs::write(
         dir.path().join("kite.toml"),
         "[[serve.routes]]\nname = \"small\"\nprovider = \"local\"\n\n\
-         [[serve.routes]]\nname = \"tiny\"\nprovider = \"local\"\n",
+         [[serve.routes]]\nname = \"tiny\"\nprovider = \"Local\"\n",
     )
     .unwrap();
     let data = common::trust(dir.path());

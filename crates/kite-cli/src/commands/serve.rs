@@ -210,7 +210,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
                 tools(&mut made, r, &loaded, &mut kept)
                     .await
                     .map_err(fail)?;
-                if r.provider == "local" {
+                if r.provider.eq_ignore_ascii_case("local") {
                     ask_for_a_call(&mut made);
                 }
                 routes.push(made);

@@ -51,3 +51,34 @@ choice!(
     TranscriptFormat::ALL,
     as_str
 );
+
+/// What `--provider` names for a conversation: a provider, or `local`, the embedded model
+/// (as `--local` and `[defaults] provider = "local"` do).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SessionProvider {
+    /// A provider kite knows by name.
+    Named(Provider),
+    /// The embedded local model.
+    Local,
+}
+
+impl ValueEnum for SessionProvider {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [SessionProvider; Provider::ALL.len() + 1] = {
+            let mut out = [SessionProvider::Local; Provider::ALL.len() + 1];
+            let mut i = 0;
+            while i < Provider::ALL.len() {
+                out[i] = SessionProvider::Named(Provider::ALL[i]);
+                i += 1;
+            }
+            out
+        };
+        &ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(match self {
+            SessionProvider::Named(p) => p.name(),
+            SessionProvider::Local => "local",
+        }))
+    }
+}

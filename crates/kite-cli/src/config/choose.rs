@@ -3,7 +3,7 @@
 //! model they choose (a named provider, a compatible server, the first provider whose key
 //! is set, or else the embedded local model).
 
-use crate::config::choices::{ApiChoice, ProviderChoice};
+use crate::config::choices::{ApiChoice, ProviderChoice, SessionProvider};
 use crate::config::endpoint::{EndpointArgs, compatible};
 use crate::config::{Config, HttpConfig};
 use crate::terminal::output::{err, errln};
@@ -18,9 +18,19 @@ use std::sync::Arc;
 
 #[derive(Args, Clone)]
 pub(crate) struct SessionArgs {
-    /// The provider. Default: `provider` in kite.toml's [defaults], else the first whose
-    /// API key is set, else the embedded local model.
-    #[arg(long, env = "KITE_PROVIDER", ignore_case = true)]
+    /// The provider, or `local` for the embedded model (as --local). Default: `provider` in
+    /// kite.toml's [defaults], else the first whose API key is set, else the embedded local
+    /// model.
+    #[arg(
+        long = "provider",
+        value_name = "PROVIDER",
+        env = "KITE_PROVIDER",
+        ignore_case = true
+    )]
+    pub named: Option<SessionProvider>,
+    /// The provider, once [`with_defaults`](Self::with_defaults) has read `named` and
+    /// kite.toml.
+    #[arg(skip)]
     pub provider: Option<ProviderChoice>,
     /// OpenAI's API to use. Default: chat, except for deep-research models, which only
     /// Responses serves.
@@ -106,6 +116,11 @@ impl SessionArgs {
     /// `[providers.NAME]`, and the system prompt (`--role`, `[defaults]`, `[prompts]`).
     pub(crate) fn with_defaults(mut self, config: &Config) -> Result<Self, Error> {
         let d = &config.defaults;
+        match self.named.take() {
+            Some(SessionProvider::Named(p)) => self.provider = Some(ProviderChoice(p)),
+            Some(SessionProvider::Local) => self.local = true,
+            None => {}
+        }
         let compatible = self.at.base_url.is_some() && self.provider.is_none();
         if self.provider.is_none() && !self.local && !compatible {
             // The provider as `choose_model` would pick it, so that its `[providers.NAME]`

@@ -15,7 +15,7 @@ pub(super) fn route(
     kept: &mut Kept,
 ) -> Result<Route, String> {
     let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
-    let (model, upstream) = match r.provider.as_str() {
+    let (model, upstream) = match r.provider.to_ascii_lowercase().as_str() {
         "local" if r.timeout_secs.is_some() || r.idle_timeout_secs.is_some() => {
             return Err(format!(
                 "[serve] route {:?}: the local model runs in kite; it takes no timeout_secs \
