@@ -151,6 +151,7 @@ fn main() -> ExitCode {
             }),
             signal = signals::interrupted() => {
                 errln!("kite: {}", signal.what());
+                output::hush(true);
                 // A second signal while kite cleans up ends it at once.
                 signals::restore_defaults();
                 Err(ExitCode::from(signal.status()))
@@ -162,6 +163,7 @@ fn main() -> ExitCode {
     // next token) go with it. Then the local model's worker is waited for, so that nothing
     // is inside llama.cpp as the process ends.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    output::hush(false);
     // A signal may have come while the chat's line editor had the terminal in raw mode:
     // the terminal is given back as it was (nothing happens if it was never raw).
     let _ = crossterm::terminal::disable_raw_mode();

@@ -911,6 +911,36 @@ async fn a_forwarded_key_a_crashing_server_prints_is_hidden() {
 }
 
 #[tokio::test]
+async fn a_signal_at_start_up_is_the_last_thing_said() {
+    // Early enough to land while the store opens and the first request is made: what the
+    // command would still say of its cancelled work is not said.
+    for ms in (20..=200).step_by(30) {
+        let child = kite()
+            .env("KITE_API_KEY", KEY)
+            .args(["ask", "--base-url", "http://127.0.0.1:9/v1", "hi"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        let running = Running { child };
+        running.signal("-INT");
+        let (code, _, stderr) = running.finish().await;
+        let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("kite: ")).collect();
+        if said.is_empty() {
+            // Not yet watching for signals: the default action ended it.
+            continue;
+        }
+        assert_eq!(
+            said.last(),
+            Some(&"kite: interrupted"),
+            "at {ms} ms: {stderr}"
+        );
+        assert_eq!(code, Some(130), "at {ms} ms: {stderr}");
+    }
+}
+
+#[tokio::test]
 async fn a_signal_is_heard_while_kite_waits_on_a_blocking_read() {
     for (sig, status) in [("-INT", 130), ("-HUP", 129)] {
         // `kite ask -` reads the question from a stdin that stays open.

@@ -16,6 +16,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// Set when that failure was not the reader going away (a full disk, say).
 static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+/// Set while a command cut short by a signal is dropped: what it would still say of its
+/// cancelled work (a store's task cancelled, say) is noise after `kite: interrupted`.
+static HUSHED: AtomicBool = AtomicBool::new(false);
+
+/// Says nothing more on stderr (`true`), or speaks again.
+pub(crate) fn hush(on: bool) {
+    HUSHED.store(on, Ordering::Relaxed);
+}
 
 /// Writes to stdout and flushes. A failed write is not an error of the command: it marks
 /// stdout closed, later writes are skipped, and the command ends quietly as soon as it
@@ -67,6 +75,9 @@ pub(crate) fn stdout_failed() -> bool {
 /// Writes to stderr for a person: secrets hidden and, unless `raw`, control characters
 /// shown as escapes; a closed stderr is ignored.
 pub(crate) fn write_err(args: std::fmt::Arguments<'_>, raw: bool) {
+    if HUSHED.load(Ordering::Relaxed) {
+        return;
+    }
     let text = crate::terminal::secrets::redact(&args.to_string());
     let text = match raw {
         true => text,
