@@ -97,7 +97,7 @@ pub use kite_store::Store;
 pub type Conversations = Arc<dyn Fn(&str) -> Arc<dyn Store> + Send + Sync>;
 pub use ledger::FLUSH as LEDGER_FLUSH;
 pub use limits::{Limits, Unavailable};
-pub use listen::{MAX_PER_ADDRESS, allow_all_files, bind, max_connections};
+pub use listen::{MAX_PER_ADDRESS, MAX_STREAMS, allow_all_files, bind, max_connections};
 
 use axum::Router;
 use axum::http::StatusCode;

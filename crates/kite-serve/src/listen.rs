@@ -1,5 +1,7 @@
-//! Taking connections: HTTP/1.1 through hyper, with what `axum::serve` leaves out and a
-//! gateway open to many clients needs:
+//! Taking connections: HTTP/1.1, and HTTP/2 without TLS for clients that speak it from the
+//! start (`h2c` with prior knowledge: proxies, service meshes, `curl --http2-prior-knowledge`),
+//! through hyper, with what `axum::serve` leaves out and a gateway open to many clients
+//! needs:
 //!
 //! - a deadline for a new connection's first byte (a client that connects and says
 //!   nothing holds nothing for long), then hyper's for a request's headers, which also
@@ -11,6 +13,10 @@
 //!   body the slowest (`listen/table.rs`), so that connections that say little cannot keep
 //!   out those that ask; new connections are never refused, but wait for room past the cap
 //!   on all connections;
+//! - over HTTP/2, at most [`MAX_STREAMS`] requests at once on a connection, and in all no
+//!   more than the files allow: each open connection holds one, each request under way one
+//!   more (its upstream's), and past twice the cap on connections a request is refused
+//!   with a 503 in its API's shape (over HTTP/1.1 the cap on connections keeps to that);
 //! - `TCP_NODELAY` (each event goes out when it is written);
 //! - a graceful end: once asked to stop, connections are still taken, but every new
 //!   request is refused with a 503 (the gateway's `gate`) and its connection closed; when
@@ -25,7 +31,7 @@ mod table;
 use crate::Deadlines;
 use axum::body::Body;
 use http_body_util::BodyExt;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -79,6 +85,13 @@ pub fn allow_all_files() -> u64 {
 /// Files kept back from connections.
 const FILES_KEPT: u64 = 256;
 
+/// The most requests an HTTP/2 connection carries at once (its
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`); a client with more opens another connection.
+pub const MAX_STREAMS: u32 = 256;
+/// The largest request head an HTTP/2 client may send, decoded (HTTP/1.1's is bounded by
+/// hyper's read buffer, about as large).
+const MAX_HEAD: u32 = 256 * 1024;
+
 /// How many connections from one address before one of that address's own is dropped for
 /// each new one (when none of them may be, the new one is still taken, within the cap on
 /// all connections).
@@ -112,9 +125,16 @@ pub(crate) async fn serve(
     let open = Arc::new(tokio::sync::Semaphore::new(connections.max(1)));
     let tasks = tokio_util::task::TaskTracker::new();
     let draining = Arc::new(AtomicBool::new(false));
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
+    let mut http = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
         .header_read_timeout(deadlines.headers);
+    http.http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_STREAMS)
+        .max_header_list_size(MAX_HEAD);
+    // Each connection holds a file, and each request under way another.
+    let files = connections.max(1).saturating_mul(2);
     let stopped = CancellationToken::new();
     let on_stop = stopped.clone();
     tokio::spawn(async move {
@@ -133,7 +153,7 @@ pub(crate) async fn serve(
                 // one; once no request is under way, the end.
                 draining.store(true, Ordering::Relaxed);
                 drained_at = Some(Instant::now());
-                http.keep_alive(false);
+                http.http1().keep_alive(false);
                 continue;
             }
             _ = tick.tick(), if draining.load(Ordering::Relaxed) => {
@@ -192,6 +212,7 @@ pub(crate) async fn serve(
             app: app.clone(),
             table: table.clone(),
             conn: conn.clone(),
+            files,
         };
         let http = http.clone();
         let table = table.clone();
@@ -298,12 +319,13 @@ impl tokio::io::AsyncWrite for Socket {
 }
 
 /// `app` as hyper's service for one connection, which is busy from each request's start
-/// until its answer's body is done.
+/// until its answer's body is done; a request past what `files` allow is refused.
 #[derive(Clone)]
 struct Counted {
     app: axum::Router,
     table: Arc<Table>,
     conn: Arc<Conn>,
+    files: usize,
 }
 
 type Answer = std::pin::Pin<
@@ -320,6 +342,20 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted 
 
     fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Answer {
         use http_body::Body as _;
+        let mut request = request;
+        if request.version() == hyper::Version::HTTP_2 {
+            self.conn.h2.store(true, Ordering::Relaxed);
+            if !self.table.room_for_a_request(self.files) {
+                return Box::pin(std::future::ready(Ok(too_many(&request))));
+            }
+            // HTTP/2 names the host in `:authority`, which stands for `Host` (RFC 9113,
+            // 8.3.1): the gateway reads `Host` (the loopback check, the web chat's cookie)
+            // as from an HTTP/1.1 client.
+            let authority = request.uri().authority().map(|a| a.as_str().parse());
+            if let Some(Ok(host)) = authority {
+                request.headers_mut().insert(hyper::header::HOST, host);
+            }
+        }
         let busy = Busy::start(&self.table, &self.conn, !request.body().is_end_stream());
         let conn = &self.conn;
         let request = request.map(|body| Body::new(Received::new(body, conn)));
@@ -336,4 +372,26 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted 
             }))
         })
     }
+}
+
+/// The answer to a request past what the files allow, in its API's shape.
+fn too_many<B>(request: &hyper::Request<B>) -> axum::response::Response {
+    use crate::errors::{Api, Kind, error};
+    let api = match request.uri().path().starts_with("/v1/messages")
+        || crate::models::anthropic(request.headers())
+    {
+        true => Api::Messages,
+        false => Api::Chat,
+    };
+    let mut refused = error(
+        api,
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "This server is answering as many requests as it can hold; try again in a moment.",
+        Kind::Unavailable,
+    );
+    refused.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    refused
 }

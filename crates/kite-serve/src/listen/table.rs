@@ -6,7 +6,11 @@
 //!   request's head for longer than a real client takes; the one idle the longest goes;
 //! - sending a request's body more slowly than any real client (a key holder can open
 //!   thousands and trickle a byte a second into each): the slowest goes, when no
-//!   connection is idle.
+//!   connection is idle. Not an HTTP/2 connection, whose other streams may be answering:
+//!   its slow body is bounded by the body's deadline alone.
+//!
+//! It also counts the requests under way in all, which an HTTP/2 connection, carrying
+//! many at once, may take past what the files allow (`Table::room_for_a_request`).
 
 use super::MAX_PER_ADDRESS;
 use std::collections::HashMap;
@@ -54,6 +58,8 @@ pub(super) struct Conn {
     /// Dropped to make room ([`IDLE`] or [`SLOW`]); counted against its address until its
     /// task ends.
     pub(super) evicted: AtomicU8,
+    /// It speaks HTTP/2 (known from its first request).
+    pub(super) h2: std::sync::atomic::AtomicBool,
     /// Its socket's descriptor while the socket is open (`Socket` clears it, under the
     /// write lock, before it closes), to ask the kernel whether what it sent waits to be
     /// read. Borrowed rather than duplicated: a duplicate would cost every connection a
@@ -105,6 +111,9 @@ pub(super) struct Table {
     started: Instant,
     inner: Mutex<Inner>,
     next: AtomicU64,
+    /// Connections open, and requests under way on all of them.
+    open: AtomicUsize,
+    requests: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -119,7 +128,17 @@ impl Table {
             started: Instant::now(),
             inner: Mutex::default(),
             next: AtomicU64::new(0),
+            open: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether one more request fits in `files`: each open connection holds one, and each
+    /// request under way one more (its upstream's). Over HTTP/1.1 a connection carries one
+    /// request at a time, so the cap on connections keeps this true; an HTTP/2 connection
+    /// carries many.
+    pub(super) fn room_for_a_request(&self, files: usize) -> bool {
+        self.open.load(Ordering::Relaxed) + self.requests.load(Ordering::Relaxed) < files
     }
 
     pub(super) fn now(&self) -> u64 {
@@ -143,8 +162,10 @@ impl Table {
             received: AtomicU64::new(0),
             close: CancellationToken::new(),
             evicted: AtomicU8::new(KEPT),
+            h2: std::sync::atomic::AtomicBool::new(false),
             fd: std::sync::RwLock::new(Some(fd)),
         });
+        self.open.fetch_add(1, Ordering::Relaxed);
         let mut inner = self.lock();
         inner.conns.insert(id, conn.clone());
         *inner.per_addr.entry(addr).or_default() += 1;
@@ -153,7 +174,11 @@ impl Table {
 
     pub(super) fn remove(&self, id: u64) {
         let mut inner = self.lock();
-        if let Some(conn) = inner.conns.remove(&id)
+        let conn = inner.conns.remove(&id);
+        if conn.is_some() {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(conn) = conn
             && let Some(n) = inner.per_addr.get_mut(&conn.addr)
         {
             *n -= 1;
@@ -233,6 +258,7 @@ impl Table {
             .values()
             .filter(|c| addr.is_none_or(|a| c.addr == a))
             .filter(|c| c.evicted.load(Ordering::Relaxed) == KEPT)
+            .filter(|c| !c.h2.load(Ordering::Relaxed))
             .filter_map(|c| Some((c.rate(now)?, c)))
             .min_by_key(|(rate, _)| *rate);
         let Some((_, conn)) = slowest else {
@@ -280,6 +306,7 @@ pub(super) struct Busy(Arc<Table>, Arc<Conn>);
 impl Busy {
     pub(super) fn start(table: &Arc<Table>, conn: &Arc<Conn>, has_body: bool) -> Self {
         conn.busy.fetch_add(1, Ordering::AcqRel);
+        table.requests.fetch_add(1, Ordering::Relaxed);
         conn.reading_since.store(0, Ordering::Relaxed);
         conn.received.store(0, Ordering::Relaxed);
         let since = if has_body { table.now().max(1) } else { 0 };
@@ -298,6 +325,7 @@ impl Drop for Busy {
         self.answered();
         self.1.idle_since.store(self.0.now(), Ordering::Relaxed);
         self.1.busy.fetch_sub(1, Ordering::AcqRel);
+        self.0.requests.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
