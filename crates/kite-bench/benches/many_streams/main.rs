@@ -19,12 +19,18 @@
 //! instead (`soak.rs`): the gateway at a moderate, steady rate for that many minutes, its
 //! resident memory read every minute.
 //!
-//! File descriptors: a client holds one per stream, the gateway two (its client's and its
-//! upstream's), far past the usual limit of 1,024. The bench raises its own `RLIMIT_NOFILE`
-//! (and so its children's) to what it needs: as root past the hard limit where the system
-//! lets it, otherwise up to it, and runs fewer streams where even that is not enough (it
-//! says so). 10,000 streams through the gateway need about 20,300 files.
+//! The gateway runs twice: with a connection per stream (HTTP/1.1, as the SDKs speak), and
+//! with the streams carried [`MAX_STREAMS`](kite::serve::MAX_STREAMS) at a time on HTTP/2
+//! connections (`h2c`, `http2.rs`).
+//!
+//! File descriptors: a client holds one per stream, the gateway two over HTTP/1.1 (its
+//! client's and its upstream's) and one over HTTP/2 (its upstream's), far past the usual
+//! limit of 1,024. The bench raises its own `RLIMIT_NOFILE` (and so its children's) to what
+//! it needs: as root past the hard limit where the system lets it, otherwise up to it, and
+//! runs fewer streams where even that is not enough (it says so). 10,000 streams through
+//! the gateway need about 20,300 files over HTTP/1.1, 10,300 over HTTP/2.
 
+mod http2;
 #[path = "../loopback/mod.rs"]
 mod loopback;
 mod probe;
@@ -88,7 +94,12 @@ fn drive(events: usize, interval: Duration) {
     // upstream's), and serves as many connections as that allows (`max_connections`).
     let direct = streams.min(files.saturating_sub(1_000));
     let gatewayed = streams.min(files.saturating_sub(256) / 2 - 64);
-    for (what, n) in [("client", direct), ("gateway", gatewayed)] {
+    let multiplexed = streams.min(files.saturating_sub(1_000));
+    for (what, n) in [
+        ("client", direct),
+        ("gateway", gatewayed),
+        ("gateway over HTTP/2", multiplexed),
+    ] {
         if n < streams {
             eprintln!("only {files} files may be open: the {what} runs {n} streams, not {streams}");
         }
@@ -113,6 +124,11 @@ fn drive(events: usize, interval: Duration) {
     let gateway = rt.block_on(run(&through, gw.id(), gatewayed, events, ramp));
     let _ = gw.kill();
     let _ = gw.wait();
+    // A gateway of its own, so that its peak is its own.
+    let (mut gw, gw_port) = spawn("gateway", &[("KITE_STREAMS_UPSTREAM", base.clone())]);
+    let over_h2 = rt.block_on(http2::run(gw_port, gw.id(), multiplexed, events, ramp));
+    let _ = gw.kill();
+    let _ = gw.wait();
     let _ = up.kill();
     let _ = up.wait();
 
@@ -120,7 +136,11 @@ fn drive(events: usize, interval: Duration) {
         "| kite as | streams | errors | wrong texts | wall s | peak RSS per stream | CPU µs per event | most files open |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for (what, r) in [("library client", &client), ("gateway", &gateway)] {
+    for (what, r) in [
+        ("library client", &client),
+        ("gateway, HTTP/1.1 clients", &gateway),
+        ("gateway, HTTP/2 clients", &over_h2),
+    ] {
         println!(
             "| {what} | {} | {} | {} | {:.1} | {:.1} KiB | {:.2} | {} |",
             r.streams,
@@ -134,21 +154,51 @@ fn drive(events: usize, interval: Duration) {
     }
 }
 
-struct Report {
-    streams: usize,
-    errors: usize,
-    wrong: usize,
-    wall: Duration,
-    peak_added: u64,
-    cpu: f64,
-    events: u64,
-    files: usize,
+pub(crate) struct Report {
+    pub(crate) streams: usize,
+    pub(crate) errors: usize,
+    pub(crate) wrong: usize,
+    pub(crate) wall: Duration,
+    pub(crate) peak_added: u64,
+    pub(crate) cpu: f64,
+    pub(crate) events: u64,
+    pub(crate) files: usize,
 }
 
 /// `streams` streams at once from `base`, with the kite process `pid` watched.
 async fn run(base: &str, pid: u32, streams: usize, events: usize, ramp: Duration) -> Report {
     let model = Arc::new(OpenAiCompatible::new(base, Dialect::OpenAi).api_key("sk-bench"));
     let expected: Arc<str> = upstream::text(events).into();
+    measure(pid, streams, ramp, move |_, got_events| {
+        let (model, expected) = (model.clone(), expected.clone());
+        async move {
+            let request = Request::new("m").message(Message::user("Go slowly."));
+            let mut stream = model.stream(&request);
+            let (mut text, mut finished) = (String::new(), false);
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(Event::TextDelta { text: t, .. }) => {
+                        got_events.fetch_add(1, Ordering::Relaxed);
+                        text.push_str(&t);
+                    }
+                    Ok(Event::Finish { .. }) => finished = true,
+                    Ok(_) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            Ok(finished && text == *expected)
+        }
+    })
+    .await
+}
+
+/// `streams` streams at once, started over `ramp`, each `one(i, events)` (true when its
+/// text came whole, counting its events in `events`), with the kite process `pid` watched.
+pub(crate) async fn measure<F, Fut>(pid: u32, streams: usize, ramp: Duration, one: F) -> Report
+where
+    F: Fn(usize, Arc<AtomicU64>) -> Fut,
+    Fut: std::future::Future<Output = Result<bool, String>> + Send + 'static,
+{
     let before = probe::rss(pid);
     let cpu_before = probe::cpu(pid);
     let files = Arc::new(AtomicUsize::new(0));
@@ -165,25 +215,11 @@ async fn run(base: &str, pid: u32, streams: usize, events: usize, ramp: Duration
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..streams {
-        let (model, expected, got_events) = (model.clone(), expected.clone(), got_events.clone());
         let at = ramp.mul_f64(i as f64 / streams.max(1) as f64);
+        let stream = one(i, got_events.clone());
         tasks.spawn(async move {
             tokio::time::sleep(at).await;
-            let request = Request::new("m").message(Message::user("Go slowly."));
-            let mut stream = model.stream(&request);
-            let (mut text, mut finished) = (String::new(), false);
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(Event::TextDelta { text: t, .. }) => {
-                        got_events.fetch_add(1, Ordering::Relaxed);
-                        text.push_str(&t);
-                    }
-                    Ok(Event::Finish { .. }) => finished = true,
-                    Ok(_) => {}
-                    Err(e) => return Err(e.to_string()),
-                }
-            }
-            Ok(finished && text == *expected)
+            stream.await
         });
     }
     let (mut errors, mut wrong) = (0, 0);
