@@ -525,7 +525,10 @@ async fn usage_is_the_same_on_every_replica_and_survives_a_replica_killed_midway
     );
     assert_eq!(said[0]["input_tokens"].as_i64().unwrap(), 50 * requests);
     let run = fleet.kite(&["usage", "--key", "counted", "--json"]);
-    let lines: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let lines: Vec<Value> = (run.stdout.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "one object a line: {}", run.stdout);
     assert_eq!(lines[0]["requests"].as_i64(), Some(requests));
 }
 
@@ -969,7 +972,9 @@ async fn the_same_request_is_answered_once_from_redis_on_any_replica() {
     // A hit costs nothing and is marked in the ledger.
     tokio::time::sleep(2 * kite::serve::LEDGER_FLUSH).await;
     let run = fleet.kite(&["usage", "--key", "cached", "--json"]);
-    let lines: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let lines: Vec<Value> = (run.stdout.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["requests"], 6);
     assert_eq!(lines[0]["cached"], 2);
     let each = lines[0]["cost"].as_f64().unwrap() / 4.0;

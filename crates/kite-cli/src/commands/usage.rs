@@ -23,6 +23,7 @@ pub(crate) struct UsageArgs {
     /// Grouped by day, model, key or route.
     #[arg(long, value_parser = ["day", "model", "key", "route"])]
     by: Option<String>,
+    /// One JSON object per line.
     #[arg(long)]
     json: bool,
 }
@@ -64,7 +65,10 @@ pub(crate) async fn usage(args: UsageArgs, config: Option<&Path>) -> Result<(), 
         }
     }
     if args.json {
-        outln!("{}", serde_json::json!(lines));
+        // One object a line, as every other `--json` listing.
+        for l in &lines {
+            outln!("{}", serde_json::json!(l));
+        }
         return Ok(());
     }
     if lines.is_empty() {
