@@ -427,6 +427,17 @@ async fn defaults_may_name_the_local_model() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("using the local model"), "{}", r.stderr);
     assert!(!r.stdout.trim().is_empty(), "no answer: {}", r.stderr);
+    // Not for what only a provider does: a background run, a transcript.
+    let r = run(kite().args(["ask", "--local", "--background", "hi"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("leave out --background"), "{}", r.stderr);
+    let r = run(kite()
+        .env("KITE_PROVIDER", "local")
+        .arg("transcribe")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("does not transcribe"), "{}", r.stderr);
     // So may `--provider` and `KITE_PROVIDER`, in any case.
     for (flag, var) in [(Some("local"), None), (None, Some("Local"))] {
         let mut c = kite();

@@ -215,7 +215,8 @@ impl Sequence {
         let _ = self.decoder.decode_to_string(&[], &mut tail, true);
         let mut events = Vec::new();
         self.splitter.push(&tail, &mut events);
-        self.splitter.finish(&mut events);
+        self.splitter
+            .finish(&mut events, self.finish == FinishReason::Length);
         if self.splitter.calls() > 0 && self.finish == FinishReason::Stop {
             self.finish = FinishReason::ToolCalls;
         }

@@ -157,11 +157,11 @@ impl Splitter {
         });
     }
 
-    /// The generation ended: whatever is pending is text. A call left open was cut by the
-    /// token limit (past its tag the grammar writes it, and only ends it closed): it is kept
-    /// if its JSON is whole, and otherwise dropped, since half a call is neither a call nor
-    /// anything the model meant to say.
-    pub(crate) fn finish(&mut self, out: &mut Vec<Event>) {
+    /// The generation ended (`cut`: at the token limit): whatever is pending is text. A call
+    /// left open is kept if its JSON is whole. Cut by the limit, one that is not is dropped,
+    /// since half a call is neither a call nor anything the model meant to say; ended by
+    /// the model itself (with no tools, no grammar holds it to calls), it is its text.
+    pub(crate) fn finish(&mut self, out: &mut Vec<Event>, cut: bool) {
         if self.stopped {
             return;
         }
@@ -170,6 +170,8 @@ impl Splitter {
             let body = std::mem::take(&mut self.pending);
             if serde_json::from_str::<serde_json::Value>(body.trim()).is_ok() {
                 self.call(&body, out);
+            } else if !cut {
+                out.push(Event::text(self.calls, format!("{OPEN}{body}")));
             }
             return;
         }
@@ -183,12 +185,20 @@ mod tests {
     use super::*;
 
     fn run(pieces: &[&str], stops: &[&str]) -> (String, Vec<(String, String)>, bool) {
+        run_cut(pieces, stops, false)
+    }
+
+    fn run_cut(
+        pieces: &[&str],
+        stops: &[&str],
+        cut: bool,
+    ) -> (String, Vec<(String, String)>, bool) {
         let mut s = Splitter::new(stops.iter().map(|s| s.to_string()).collect());
         let mut out = Vec::new();
         for p in pieces {
             s.push(p, &mut out);
         }
-        s.finish(&mut out);
+        s.finish(&mut out, cut);
         let mut text = String::new();
         let mut calls = Vec::new();
         for e in out {
@@ -246,7 +256,7 @@ mod tests {
     }
 
     #[test]
-    fn malformed_calls_are_text_and_half_calls_are_dropped() {
+    fn malformed_calls_are_text_and_half_calls_cut_by_the_limit_are_dropped() {
         let (text, calls, _) = run(&["<tool_call>not json</tool_call>"], &[]);
         assert_eq!(
             (text.as_str(), calls.len()),
@@ -258,8 +268,15 @@ mod tests {
             ("", 1),
             "a whole call cut before its close tag"
         );
-        let (text, calls, _) = run(&["Let me look.<tool_call>{\"name\":"], &[]);
+        // Cut by the token limit, half a call is dropped; ended by the model, it is text.
+        let half = ["Let me look.<tool_call>{\"name\":"];
+        let (text, calls, _) = run_cut(&half, &[], true);
         assert_eq!((text.as_str(), calls.len()), ("Let me look.", 0));
+        let (text, calls, _) = run(&half, &[]);
+        assert_eq!(
+            (text.as_str(), calls.len()),
+            ("Let me look.<tool_call>{\"name\":", 0)
+        );
     }
 
     #[test]

@@ -180,6 +180,13 @@ async fn background(
     prompt: String,
     http: &crate::config::HttpConfig,
 ) -> Result<(), Error> {
+    if args.local {
+        return Err(Error::Config(
+            "--background runs on OpenAI's Responses API; the local model answers in the \
+             foreground: leave out --background"
+                .into(),
+        ));
+    }
     let provider = args.provider.map_or(Provider::OpenAi, |p| p.0);
     let name = args
         .model

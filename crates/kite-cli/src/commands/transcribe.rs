@@ -1,7 +1,7 @@
 //! `kite transcribe`: speech to text.
 
 use crate::config;
-use crate::config::choices::{FormatChoice, ProviderChoice};
+use crate::config::choices::{FormatChoice, SessionProvider};
 use crate::config::endpoint::{EndpointArgs, compatible};
 use crate::terminal::output::error_line;
 use crate::terminal::output::{errln, out, outln};
@@ -14,10 +14,15 @@ use std::process::ExitCode;
 pub(crate) struct TranscribeArgs {
     /// The audio file (wav, mp3, m4a, ogg, webm, flac).
     file: PathBuf,
-    /// The provider (one with a transcription API: not anthropic). Default: the first
-    /// whose API key is set.
-    #[arg(long, env = "KITE_PROVIDER", ignore_case = true)]
-    provider: Option<ProviderChoice>,
+    /// The provider (one with a transcription API: not anthropic, nor local). Default: the
+    /// first whose API key is set.
+    #[arg(
+        long,
+        value_name = "PROVIDER",
+        env = "KITE_PROVIDER",
+        ignore_case = true
+    )]
+    provider: Option<SessionProvider>,
     /// The model. Default: the provider's (gpt-4o-mini-transcribe on OpenAI).
     #[arg(long, short)]
     model: Option<String>,
@@ -129,7 +134,15 @@ fn read_audio(path: &Path) -> Result<Vec<u8>, Error> {
 fn choose(args: &TranscribeArgs, config: &config::Config) -> Result<(Transcriber, String), Error> {
     let base_url = args.at.base_url.as_deref();
     let provider = match args.provider {
-        Some(p) => Some(p.0),
+        Some(SessionProvider::Named(p)) => Some(p),
+        // `KITE_PROVIDER=local`, which `kite ask` takes, names no transcriber.
+        Some(SessionProvider::Local) => {
+            return Err(Error::Config(
+                "the local model does not transcribe audio; name a provider with a \
+                 transcription API (--provider openai, groq or mistral)"
+                    .into(),
+            ));
+        }
         None if base_url.is_some() => None,
         None => Some(
             Provider::ALL

@@ -338,7 +338,8 @@ impl Output {
                 finish_reason: kite::FinishReason::Length,
             }) => errln!(
                 "kite: the answer was cut short at the limit on tokens; allow more with \
-                 --max-tokens"
+                 --max-tokens (on the local model, the context's size may be the limit: \
+                 --context-size)"
             ),
             Some(StopReason::BudgetExceeded { tokens, cost }) => errln!(
                 "kite: stopped before the next model call: it would pass the budget ({tokens} \

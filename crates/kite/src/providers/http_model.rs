@@ -127,9 +127,15 @@ impl<A: Api + Clone> HttpModel<A> {
         self.edit(|i| i.transport = t)
     }
 
-    /// Sets the retry policy ([`RetryPolicy::none`] to turn retries off).
+    /// Sets the retry policy ([`RetryPolicy::none`] to turn retries off). A
+    /// [`give_up_after`](RetryPolicy::give_up_after) already set (by an
+    /// [`Endpoint`](crate::Endpoint)'s timeouts) stays unless `policy` sets its own.
     pub fn retry(self, policy: RetryPolicy) -> Self {
-        self.edit(|i| i.retry = policy)
+        self.edit(|i| {
+            let kept = i.retry.give_up_after;
+            i.retry = policy;
+            i.retry.give_up_after = policy.give_up_after.or(kept);
+        })
     }
 
     /// Retries stop where they would end past `limit` after the first attempt.
