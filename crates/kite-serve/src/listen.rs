@@ -4,34 +4,40 @@
 //! needs:
 //!
 //! - a deadline for a new connection's first byte (a client that connects and says
-//!   nothing holds nothing for long), then hyper's for a request's headers, which also
-//!   bounds a kept-alive connection's silence between requests;
+//!   nothing holds nothing for long), then one for the HTTP/2 preface or the first bytes
+//!   that are not it, then hyper's for a request's headers, which also bounds a kept-alive
+//!   connection's silence between requests (over HTTP/2, one with nothing under way for as
+//!   long is closed; `listen/connection.rs`);
 //! - a cap on open connections, and on those from one address; past either, the
 //!   connection idle the longest (no request under way, nothing sent that waits to be read,
 //!   whether it said nothing, a byte or half its headers for longer than a real client
 //!   takes) is dropped to make room, or, when none is idle, the one sending a request's
-//!   body the slowest (`listen/table.rs`), so that connections that say little cannot keep
-//!   out those that ask; new connections are never refused, but wait for room past the cap
-//!   on all connections;
-//! - over HTTP/2, at most [`MAX_STREAMS`] requests at once on a connection, and in all no
-//!   more than the files allow: each open connection holds one, each request under way one
-//!   more (its upstream's), and past twice the cap on connections a request is refused
-//!   with a 503 in its API's shape (over HTTP/1.1 the cap on connections keeps to that);
+//!   body the slowest (`listen/table.rs`; not an HTTP/2 one), so that connections that say
+//!   little cannot keep out those that ask; new connections are never refused, but wait
+//!   for room past the cap on all connections;
+//! - in all no more requests than the files allow: each open connection holds one, each
+//!   request under way one more (its upstream's); past twice the cap on connections a
+//!   request is refused with a 503 in its API's shape. Over HTTP/1.1 the cap on
+//!   connections keeps to that; an HTTP/2 connection carries up to [`MAX_STREAMS`]. Over
+//!   HTTP/2 an answer whole in hand (an error, a whole completion) no longer counts once it
+//!   is made, since a client may hold back its window and never take it;
 //! - `TCP_NODELAY` (each event goes out when it is written);
 //! - a graceful end: once asked to stop, connections are still taken, but every new
-//!   request is refused with a 503 (the gateway's `gate`) and its connection closed; when
-//!   no request is under way (nor one begun within the first-byte deadline), the listener
-//!   and the idle connections are closed and this returns.
+//!   request is refused with a 503 (the gateway's `gate`) and its connection closed (an
+//!   HTTP/2 one is sent GOAWAY at once); when no request is under way (nor one begun within
+//!   the first-byte deadline), the listener and the idle connections are closed and this
+//!   returns.
 //!
 //! A request's body has its own deadline, kept where it is read (`middleware::gate`); all
 //! are the gateway's [`Deadlines`](crate::Deadlines).
 
+mod connection;
 mod table;
 
 use crate::Deadlines;
 use axum::body::Body;
 use http_body_util::BodyExt;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -88,9 +94,10 @@ const FILES_KEPT: u64 = 256;
 /// The most requests an HTTP/2 connection carries at once (its
 /// `SETTINGS_MAX_CONCURRENT_STREAMS`); a client with more opens another connection.
 pub const MAX_STREAMS: u32 = 256;
-/// The largest request head an HTTP/2 client may send, decoded (HTTP/1.1's is bounded by
-/// hyper's read buffer, about as large).
-const MAX_HEAD: u32 = 256 * 1024;
+/// The largest request head an HTTP/2 client may send, decoded: 64 KiB, four times h2's
+/// default, for the long headers some SDKs send, and at most 16 MiB for a connection's
+/// 256 streams.
+const MAX_HEAD: u32 = 64 * 1024;
 
 /// How many connections from one address before one of that address's own is dropped for
 /// each new one (when none of them may be, the new one is still taken, within the cap on
@@ -132,7 +139,10 @@ pub(crate) async fn serve(
     http.http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(MAX_STREAMS)
-        .max_header_list_size(MAX_HEAD);
+        .max_header_list_size(MAX_HEAD)
+        // A peer gone silent under a stream is found out by its missing answers to pings.
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(20));
     // Each connection holds a file, and each request under way another.
     let files = connections.max(1).saturating_mul(2);
     let stopped = CancellationToken::new();
@@ -154,6 +164,9 @@ pub(crate) async fn serve(
                 draining.store(true, Ordering::Relaxed);
                 drained_at = Some(Instant::now());
                 http.http1().keep_alive(false);
+                // HTTP/2 clients are told at once (GOAWAY) to take new requests elsewhere;
+                // those under way finish.
+                table.close_h2();
                 continue;
             }
             _ = tick.tick(), if draining.load(Ordering::Relaxed) => {
@@ -204,10 +217,7 @@ pub(crate) async fn serve(
         };
         let _ = tcp.set_nodelay(true);
         let (id, conn) = table.add(addr, std::os::fd::AsRawFd::as_raw_fd(&tcp));
-        let tcp = Socket {
-            tcp,
-            conn: conn.clone(),
-        };
+        let socket = connection::Socket::new(tcp, conn.clone());
         let service = Counted {
             app: app.clone(),
             table: table.clone(),
@@ -215,40 +225,11 @@ pub(crate) async fn serve(
             files,
         };
         let http = http.clone();
-        let table = table.clone();
-        let first_byte = deadlines.first_byte;
+        let forget = Forget(table.clone(), id);
+        let draining = draining.clone();
         tasks.spawn(async move {
-            let forget = Forget(table, id);
             let _permit = permit;
-            conn.idle_since.store(forget.0.now(), Ordering::Relaxed);
-            let mut one = [0u8; 1];
-            let spoke = tokio::select! {
-                // What came is heard first, even when it comes as the connection is closed.
-                biased;
-                read = tokio::time::timeout(first_byte, tcp.tcp.peek(&mut one)) => {
-                    matches!(read, Ok(Ok(n)) if n > 0)
-                }
-                // Closed to make room before it said anything.
-                () = conn.close.cancelled() => false,
-            };
-            if !spoke {
-                return;
-            }
-            conn.reading_since
-                .store(forget.0.now().max(1), Ordering::Relaxed);
-            let served = http.serve_connection(TokioIo::new(tcp), service);
-            tokio::pin!(served);
-            tokio::select! {
-                _ = served.as_mut() => return,
-                () = conn.close.cancelled() => {}
-            }
-            // Dropped to make room, idle or sending its body too slowly: at once, however
-            // little of a request it sent.
-            if conn.goes_now() {
-                return;
-            }
-            served.as_mut().graceful_shutdown();
-            let _ = served.await;
+            connection::serve(socket, conn, forget, http, service, deadlines, &draining).await;
         });
     }
     // No more connections; those open end once their requests are answered.
@@ -257,65 +238,6 @@ pub(crate) async fn serve(
     tasks.close();
     tasks.wait().await;
     Ok(())
-}
-
-/// A connection's socket, which tells its table entry before it closes.
-struct Socket {
-    tcp: tokio::net::TcpStream,
-    conn: Arc<Conn>,
-}
-
-impl Drop for Socket {
-    fn drop(&mut self) {
-        // Before `tcp` closes (fields drop after this).
-        self.conn.closing();
-    }
-}
-
-impl tokio::io::AsyncRead for Socket {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
-    }
-}
-
-impl tokio::io::AsyncWrite for Socket {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
-    }
 }
 
 /// `app` as hyper's service for one connection, which is busy from each request's start
@@ -343,11 +265,11 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted 
     fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Answer {
         use http_body::Body as _;
         let mut request = request;
-        if request.version() == hyper::Version::HTTP_2 {
-            self.conn.h2.store(true, Ordering::Relaxed);
-            if !self.table.room_for_a_request(self.files) {
-                return Box::pin(std::future::ready(Ok(too_many(&request))));
-            }
+        if !self.table.room_for_a_request(self.files) {
+            return Box::pin(std::future::ready(Ok(too_many(&request))));
+        }
+        let h2 = request.version() == hyper::Version::HTTP_2;
+        if h2 {
             // HTTP/2 names the host in `:authority`, which stands for `Host` (RFC 9113,
             // 8.3.1): the gateway reads `Host` (the loopback check, the web chat's cookie)
             // as from an HTTP/1.1 client.
@@ -363,6 +285,11 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted 
         Box::pin(async move {
             let response = answer.await.unwrap_or_else(|never| match never {});
             busy.answered();
+            // An answer whole in hand holds nothing upstream: over HTTP/2, whose client may
+            // hold back its window and never take it, it is not waited for.
+            if h2 && response.body().size_hint().exact().is_some() {
+                return Ok(response);
+            }
             // The connection stays busy until the body is sent (or dropped).
             Ok(response.map(|body| {
                 Body::new(body.map_frame(move |frame| {

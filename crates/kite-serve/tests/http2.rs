@@ -68,6 +68,10 @@ struct Served {
 }
 
 async fn serve(connections: usize) -> Served {
+    serve_within(connections, kite_serve::Deadlines::default()).await
+}
+
+async fn serve_within(connections: usize, deadlines: kite_serve::Deadlines) -> Served {
     let go = Arc::new(Semaphore::new(0));
     let (now, most) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
     let model = Words {
@@ -76,7 +80,8 @@ async fn serve(connections: usize) -> Served {
         most: most.clone(),
     };
     let gateway = Gateway::new(vec![Route::new("words", Arc::new(model), "words")], false)
-        .connections(connections);
+        .connections(connections)
+        .deadlines(deadlines);
     let listener = kite_serve::bind(([127, 0, 0, 1], 0).into()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -256,4 +261,93 @@ async fn the_host_an_http2_request_names_is_its_authority() {
         let answer = sender.send_request(request).await.unwrap();
         assert_eq!(answer.status().as_u16(), status, "{uri} {host:?}");
     }
+}
+
+/// Deadlines of half a second for a client's first byte and its headers.
+fn short() -> kite_serve::Deadlines {
+    kite_serve::Deadlines {
+        first_byte: Duration::from_millis(500),
+        headers: Duration::from_millis(500),
+        ..kite_serve::Deadlines::default()
+    }
+}
+
+/// Sends `bytes` on a new connection to `addr`, then reads until the gateway closes it;
+/// false when it is still open after `within`.
+async fn closed_after(addr: std::net::SocketAddr, bytes: &[u8], within: Duration) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(bytes).await.unwrap();
+    let mut sink = Vec::new();
+    tokio::time::timeout(within, tcp.read_to_end(&mut sink))
+        .await
+        .is_ok()
+}
+
+/// The client's preface and an empty SETTINGS frame: an HTTP/2 connection, then silence
+/// (its pings unanswered).
+const SILENT_H2: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+
+#[tokio::test]
+async fn half_a_preface_or_a_silent_connection_is_closed_past_the_headers_deadline() {
+    let served = serve_within(1024, short()).await;
+    for (what, bytes) in [
+        ("a byte", &b"P"[..]),
+        ("half the preface", &b"PRI * HTTP/2.0\r\n"[..]),
+        ("the preface, then nothing", SILENT_H2),
+    ] {
+        assert!(
+            closed_after(served.addr, bytes, Duration::from_secs(10)).await,
+            "{what}: still open"
+        );
+    }
+}
+
+#[tokio::test]
+async fn stopping_does_not_wait_for_a_client_that_never_answers() {
+    use tokio::io::AsyncWriteExt;
+    let mut served = serve(1024).await;
+    let mut silent = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+    silent.write_all(SILENT_H2).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    served.stop.take().unwrap().send(()).unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(15), served.done).await;
+    assert!(
+        matches!(ended, Ok(Ok(Ok(())))),
+        "the gateway did not stop: {ended:?}"
+    );
+    drop(silent);
+}
+
+#[tokio::test]
+async fn answers_a_client_never_takes_do_not_hold_the_gateway() {
+    // Four files: one for each connection, one for each request under way.
+    let served = serve(2).await;
+    served.go.add_permits(8);
+    // A client whose window is shut: it gets each answer's head, never its body.
+    let tcp = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+    let (shut, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .initial_stream_window_size(0)
+        .handshake::<_, Full<Bytes>>(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut held = Vec::new();
+    for _ in 0..6 {
+        let mut shut = shut.clone();
+        let request = hyper::Request::get(format!("http://{}/v1/models/nothing", served.addr))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        shut.ready().await.unwrap();
+        let answer = shut.send_request(request).await.unwrap();
+        assert_eq!(answer.status().as_u16(), 404);
+        held.push(answer);
+    }
+    // Another client is still answered.
+    let (status, body) = ask(connect(served.addr).await, served.addr).await;
+    assert_eq!(
+        (status, text(&body).as_str()),
+        (200, "one two three"),
+        "{body}"
+    );
 }

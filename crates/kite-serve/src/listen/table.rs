@@ -46,7 +46,9 @@ pub(super) struct Conn {
     /// until its task first runs).
     pub(super) idle_since: AtomicU64,
     /// When its first request began to come (its first byte), until that request's head
-    /// is read; 0 otherwise.
+    /// is read; 0 otherwise. (This and the two below follow one request at a time: an
+    /// HTTP/2 connection's streams overwrite them, which is why such a connection is never
+    /// judged by its body's rate.)
     pub(super) reading_since: AtomicU64,
     /// When a request's body began to come, until it has all come or the answer begins;
     /// 0 otherwise.
@@ -280,6 +282,15 @@ impl Table {
                         || c.idle_since.load(Ordering::Relaxed) == u64::MAX
                         || c.sent_unread()))
         })
+    }
+
+    /// Closes every HTTP/2 connection (gracefully: requests under way finish first).
+    pub(super) fn close_h2(&self) {
+        for conn in self.lock().conns.values() {
+            if conn.h2.load(Ordering::Relaxed) {
+                conn.close.cancel();
+            }
+        }
     }
 
     /// Closes every connection (gracefully: requests under way finish first).

@@ -1,0 +1,198 @@
+//! One connection's life: its first byte within its deadline, then which HTTP it speaks
+//! (the HTTP/2 preface, read within the headers' deadline: hyper-util's own look has none),
+//! then served until it ends, is dropped to make room, or is closed: gracefully, and for
+//! HTTP/2, whose close waits for the client to answer a ping, not for long once nothing is
+//! under way. An HTTP/2 connection with nothing under way for the headers' deadline is
+//! closed, as an HTTP/1.1 one is by hyper between requests.
+
+use super::table::{Conn, Forget};
+use super::{Counted, Deadlines};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+
+/// What an HTTP/2 client sends first.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Serves `socket` with `http` (see the module doc).
+pub(super) async fn serve(
+    mut socket: Socket,
+    conn: Arc<Conn>,
+    forget: Forget,
+    http: hyper_util::server::conn::auto::Builder<TokioExecutor>,
+    service: Counted,
+    deadlines: Deadlines,
+    draining: &AtomicBool,
+) {
+    let table = &forget.0;
+    conn.idle_since.store(table.now(), Ordering::Relaxed);
+    let mut one = [0u8; 1];
+    let spoke = tokio::select! {
+        // What came is heard first, even when it comes as the connection is closed.
+        biased;
+        read = tokio::time::timeout(deadlines.first_byte, socket.tcp.peek(&mut one)) => {
+            matches!(read, Ok(Ok(n)) if n > 0)
+        }
+        // Closed to make room before it said anything.
+        () = conn.close.cancelled() => false,
+    };
+    if !spoke {
+        return;
+    }
+    conn.reading_since
+        .store(table.now().max(1), Ordering::Relaxed);
+    let h2 = tokio::select! {
+        biased;
+        h2 = tokio::time::timeout(deadlines.headers, socket.sniff()) => match h2 {
+            Ok(Some(h2)) => h2,
+            _ => return,
+        },
+        () = conn.close.cancelled() => return,
+    };
+    conn.h2.store(h2, Ordering::Relaxed);
+    if h2 && draining.load(Ordering::Relaxed) {
+        // Told at once to go elsewhere.
+        conn.close.cancel();
+    }
+    let http = match h2 {
+        true => http.http2_only(),
+        false => http.http1_only(),
+    };
+    let served = http.serve_connection(TokioIo::new(socket), service);
+    tokio::pin!(served);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = served.as_mut() => return,
+            () = conn.close.cancelled() => break,
+            _ = tick.tick(), if h2 => {
+                let idle = table.now().saturating_sub(conn.idle_since.load(Ordering::Relaxed));
+                if conn.busy.load(Ordering::Acquire) == 0
+                    && idle >= deadlines.headers.as_millis() as u64
+                {
+                    break;
+                }
+            }
+        }
+    }
+    // Dropped to make room, idle or sending its body too slowly: at once, however little of
+    // a request it sent.
+    if conn.goes_now() {
+        return;
+    }
+    served.as_mut().graceful_shutdown();
+    // What is under way finishes; then a client that does not answer HTTP/2's last ping is
+    // given two seconds.
+    let mut quiet = 0;
+    loop {
+        tokio::select! {
+            _ = served.as_mut() => return,
+            _ = tick.tick() => {
+                quiet = match conn.busy.load(Ordering::Acquire) {
+                    0 => quiet + 1,
+                    _ => 0,
+                };
+                if quiet > 2 {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A connection's socket, which tells its table entry before it closes; what was read to
+/// tell which HTTP it speaks is read again first.
+pub(super) struct Socket {
+    tcp: tokio::net::TcpStream,
+    conn: Arc<Conn>,
+    read: Vec<u8>,
+    replayed: usize,
+}
+
+impl Socket {
+    pub(super) fn new(tcp: tokio::net::TcpStream, conn: Arc<Conn>) -> Self {
+        Self {
+            tcp,
+            conn,
+            read: Vec::new(),
+            replayed: 0,
+        }
+    }
+
+    /// Whether the client speaks HTTP/2 from the start: reads until its bytes part from
+    /// the preface (HTTP/1.1) or have made all of it; `None` when it closes first.
+    async fn sniff(&mut self) -> Option<bool> {
+        let mut buf = [0u8; PREFACE.len()];
+        while PREFACE.starts_with(&self.read) && self.read.len() < PREFACE.len() {
+            let n = self
+                .tcp
+                .read(&mut buf[..PREFACE.len() - self.read.len()])
+                .await
+                .ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.read.extend_from_slice(&buf[..n]);
+        }
+        Some(self.read == PREFACE)
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        // Before `tcp` closes (fields drop after this).
+        self.conn.closing();
+    }
+}
+
+impl AsyncRead for Socket {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.replayed < this.read.len() {
+            let left = &this.read[this.replayed..];
+            let n = left.len().min(buf.remaining());
+            buf.put_slice(&left[..n]);
+            this.replayed += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.tcp).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Socket {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
