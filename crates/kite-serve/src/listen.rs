@@ -31,17 +31,18 @@
 //! A request's body has its own deadline, kept where it is read (`middleware::gate`); all
 //! are the gateway's [`Deadlines`](crate::Deadlines).
 
+mod bodies;
 mod connection;
 mod table;
 
 use crate::Deadlines;
 use axum::body::Body;
-use http_body_util::BodyExt;
+use bodies::{Answering, Received};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use table::{Busy, Conn, Forget, Received, Table};
+use table::{Busy, Conn, Forget, Table};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -279,8 +280,8 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted 
             }
         }
         let busy = Busy::start(&self.table, &self.conn, !request.body().is_end_stream());
-        let conn = &self.conn;
-        let request = request.map(|body| Body::new(Received::new(body, conn)));
+        let (table, conn) = (self.table.clone(), self.conn.clone());
+        let request = request.map(|body| Body::new(Received::new(body, &conn)));
         let answer = self.app.clone().oneshot(request);
         Box::pin(async move {
             let response = answer.await.unwrap_or_else(|never| match never {});
@@ -290,13 +291,15 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted 
             if h2 && response.body().size_hint().exact().is_some() {
                 return Ok(response);
             }
-            // The connection stays busy until the body is sent (or dropped).
-            Ok(response.map(|body| {
-                Body::new(body.map_frame(move |frame| {
-                    let _ = &busy;
-                    frame
-                }))
-            }))
+            // The connection stays busy until the body is sent (or dropped); over HTTP/2,
+            // whether the client takes its pieces is followed (`connection.rs` closes a
+            // connection whose client takes none for too long).
+            let waiting = h2.then(|| {
+                let waiting = Arc::new(AtomicU64::new(table.now()));
+                conn.follow(&waiting);
+                waiting
+            });
+            Ok(response.map(|body| Body::new(Answering::new(body, busy, table, waiting))))
         })
     }
 }

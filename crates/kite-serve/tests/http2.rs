@@ -351,3 +351,39 @@ async fn answers_a_client_never_takes_do_not_hold_the_gateway() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn a_client_that_takes_none_of_a_streamed_answer_loses_its_connection() {
+    // Keep-alives every quarter second: four of them, a second, without a piece taken.
+    let deadlines = kite_serve::Deadlines {
+        keep_alive: Duration::from_millis(250),
+        ..kite_serve::Deadlines::default()
+    };
+    let served = serve_within(1024, deadlines).await;
+    served.go.add_permits(8);
+    let tcp = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+    let (mut shut, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .initial_stream_window_size(0)
+        .handshake::<_, Full<Bytes>>(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    let connection = tokio::spawn(conn);
+    let body = r#"{"model":"words","stream":true,"messages":[{"role":"user","content":"Count."}]}"#;
+    let request = hyper::Request::post(format!("http://{}/v1/chat/completions", served.addr))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap();
+    shut.ready().await.unwrap();
+    let answer = shut.send_request(request).await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    // The gateway closes the connection, and the client's end of it ends.
+    let ended = tokio::time::timeout(Duration::from_secs(20), connection).await;
+    assert!(ended.is_ok(), "the connection was kept");
+    // A client that takes its answers is answered.
+    let (status, body) = ask(connect(served.addr).await, served.addr).await;
+    assert_eq!(
+        (status, text(&body).as_str()),
+        (200, "one two three"),
+        "{body}"
+    );
+}

@@ -3,9 +3,12 @@
 //! then served until it ends, is dropped to make room, or is closed: gracefully, and for
 //! HTTP/2, whose close waits for the client to answer a ping, not for long once nothing is
 //! under way. An HTTP/2 connection with nothing under way for the headers' deadline is
-//! closed, as an HTTP/1.1 one is by hyper between requests.
+//! closed, as an HTTP/1.1 one is by hyper between requests; so is one whose client has
+//! taken nothing of an answer for four keep-alives' time (a minute by default; it can hold
+//! back a stream's window for ever, where an HTTP/1.1 client must fill the kernel's
+//! buffers first).
 
-use super::table::{Conn, Forget};
+use super::table::{Conn, Forget, STALLED};
 use super::{Counted, Deadlines};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::pin::Pin;
@@ -14,6 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+
+/// How many keep-alives' time an HTTP/2 client may take none of an answer before its
+/// connection is closed (a minute by default).
+const STALLED_AFTER: u32 = 4;
 
 /// What an HTTP/2 client sends first.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -65,15 +72,26 @@ pub(super) async fn serve(
     let served = http.serve_connection(TokioIo::new(socket), service);
     tokio::pin!(served);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // (An answer waiting on its model is not waiting on its client.)
+    let stalled_after = (deadlines.keep_alive * STALLED_AFTER)
+        .max(Duration::from_secs(1))
+        .as_millis() as u64;
     loop {
         tokio::select! {
             _ = served.as_mut() => return,
             () = conn.close.cancelled() => break,
             _ = tick.tick(), if h2 => {
-                let idle = table.now().saturating_sub(conn.idle_since.load(Ordering::Relaxed));
+                let now = table.now();
+                let idle = now.saturating_sub(conn.idle_since.load(Ordering::Relaxed));
                 if conn.busy.load(Ordering::Acquire) == 0
                     && idle >= deadlines.headers.as_millis() as u64
                 {
+                    break;
+                }
+                if conn.stalled(now.saturating_sub(stalled_after)) {
+                    // Its other answers go with it: a client that takes none of one for
+                    // this long has stopped reading, or means to hold what it asked for.
+                    conn.evicted.store(STALLED, Ordering::Relaxed);
                     break;
                 }
             }

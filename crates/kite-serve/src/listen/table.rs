@@ -15,10 +15,8 @@
 use super::MAX_PER_ADDRESS;
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +34,8 @@ const MIN_RECEIVING_MS: u64 = 1000;
 pub(super) const KEPT: u8 = 0;
 pub(super) const IDLE: u8 = 1;
 pub(super) const SLOW: u8 = 2;
+/// An HTTP/2 connection one of whose answers its client has not taken for too long.
+pub(super) const STALLED: u8 = 3;
 
 /// One open connection.
 pub(super) struct Conn {
@@ -54,14 +54,17 @@ pub(super) struct Conn {
     /// 0 otherwise.
     pub(super) receiving_since: AtomicU64,
     /// How much of that body has come.
-    received: AtomicU64,
+    pub(super) received: AtomicU64,
     /// Closes it: gracefully (requests under way finish), or, once `evicted`, at once.
     pub(super) close: CancellationToken,
     /// Dropped to make room ([`IDLE`] or [`SLOW`]); counted against its address until its
     /// task ends.
     pub(super) evicted: AtomicU8,
-    /// It speaks HTTP/2 (known from its first request).
+    /// It speaks HTTP/2 (known from its first bytes).
     pub(super) h2: std::sync::atomic::AtomicBool,
+    /// Over HTTP/2, since when each answer under way has waited for its client to take a
+    /// piece ([`Answering`]): a client can hold back a stream's window for ever.
+    pub(super) answers: Mutex<Vec<std::sync::Weak<AtomicU64>>>,
     /// Its socket's descriptor while the socket is open (`Socket` clears it, under the
     /// write lock, before it closes), to ask the kernel whether what it sent waits to be
     /// read. Borrowed rather than duplicated: a duplicate would cost every connection a
@@ -83,6 +86,23 @@ impl Conn {
         unsafe { libc::ioctl(fd, libc::FIONREAD, &mut pending) == 0 && pending > 0 }
     }
 
+    /// Follows an answer under way ([`Answering`]).
+    pub(super) fn follow(&self, waiting: &Arc<AtomicU64>) {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        answers.retain(|a| a.strong_count() > 0);
+        answers.push(Arc::downgrade(waiting));
+    }
+
+    /// Whether an answer under way has waited for its client since before `before`.
+    pub(super) fn stalled(&self, before: u64) -> bool {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        answers.retain(|a| a.strong_count() > 0);
+        answers
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .any(|a| a.load(Ordering::Relaxed) < before)
+    }
+
     /// Its socket is closing: the descriptor is no longer its own.
     pub(super) fn closing(&self) {
         *self.fd.write().unwrap_or_else(|e| e.into_inner()) = None;
@@ -94,6 +114,7 @@ impl Conn {
         match self.evicted.load(Ordering::Relaxed) {
             IDLE => self.busy.load(Ordering::Acquire) == 0,
             SLOW => self.receiving_since.load(Ordering::Relaxed) != 0,
+            STALLED => true,
             _ => false,
         }
     }
@@ -165,6 +186,7 @@ impl Table {
             close: CancellationToken::new(),
             evicted: AtomicU8::new(KEPT),
             h2: std::sync::atomic::AtomicBool::new(false),
+            answers: Mutex::default(),
             fd: std::sync::RwLock::new(Some(fd)),
         });
         self.open.fetch_add(1, Ordering::Relaxed);
@@ -337,52 +359,5 @@ impl Drop for Busy {
         self.1.idle_since.store(self.0.now(), Ordering::Relaxed);
         self.1.busy.fetch_sub(1, Ordering::AcqRel);
         self.0.requests.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A request's body, counted as it comes.
-pub(super) struct Received {
-    body: hyper::body::Incoming,
-    conn: Arc<Conn>,
-}
-
-impl Received {
-    pub(super) fn new(body: hyper::body::Incoming, conn: &Arc<Conn>) -> Self {
-        Self {
-            body,
-            conn: conn.clone(),
-        }
-    }
-}
-
-impl http_body::Body for Received {
-    type Data = axum::body::Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<axum::body::Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.body).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                let n = frame.data_ref().map_or(0, |d| d.len() as u64);
-                self.conn.received.fetch_add(n, Ordering::Relaxed);
-            }
-            Poll::Ready(_) => self.conn.receiving_since.store(0, Ordering::Relaxed),
-            Poll::Pending => {}
-        }
-        if self.body.is_end_stream() {
-            self.conn.receiving_since.store(0, Ordering::Relaxed);
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }
