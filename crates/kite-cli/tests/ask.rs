@@ -485,20 +485,27 @@ async fn the_local_model_given_a_tool_calls_it_unless_told_otherwise_and_says_wh
     );
 }
 
-#[tokio::test]
-async fn anthropic_is_a_provider_too() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture(
-        "anthropic/messages/stream-text/response.sse",
-    ))])
-    .await;
+/// `kite ask QUESTION` with Anthropic as the provider, its API a loopback server that
+/// replays the recording `at`.
+async fn ask_anthropic(at: &str, question: &str) -> (common::Run, ReplayServer) {
+    let server = ReplayServer::start(vec![Reply::sse(fixture(at))]).await;
     let r = run(kite()
         .env("ANTHROPIC_API_KEY", KEY)
         .args(["ask", "--provider", "anthropic", "--base-url"])
         .arg(format!("{}/v1", server.url()))
-        .arg("Say hello"))
+        .arg(question))
     .await;
+    (r, server)
+}
+
+#[tokio::test]
+async fn anthropic_is_a_provider_too() {
+    let (r, server) =
+        ask_anthropic("anthropic/messages/stream-text/response.sse", "Say hello").await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "Hello\n");
+    // A whole answer is not said to be cut.
+    assert!(!r.stderr.contains("cut short"), "{}", r.stderr);
     let req = &server.requests()[0];
     assert_eq!(req.header("x-api-key"), Some(KEY));
     let body: Value = serde_json::from_slice(&req.body).unwrap();
@@ -507,16 +514,8 @@ async fn anthropic_is_a_provider_too() {
 
 #[tokio::test]
 async fn an_answer_cut_at_the_token_limit_says_so_after_its_text() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture(
-        "anthropic/messages/stream-max-tokens/response.sse",
-    ))])
-    .await;
-    let r = run(kite()
-        .env("ANTHROPIC_API_KEY", KEY)
-        .args(["ask", "--provider", "anthropic", "--base-url"])
-        .arg(format!("{}/v1", server.url()))
-        .arg("Tell me a story"))
-    .await;
+    let recording = "anthropic/messages/stream-max-tokens/response.sse";
+    let (r, _server) = ask_anthropic(recording, "Tell me a story").await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.trim().is_empty(), "the text so far is shown");
     assert!(
@@ -524,18 +523,6 @@ async fn an_answer_cut_at_the_token_limit_says_so_after_its_text() {
         "{}",
         r.stderr
     );
-    // A whole answer says nothing of the kind.
-    let server = ReplayServer::start(vec![Reply::sse(fixture(
-        "anthropic/messages/stream-text/response.sse",
-    ))])
-    .await;
-    let r = run(kite()
-        .env("ANTHROPIC_API_KEY", KEY)
-        .args(["ask", "--provider", "anthropic", "--base-url"])
-        .arg(format!("{}/v1", server.url()))
-        .arg("Say hello"))
-    .await;
-    assert!(!r.stderr.contains("cut short"), "{}", r.stderr);
 }
 
 #[tokio::test]

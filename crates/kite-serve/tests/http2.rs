@@ -319,19 +319,27 @@ async fn stopping_does_not_wait_for_a_client_that_never_answers() {
     drop(silent);
 }
 
+/// An HTTP/2 connection whose client holds every stream's window shut, and the task that
+/// drives it (it ends when the connection does).
+async fn shut_window(
+    addr: std::net::SocketAddr,
+) -> (Sender, tokio::task::JoinHandle<hyper::Result<()>>) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .initial_stream_window_size(0)
+        .handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    (sender, tokio::spawn(conn))
+}
+
 #[tokio::test]
 async fn answers_a_client_never_takes_do_not_hold_the_gateway() {
     // Four files: one for each connection, one for each request under way.
     let served = serve(2).await;
     served.go.add_permits(8);
     // A client whose window is shut: it gets each answer's head, never its body.
-    let tcp = tokio::net::TcpStream::connect(served.addr).await.unwrap();
-    let (shut, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-        .initial_stream_window_size(0)
-        .handshake::<_, Full<Bytes>>(TokioIo::new(tcp))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let (shut, _connection) = shut_window(served.addr).await;
     let mut held = Vec::new();
     for _ in 0..6 {
         let mut shut = shut.clone();
@@ -361,13 +369,7 @@ async fn a_client_that_takes_none_of_a_streamed_answer_loses_its_connection() {
     };
     let served = serve_within(1024, deadlines).await;
     served.go.add_permits(8);
-    let tcp = tokio::net::TcpStream::connect(served.addr).await.unwrap();
-    let (mut shut, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-        .initial_stream_window_size(0)
-        .handshake::<_, Full<Bytes>>(TokioIo::new(tcp))
-        .await
-        .unwrap();
-    let connection = tokio::spawn(conn);
+    let (mut shut, connection) = shut_window(served.addr).await;
     let body = r#"{"model":"words","stream":true,"messages":[{"role":"user","content":"Count."}]}"#;
     let request = hyper::Request::post(format!("http://{}/v1/chat/completions", served.addr))
         .header("content-type", "application/json")
