@@ -305,16 +305,28 @@ async fn a_prompt_larger_than_the_context_is_refused() {
 #[test]
 fn an_image_in_the_history_does_not_break_the_prompt() {
     let Some(m) = model() else { return };
-    let req = Request::new("local").message(Message::new(
+    let image = Message::new(
         kite_core::Role::User,
         vec![
             Part::text("Describe this:"),
             Part::image_url("https://example.com/a.png"),
         ],
-    ));
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
+    // Asked about the image itself, the model that cannot see it says so.
+    let req = Request::new("local").message(image.clone());
+    let err = rt.block_on(m.complete(&req)).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidRequest(m) if m.contains("reads text only")),
+        "{err}"
+    );
+    // Answered by another model, the conversation goes on in text.
+    let req = Request::new("local")
+        .message(image)
+        .message(Message::assistant("A red square."))
+        .message(Message::user("Say hello."));
     let r = rt.block_on(m.complete(&req)).unwrap();
     assert_eq!(r.finish_reason, FinishReason::Stop);
     assert!(!r.text().is_empty());
