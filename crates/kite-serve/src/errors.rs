@@ -13,6 +13,17 @@ pub(crate) enum Api {
     Messages,
 }
 
+impl Api {
+    /// The API of a request to `path` with `headers`: Anthropic's endpoints, and the shared
+    /// ones asked by an Anthropic client, answer in its shape.
+    pub(crate) fn of(path: &str, headers: &axum::http::HeaderMap) -> Self {
+        match path.starts_with("/v1/messages") || crate::models::anthropic(headers) {
+            true => Api::Messages,
+            false => Api::Chat,
+        }
+    }
+}
+
 /// What kind of failure, named in each API's words.
 #[derive(Clone, Copy)]
 pub(crate) enum Kind {

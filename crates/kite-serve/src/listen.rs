@@ -307,14 +307,8 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Counted 
 /// The answer to a request past what the files allow, in its API's shape.
 fn too_many<B>(request: &hyper::Request<B>) -> axum::response::Response {
     use crate::errors::{Api, Kind, error};
-    let api = match request.uri().path().starts_with("/v1/messages")
-        || crate::models::anthropic(request.headers())
-    {
-        true => Api::Messages,
-        false => Api::Chat,
-    };
     let mut refused = error(
-        api,
+        Api::of(request.uri().path(), request.headers()),
         axum::http::StatusCode::SERVICE_UNAVAILABLE,
         "This server is answering as many requests as it can hold; try again in a moment.",
         Kind::Unavailable,

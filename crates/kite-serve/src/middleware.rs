@@ -51,13 +51,7 @@ pub(crate) async fn gate(
         }
         return next.run(request).await;
     }
-    // Anthropic's endpoints, and the shared ones asked by an Anthropic client, answer in
-    // its shape.
-    let api = match path.starts_with("/v1/messages") || crate::models::anthropic(request.headers())
-    {
-        true => Api::Messages,
-        false => Api::Chat,
-    };
+    let api = Api::of(path, request.headers());
     if gw.draining.load(std::sync::atomic::Ordering::Relaxed) {
         let mut refused = error(
             api,

@@ -18,10 +18,11 @@ use kite::Error;
 use kite::skills::{
     Discovery, Root, RunOptions, SandboxOptions, Skill, SkillRun, SkillSet, conventional_roots,
 };
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+
+mod listing;
 
 /// The skill flags of `kite ask` and `kite chat`.
 #[derive(Args, Clone, Default)]
@@ -94,8 +95,6 @@ fn cache() -> Result<PathBuf, Error> {
 /// Where skills are looked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Looking {
-    /// Everywhere, trusted or not: to show what there is.
-    Everywhere,
     /// Where skills may be offered: trusted folders only.
     Trusted,
     /// Only where the user named: the local model's.
@@ -132,9 +131,7 @@ fn find(loaded: &Loaded, dirs: &[PathBuf], looking: Looking) -> Result<Found, Er
                 && !crate::config::trust::folder_trusted(&project)
             {
                 untrusted.push(project);
-                if looking == Looking::Trusted {
-                    continue;
-                }
+                continue;
             }
             roots.push(root);
         }
@@ -142,38 +139,6 @@ fn find(loaded: &Loaded, dirs: &[PathBuf], looking: Looking) -> Result<Found, Er
     Ok(Found {
         skills: kite::skills::discover(&roots, &cache()?),
         untrusted,
-    })
-}
-
-/// What `kite skills list` and `show` see: the skills a session is offered, found as
-/// `kite ask` finds them (so a name is shadowed as it is there), and apart from them those
-/// of project folders that wait for `kite trust`.
-struct Listing {
-    offered: Discovery,
-    waiting: Vec<Skill>,
-    untrusted: Vec<PathBuf>,
-}
-
-fn listing(loaded: &Loaded, dirs: &[PathBuf]) -> Result<Listing, Error> {
-    let mut offered = find(loaded, dirs, Looking::Trusted)?;
-    let mut waiting = Vec::new();
-    if !offered.untrusted.is_empty() {
-        let waits = |path: &Path| {
-            offered
-                .untrusted
-                .iter()
-                .any(|p| path.starts_with(p.join(".agents/skills")))
-        };
-        let everywhere = find(loaded, dirs, Looking::Everywhere)?.skills;
-        waiting.extend(everywhere.skills.into_iter().filter(|s| waits(&s.source)));
-        // What is wrong with them is worth knowing before trusting them.
-        let invalid = everywhere.invalid.into_iter().filter(|i| waits(&i.path));
-        offered.skills.invalid.extend(invalid);
-    }
-    Ok(Listing {
-        offered: offered.skills,
-        waiting,
-        untrusted: offered.untrusted,
     })
 }
 
@@ -317,67 +282,11 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
     match command {
         SkillsCommand::List { json, dirs } => {
             let loaded = config::load(config).map_err(fail)?;
-            let listed = listing(&loaded, &dirs).map_err(fail)?;
-            report(&listed.offered);
-            report_untrusted(&listed.untrusted);
-            if listed.offered.skills.is_empty() && listed.waiting.is_empty() && !json {
-                errln!(
-                    "kite: no skills found (looked in --skills, [skills] paths, .agents/skills \
-                     here and above, and kite/skills in the config folder)"
-                );
-            }
-            let all = listed.offered.skills.iter().map(|s| (s, true));
-            for (skill, offered) in all.chain(listed.waiting.iter().map(|s| (s, false))) {
-                if json {
-                    let mut shown = skill_json(skill);
-                    shown["offered"] = json!(offered);
-                    outln!("{shown}");
-                } else {
-                    outln!(
-                        "{}  {}{}\n    {}",
-                        skill.name(),
-                        printable(&skill.source.display().to_string()),
-                        if offered {
-                            ""
-                        } else {
-                            "  (not offered until trusted)"
-                        },
-                        printable(&one_line(skill.description()))
-                    );
-                }
-            }
-            Ok(())
+            listing::list(&loaded, &dirs, json).map_err(fail)
         }
         SkillsCommand::Show { name, dirs } => {
             let loaded = config::load(config).map_err(fail)?;
-            let listed = listing(&loaded, &dirs).map_err(fail)?;
-            let found = &listed.offered;
-            // The one a session is offered, else one that waits for `kite trust`.
-            let offered = found.skills.iter().find(|s| s.name() == name);
-            let waiting = listed.waiting.iter().find(|s| s.name() == name);
-            let Some(skill) = offered.or(waiting) else {
-                report(found);
-                let names: Vec<&str> = found
-                    .skills
-                    .iter()
-                    .chain(&listed.waiting)
-                    .map(Skill::name)
-                    .collect();
-                return Err(fail(Error::Config(format!(
-                    "no skill {:?} found (found: {})",
-                    printable(&name),
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
-                ))));
-            };
-            show(skill);
-            if offered.is_none() {
-                outln!("\n(not offered until its folder is trusted: `kite trust`)");
-            }
-            Ok(())
+            listing::show(&loaded, &dirs, &name).map_err(fail)
         }
         SkillsCommand::Validate { paths } => {
             let cache = cache().map_err(fail)?;
@@ -400,82 +309,6 @@ pub(crate) fn run(command: SkillsCommand, config: Option<&Path>) -> Result<(), E
             } else {
                 Ok(())
             }
-        }
-    }
-}
-
-/// A skill for `list --json`.
-fn skill_json(skill: &Skill) -> serde_json::Value {
-    let m = &skill.meta;
-    json!({
-        "name": m.name,
-        "description": m.description,
-        "path": skill.source,
-        "dir": skill.dir,
-        "license": m.license,
-        "compatibility": m.compatibility,
-        "allowed_tools": m.allowed_tools,
-        "metadata": m.metadata,
-    })
-}
-
-/// `text` on one line, for a listing.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `kite skills show`: the fields, the files, then the instructions.
-fn show(skill: &Skill) {
-    let m = &skill.meta;
-    outln!("name: {}", m.name);
-    outln!("description: {}", printable(&m.description));
-    outln!(
-        "location: {}",
-        printable(&skill.source.display().to_string())
-    );
-    let optional = [
-        ("license", &m.license),
-        ("compatibility", &m.compatibility),
-        ("allowed-tools", &m.allowed_tools),
-    ];
-    for (field, value) in optional {
-        if let Some(v) = value {
-            outln!("{field}: {}", printable(v));
-        }
-    }
-    for (key, value) in &m.metadata {
-        outln!("metadata.{}: {}", printable(key), printable(value));
-    }
-    let mut files = Vec::new();
-    list_files(&skill.dir, Path::new(""), &mut files);
-    if !files.is_empty() {
-        outln!("files:");
-        for f in files {
-            outln!("  {}", printable(&f.display().to_string()));
-        }
-    }
-    outln!("\n{}", printable(skill.body.trim_end()));
-}
-
-/// The files under `dir` (relative to the skill's folder, not following links), at most
-/// a few hundred.
-fn list_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
-    const MAX: usize = 500;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        if out.len() >= MAX {
-            return;
-        }
-        let Ok(kind) = e.file_type() else { continue };
-        let path = rel.join(e.file_name());
-        if kind.is_dir() {
-            list_files(&e.path(), &path, out);
-        } else {
-            out.push(path);
         }
     }
 }

@@ -161,9 +161,9 @@ impl Provider {
     /// The first provider whose key is set in the environment (a key that is not UTF-8
     /// counts as set: using it then says what is wrong with it).
     pub fn detect() -> Option<Self> {
-        Self::ALL.into_iter().find(|p| {
-            std::env::var_os(p.key_var()).is_some_and(|k| !k.to_string_lossy().trim().is_empty())
-        })
+        Self::ALL
+            .into_iter()
+            .find(|p| !matches!(key_from_env(p.key_var()), Ok(None)))
     }
 
     /// The provider that serves `model` over `api`. OpenAI's deep-research models are
