@@ -218,7 +218,12 @@ fn name_the_variable(mut e: clap::Error) -> clap::Error {
         tip = env_args(|_| true)
             .into_iter()
             .find(|v| std::env::var_os(v).is_some_and(|set| set.to_str().is_none()))
-            .map(|v| format!("the environment variable {} is not UTF-8", v.display()));
+            .map(|v| {
+                format!(
+                    "the environment variable {} is not UTF-8",
+                    v.to_string_lossy()
+                )
+            });
     } else if let (Some(ContextValue::String(flag)), Some(ContextValue::String(value))) = (
         e.get(ContextKind::InvalidArg),
         e.get(ContextKind::InvalidValue),
@@ -230,7 +235,7 @@ fn name_the_variable(mut e: clap::Error) -> clap::Error {
             .map(|v| {
                 format!(
                     "the value comes from the environment variable {}",
-                    v.display()
+                    v.to_string_lossy()
                 )
             });
     }
@@ -245,7 +250,7 @@ fn name_the_variable(mut e: clap::Error) -> clap::Error {
 
 /// The environment variables the arguments `which` picks take their values from, in every
 /// command.
-fn env_args(which: impl Fn(&clap::Arg) -> bool) -> Vec<std::path::PathBuf> {
+fn env_args(which: impl Fn(&clap::Arg) -> bool) -> Vec<std::ffi::OsString> {
     let mut commands = vec![cli_tree()];
     let mut vars = Vec::new();
     while let Some(command) = commands.pop() {
@@ -253,7 +258,7 @@ fn env_args(which: impl Fn(&clap::Arg) -> bool) -> Vec<std::path::PathBuf> {
         vars.extend(
             named
                 .filter_map(|a| a.get_env())
-                .map(std::path::PathBuf::from),
+                .map(std::ffi::OsStr::to_os_string),
         );
         commands.extend(command.get_subcommands().cloned());
     }

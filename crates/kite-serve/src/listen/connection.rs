@@ -22,6 +22,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 /// connection is closed (a minute by default).
 const STALLED_AFTER: u32 = 4;
 
+/// The most read at once while telling which HTTP a client speaks.
+const SNIFF_READ: usize = 8 * 1024;
+
 /// What an HTTP/2 client sends first.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -142,21 +145,21 @@ impl Socket {
     }
 
     /// Whether the client speaks HTTP/2 from the start: reads until its bytes part from
-    /// the preface (HTTP/1.1) or have made all of it; `None` when it closes first.
+    /// the preface (HTTP/1.1) or have made all of it; `None` when it closes first. Each
+    /// read takes what has come, as hyper's would, so that an HTTP/1.1 request that came
+    /// whole is read once.
     async fn sniff(&mut self) -> Option<bool> {
-        let mut buf = [0u8; PREFACE.len()];
-        while PREFACE.starts_with(&self.read) && self.read.len() < PREFACE.len() {
-            let n = self
-                .tcp
-                .read(&mut buf[..PREFACE.len() - self.read.len()])
-                .await
-                .ok()?;
+        let mut buf = vec![0u8; SNIFF_READ];
+        while PREFACE.starts_with(&self.read[..self.read.len().min(PREFACE.len())])
+            && self.read.len() < PREFACE.len()
+        {
+            let n = self.tcp.read(&mut buf).await.ok()?;
             if n == 0 {
                 return None;
             }
             self.read.extend_from_slice(&buf[..n]);
         }
-        Some(self.read == PREFACE)
+        Some(self.read.starts_with(PREFACE))
     }
 }
 
@@ -179,6 +182,10 @@ impl AsyncRead for Socket {
             let n = left.len().min(buf.remaining());
             buf.put_slice(&left[..n]);
             this.replayed += n;
+            if this.replayed == this.read.len() {
+                // Not kept for the connection's life.
+                (this.read, this.replayed) = (Vec::new(), 0);
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.tcp).poll_read(cx, buf)
