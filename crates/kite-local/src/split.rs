@@ -175,7 +175,14 @@ impl Splitter {
             }
             return;
         }
-        let n = self.pending.len();
+        // Cut by the limit as the tag of a call began (`<tool`): that start is no text.
+        let p = &self.pending;
+        let begun = (1..OPEN.len().min(p.len() + 1))
+            .rev()
+            .find(|&len| p.is_char_boundary(p.len() - len) && OPEN.starts_with(&p[p.len() - len..]))
+            .filter(|_| cut)
+            .unwrap_or(0);
+        let n = self.pending.len() - begun;
         self.text(n, out);
     }
 }
@@ -277,6 +284,13 @@ mod tests {
             (text.as_str(), calls.len()),
             ("Let me look.<tool_call>{\"name\":", 0)
         );
+        // So is the tag's start, cut before the tag was whole.
+        for cut in ["<", "<tool", "<tool_call"] {
+            let (text, _, _) = run_cut(&["Look.", cut], &[], true);
+            assert_eq!(text, "Look.", "{cut}");
+            let (text, _, _) = run(&["Look.", cut], &[]);
+            assert_eq!(text, format!("Look.{cut}"), "{cut}");
+        }
     }
 
     #[test]
