@@ -319,6 +319,20 @@ async fn a_bad_value_in_the_environment_is_named_by_its_variable() {
     );
     assert!(!r.stderr.contains("local model"), "{}", r.stderr);
     assert!(r.stdout.is_empty(), "{}", r.stdout);
+    // So with a compatible server's key: refused, not sent without one.
+    let r = run(kite().env("KITE_API_KEY", not_utf8).args([
+        "ask",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "hi",
+    ]))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("KITE_API_KEY is not UTF-8"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -57,10 +57,14 @@ pub(crate) fn compatible<A: Api + Clone>(
     mut m: HttpModel<A>,
     endpoint: &Endpoint,
 ) -> Result<HttpModel<A>, Error> {
-    if let Ok(key) = std::env::var("KITE_API_KEY")
-        && !key.is_empty()
-    {
-        m = m.api_key(key);
+    match std::env::var("KITE_API_KEY") {
+        Ok(key) if !key.is_empty() => m = m.api_key(key),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(Error::Config(
+                "KITE_API_KEY is not UTF-8; a key is plain text: set it again".into(),
+            ));
+        }
+        _ => {}
     }
     endpoint.carry(m)
 }
