@@ -8,7 +8,8 @@
 //! `/etc` beyond what programs need to start, no network unless the options allow it. It
 //! has its own user, process, IPC and UTS namespaces, no capability, no further user
 //! namespace, no environment but a few plain variables, a session of its own, and dies
-//! with kite. As root, it runs as an unprivileged id (`identity.rs`). The workspace and
+//! with kite; a fresh session keyring, none of kite's descriptors, and a system-call
+//! filter (`confine.rs`). As root, it runs as an unprivileged id (`identity.rs`). The workspace and
 //! the skills are opened once and mounted from their descriptors (`stage.rs`), so that
 //! no link swapped into their paths can redirect them and the id need not reach them.
 //!
@@ -18,6 +19,7 @@
 //! sandbox's first process, its process namespace).
 
 mod bwrap;
+mod confine;
 mod identity;
 mod limits;
 mod quota;
@@ -190,9 +192,18 @@ pub async fn run(
             // SAFETY: getuid(2) has no preconditions and cannot fail.
             let me = unsafe { libc::getuid() };
             let bounds = limits.for_child(threads(Some(me), limits.pids_capped()).await);
-            // SAFETY: the closure only calls write(2) and setrlimit(2) (`ChildLimits`).
+            let filter = confine::for_child().map_err(SandboxError::Spawn)?;
+            // SAFETY: the closure only calls write(2) and setrlimit(2) (`ChildLimits`),
+            // keyctl(2), close_range(2), fcntl(2), prctl(2) and seccomp(2) (`Child`).
             unsafe {
-                cmd.pre_exec(move || bounds.apply());
+                cmd.pre_exec(move || {
+                    bounds.apply()?;
+                    confine::Child {
+                        keep: &[],
+                        filter: Some(filter),
+                    }
+                    .apply()
+                });
             }
             (cmd, workspace.display().to_string())
         }

@@ -3,17 +3,19 @@
 
 use super::identity::{self, Id};
 use super::stage::Stage;
-use super::{SandboxOptions, limits};
+use super::{SandboxOptions, confine, limits};
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
 /// What a sandboxed command needs before bubblewrap starts: the id it runs as (as root),
-/// and the workspace and skills' folders open, to be handed over as descriptors.
+/// the workspace and skills' folders open, to be handed over as descriptors, and the
+/// system-call filter bubblewrap installs.
 pub(super) struct Prepared {
     id: Option<Id>,
     workspace: std::fs::File,
     skills: Vec<(String, std::fs::File)>,
+    filter: std::os::fd::OwnedFd,
 }
 
 impl Prepared {
@@ -34,6 +36,7 @@ impl Prepared {
                 .iter()
                 .map(|(name, dir)| Ok((name.clone(), open(dir)?)))
                 .collect::<std::io::Result<_>>()?,
+            filter: confine::filter_file()?,
         })
     }
 
@@ -113,10 +116,10 @@ impl Prepared {
                 }))
                 .collect();
         let mut fds = [-1; 64];
-        if folders.len() > fds.len() {
+        if folders.len() >= fds.len() {
             return Err(std::io::Error::other(format!(
                 "a command can see at most {} skills",
-                fds.len() - 1
+                fds.len() - 2
             )));
         }
         let stage = match self.id {
@@ -141,11 +144,15 @@ impl Prepared {
             }
         }
         cmd.args(["--chdir", "/workspace"]);
+        let filter = self.filter.as_raw_fd();
+        fds[folders.len()] = filter;
+        cmd.arg("--seccomp").arg(filter.to_string());
         let id = self.id;
         // SAFETY: the closure calls only async-signal-safe functions: write(2) and
         // setrlimit(2) (`ChildLimits::apply`), unshare(2), mount(2), mkdir(2) and
-        // move_mount(2) (`Stage::enter`), fcntl(2), umask(2), setgroups(2),
-        // setgid(2) and setuid(2) (`become_id`), on values copied in.
+        // move_mount(2) (`Stage::enter`), keyctl(2), close_range(2) and fcntl(2)
+        // (`confine::Child::apply`), umask(2), setgroups(2), setgid(2) and setuid(2)
+        // (`become_id`), on values copied in.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(bounds) = &bounds {
@@ -153,15 +160,16 @@ impl Prepared {
                 }
                 // As root, the folders are mounted where the id can reach them
                 // (`stage.rs`); else their descriptors reach bubblewrap, which closes them
-                // once it has mounted them: the command never holds them.
+                // once it has mounted them: the command never holds them. Nothing else
+                // kite holds reaches it.
                 if let Some(stage) = &stage {
                     stage.enter()?;
                 }
-                for fd in fds.into_iter().filter(|fd| *fd >= 0) {
-                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
+                confine::Child {
+                    keep: &fds,
+                    filter: None,
                 }
+                .apply()?;
                 // What the command makes is its own alone.
                 libc::umask(0o077);
                 match id {
