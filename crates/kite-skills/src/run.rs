@@ -9,15 +9,14 @@
 //! made meanwhile could get around.
 
 use crate::prompt::available_skills;
-use crate::sandbox::{self, SandboxOptions};
+use crate::sandbox::{self, SandboxOptions, Workspace};
 use crate::set::{Kind, SkillSet};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use kite_agent::{Tool, Toolkit};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use tempfile::TempDir;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 
 mod files;
 mod tools;
@@ -25,9 +24,7 @@ mod tools;
 /// How a run is set up.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    /// The workspace; a new temporary folder, removed with the run, when `None`.
-    pub workspace: Option<PathBuf>,
-    /// How `bash` runs commands.
+    /// How `bash` runs commands, and the workspace's size.
     pub sandbox: SandboxOptions,
 }
 
@@ -35,6 +32,9 @@ pub struct RunOptions {
 ///
 /// It is a [`Toolkit`]: `agent.toolkit(&run)` gives an agent the tools and puts the
 /// `<available_skills>` block, with instructions for using it, in its system prompt.
+///
+/// The workspace is a file system of its own in memory, of the size the sandbox options
+/// give (`sandbox::Workspace`), made when a tool first needs it and gone with the run.
 pub struct SkillRun<C = ()> {
     state: Arc<State<C>>,
 }
@@ -49,10 +49,10 @@ impl<C> Clone for SkillRun<C> {
 
 pub(crate) struct State<C> {
     set: Arc<SkillSet<C>>,
-    workspace: PathBuf,
-    /// Removes the workspace when the run ends, when it is kite's own.
-    _temp: Option<TempDir>,
-    workspace_dir: Dir,
+    /// The workspace, made on first use.
+    space: OnceLock<Space>,
+    /// Held while the workspace is made.
+    making: Mutex<()>,
     /// Each skill's folder, by its index in the set (`None` for a native skill).
     skill_dirs: Vec<Option<Dir>>,
     /// The skill files the model has been given in full.
@@ -61,19 +61,19 @@ pub(crate) struct State<C> {
     /// Whether bubblewrap works here, asked once.
     /// Shared by the runs [`SkillRun::fresh`] makes, which have the same sandbox.
     probe: Arc<tokio::sync::OnceCell<Result<(), String>>>,
-    /// As root, the unprivileged id the workspace belongs to and commands run as.
-    owner: Option<sandbox::Id>,
-    /// Set once a command took the workspace past its quota: the run refuses further
-    /// commands and writes.
-    full: std::sync::atomic::AtomicBool,
     /// Held while a command runs: one at a time, so that none changes the workspace under
-    /// another's start (its mount points) or its measure.
+    /// another's start (its mount points).
     pub(crate) one_command: tokio::sync::Mutex<()>,
 }
 
+/// The workspace, and a handle on its root for the tools.
+pub(crate) struct Space {
+    pub(crate) workspace: Workspace,
+    pub(crate) dir: Dir,
+}
+
 impl<C: Send + Sync + 'static> SkillRun<C> {
-    /// Starts a run over `set`: opens the workspace (creating it when asked for a
-    /// temporary one) and each skill's folder.
+    /// Starts a run over `set`: opens each skill's folder.
     pub fn new(set: Arc<SkillSet<C>>, options: RunOptions) -> std::io::Result<Self> {
         Self::with_probe(set, options, Arc::default())
     }
@@ -83,24 +83,6 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
         options: RunOptions,
         probe: Arc<tokio::sync::OnceCell<Result<(), String>>>,
     ) -> std::io::Result<Self> {
-        let (workspace, temp) = match options.workspace {
-            Some(dir) => {
-                std::fs::create_dir_all(&dir)?;
-                let dir = dir.canonicalize()?;
-                refuse_roots(&dir)?;
-                (dir, None)
-            }
-            None => {
-                use std::os::unix::fs::PermissionsExt;
-                let temp = tempfile::Builder::new()
-                    .prefix("kite-run-")
-                    .permissions(std::fs::Permissions::from_mode(0o700))
-                    .tempdir()?;
-                (temp.path().canonicalize()?, Some(temp))
-            }
-        };
-        let owner = sandbox::for_workspace(&workspace)?;
-        let workspace_dir = Dir::open_ambient_dir(&workspace, ambient_authority())?;
         let skill_dirs = set
             .skills
             .iter()
@@ -112,35 +94,31 @@ impl<C: Send + Sync + 'static> SkillRun<C> {
         Ok(Self {
             state: Arc::new(State {
                 set,
-                workspace,
-                _temp: temp,
-                workspace_dir,
+                space: OnceLock::new(),
+                making: Mutex::new(()),
                 skill_dirs,
                 loaded: Mutex::new(HashSet::new()),
                 sandbox: options.sandbox,
                 probe,
-                owner,
-                full: std::sync::atomic::AtomicBool::new(false),
                 one_command: tokio::sync::Mutex::new(()),
             }),
         })
     }
 
-    /// A new run over the same skills, with the same sandbox, in a fresh temporary
-    /// workspace and with nothing loaded yet: for a server whose every request is a run of
-    /// its own.
+    /// A new run over the same skills, with the same sandbox, in a fresh workspace and with
+    /// nothing loaded yet: for a server whose every request is a run of its own.
     pub fn fresh(&self) -> std::io::Result<Self> {
         let options = RunOptions {
-            workspace: None,
             sandbox: self.state.sandbox.clone(),
         };
         // Whether bubblewrap works here is asked once for all of them.
         Self::with_probe(self.state.set.clone(), options, self.state.probe.clone())
     }
 
-    /// The workspace folder.
-    pub fn workspace(&self) -> &Path {
-        &self.state.workspace
+    /// A path to the workspace (`/proc/PID/fd/N`: it is mounted nowhere the rest of the
+    /// machine sees), made on first use; see [`Workspace::path`].
+    pub fn workspace(&self) -> std::io::Result<&Path> {
+        Ok(self.state.space()?.workspace.path())
     }
 
     /// Whether `bash` can run commands: in a sandbox, or unconfined because the options
@@ -202,25 +180,21 @@ impl<C> State<C> {
             .clone()
     }
 
-    /// Refuses a command or a write once the workspace went past its quota.
-    fn check_room(&self) -> Result<(), String> {
-        match self.full.load(std::sync::atomic::Ordering::Relaxed) {
-            true => Err(format!(
-                "the workspace went past its quota of {} MiB, so it was emptied and this \
-                 run takes no more commands or files",
-                self.sandbox.max_workspace.unwrap_or_default() >> 20
-            )),
-            false => Ok(()),
+    /// The workspace, made on first use.
+    pub(crate) fn space(&self) -> std::io::Result<&Space> {
+        if let Some(space) = self.space.get() {
+            return Ok(space);
         }
-    }
-
-    /// Marks the workspace as past its quota and, when it is kite's own, frees what it
-    /// held (a workspace the program gave is left as it is).
-    fn overflowed(&self) {
-        self.full.store(true, std::sync::atomic::Ordering::Relaxed);
-        if self._temp.is_some() {
-            sandbox::empty(&self.workspace);
+        let _making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(space) = self.space.get() {
+            return Ok(space);
         }
+        let workspace = Workspace::new(
+            self.sandbox.max_workspace,
+            self.sandbox.dangerously_unsandboxed,
+        )?;
+        let dir = Dir::from_std_file(workspace.root().try_clone()?);
+        Ok(self.space.get_or_init(|| Space { workspace, dir }))
     }
 
     /// Marks a skill file as given in full; false when it was already.
@@ -228,20 +202,6 @@ impl<C> State<C> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         loaded.insert(key.to_owned())
     }
-}
-
-/// As root, a workspace a program gives must belong to an unprivileged user, whose id the
-/// commands then run as: kite gives away only the folders it makes.
-fn refuse_roots(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    if sandbox::is_root() && dir.metadata()?.uid() == 0 {
-        return Err(std::io::Error::other(format!(
-            "{}: as root, kite runs commands as the workspace's owner, and this one is root's; \
-             give a folder an unprivileged user owns, or none (kite makes one)",
-            dir.display()
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -252,10 +212,8 @@ mod tests {
     fn a_fresh_run_has_its_own_workspace_and_shares_what_was_learnt_of_the_sandbox() {
         let run = SkillRun::<()>::new(Arc::new(SkillSet::new()), RunOptions::default()).unwrap();
         let fresh = run.fresh().unwrap();
-        assert_ne!(run.workspace(), fresh.workspace());
+        std::fs::write(run.workspace().unwrap().join("mine"), "the first run's").unwrap();
+        assert!(!fresh.workspace().unwrap().join("mine").exists());
         assert!(Arc::ptr_eq(&run.state.probe, &fresh.state.probe));
-        let gone = fresh.workspace().to_owned();
-        drop(fresh);
-        assert!(!gone.exists(), "a fresh run's workspace goes with it");
     }
 }

@@ -14,23 +14,23 @@
 //! no link swapped into their paths can redirect them and the id need not reach them.
 //!
 //! Every command has a time limit, an output cap, a memory cap and a cap on its
-//! processes (`limits.rs`), and the workspace a quota (`quota.rs`): on any of them, on
-//! cancel, or when the call is dropped, its whole process group is killed (and with the
-//! sandbox's first process, its process namespace).
+//! processes (`limits.rs`): on any of them, on cancel, or when the call is dropped, its
+//! whole process group is killed (and with the sandbox's first process, its process
+//! namespace). The workspace is a file system of its own whose size the kernel bounds
+//! (`workspace.rs`).
 
 mod bwrap;
 mod confine;
 mod identity;
 mod limits;
-mod quota;
 mod stage;
+mod tally;
+mod workspace;
 
 use bwrap::Prepared;
 
 pub use identity::Id;
-pub(crate) use identity::{for_workspace, is_root};
-pub(crate) use quota::empty;
-pub use quota::{MAX_ENTRIES, Over};
+pub use workspace::{MAX_ENTRIES, Workspace};
 
 use kite_agent::CancellationToken;
 use std::path::{Path, PathBuf};
@@ -54,16 +54,18 @@ pub struct SandboxOptions {
     /// The most processes a command may have at once, where kite can set a cap (a `pids`
     /// cgroup); elsewhere the time limit stops a fork bomb.
     pub max_processes: Option<u32>,
-    /// The most memory a command's processes may use together (a memory cgroup, where
-    /// kite can make one), or each of them (an address-space rlimit, elsewhere). Its
-    /// `/tmp` is memory too.
+    /// The most memory a command's processes may use together: a memory cgroup, where
+    /// kite can make one; elsewhere, an address-space rlimit on each and their private
+    /// memory added up while it runs. Its `/tmp` is memory too.
     pub max_memory: Option<u64>,
+    /// How many CPUs' time a command may use at once, where a cgroup caps it; elsewhere,
+    /// its processes together may use this many times its time limit in CPU time.
+    pub max_cpus: Option<f64>,
     /// The size of the sandbox's `/tmp`, and of its `/dev/shm`: each lives in the host's
     /// memory.
     pub max_tmp: Option<u64>,
-    /// The most the workspace may hold on disk (also the largest file a command may
-    /// write). It is measured while a command runs and after: past it the command is
-    /// stopped, and the run refuses further commands.
+    /// The most the workspace may hold (also the largest file a command may write): the
+    /// size of its file system, in memory, where a write past it fails as on a full disk.
     pub max_workspace: Option<u64>,
     /// Runs commands with no sandbox at all when bubblewrap cannot start one. They can then
     /// read and write whatever kite can: only for skills you trust completely.
@@ -79,6 +81,7 @@ impl Default for SandboxOptions {
             max_output: 64 * 1024,
             max_processes: Some(256),
             max_memory: Some(1 << 30),
+            max_cpus: Some(1.0),
             max_tmp: Some(64 << 20),
             max_workspace: Some(256 << 20),
             dangerously_unsandboxed: false,
@@ -108,10 +111,10 @@ pub enum Stopped {
     TooMuchOutput(usize),
     /// The run was cancelled.
     Cancelled,
-    /// One of its processes was killed for using more memory than the cap (bytes).
+    /// It used more memory than the cap (bytes).
     OutOfMemory(u64),
-    /// The workspace went over its quota.
-    WorkspaceFull(Over),
+    /// Its processes used more CPU time together than they may in all.
+    TooMuchCpu(Duration),
 }
 
 /// Why a command could not run.
@@ -131,11 +134,12 @@ pub enum SandboxError {
     Spawn(std::io::Error),
 }
 
-/// Whether bubblewrap can start a sandbox here: `Err` says why not.
+/// Whether bubblewrap can start a sandbox here, over a workspace of its own: `Err` says why
+/// not.
 pub async fn probe(options: &SandboxOptions) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let workspace = Workspace::new(Some(1 << 20), false).map_err(|e| e.to_string())?;
     let prepared =
-        Prepared::new(dir.path(), &[]).map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
+        Prepared::new(&workspace, &[]).map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
     let mut cmd = prepared
         .command(options, None)
         .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
@@ -157,19 +161,23 @@ pub async fn probe(options: &SandboxOptions) -> Result<(), String> {
 
 /// Runs `command` with `sh -c` in `workspace`, with the skills' folders (`(name, dir)`)
 /// under `skills/` in it; `sandbox` is what [`probe`] said. As root, the command runs as
-/// the workspace's owner, and a workspace root owns is first given to a fresh id of its
-/// own (the folder itself is chowned): give a folder made for the purpose.
+/// the workspace's own unprivileged id.
 pub async fn run(
     command: &str,
-    workspace: &Path,
+    workspace: &Workspace,
     skills: &[(String, PathBuf)],
     options: &SandboxOptions,
     sandbox: Result<(), String>,
     cancel: &CancellationToken,
 ) -> Result<Outcome, SandboxError> {
+    let cpu = options.max_cpus.map(|cpus| limits::Cpu {
+        cpus,
+        time: options.timeout,
+    });
     let limits = limits::Limits::new(
         options.max_processes,
         options.max_memory,
+        cpu,
         options.max_workspace,
     );
     // The folders stay open until bubblewrap has started with them.
@@ -186,9 +194,9 @@ pub async fn run(
         }
         Err(why) if !options.dangerously_unsandboxed => return Err(SandboxError::NoSandbox(why)),
         Err(_) => {
-            link_skills(workspace, skills);
+            link_skills(workspace.path(), skills);
             let mut cmd = Command::new("/bin/sh");
-            cmd.args(["-c", command]).current_dir(workspace);
+            cmd.args(["-c", command]).current_dir(workspace.path());
             // SAFETY: getuid(2) has no preconditions and cannot fail.
             let me = unsafe { libc::getuid() };
             let bounds = limits.for_child(threads(Some(me), limits.pids_capped()).await);
@@ -205,7 +213,7 @@ pub async fn run(
                     .apply()
                 });
             }
-            (cmd, workspace.display().to_string())
+            (cmd, workspace.path().display().to_string())
         }
     };
     cmd.env_clear()
@@ -226,13 +234,17 @@ pub async fn run(
     let (out, err) = (child.stdout.take(), child.stderr.take());
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let cap = options.max_output;
+    let uncapped = limits.uncapped();
     let mut stopped = tokio::select! {
         over = collect(out, err, cap, &mut stdout, &mut stderr) => {
             over.then_some(Stopped::TooMuchOutput(cap))
         }
         () = tokio::time::sleep(options.timeout) => Some(Stopped::TimedOut(options.timeout)),
         () = cancel.cancelled() => Some(Stopped::Cancelled),
-        over = watch_quota(workspace, options.max_workspace) => Some(Stopped::WorkspaceFull(over)),
+        past = tally::watch(child.id(), uncapped.0, uncapped.1) => Some(match past {
+            tally::Past::Memory(max) => Stopped::OutOfMemory(max),
+            tally::Past::Cpu(max) => Stopped::TooMuchCpu(max),
+        }),
     };
     // Once the pipes are closed the command has ended, or left children behind that
     // closed them: the group goes either way.
@@ -246,11 +258,6 @@ pub async fn run(
     };
     if stopped.is_none() && limits.out_of_memory() {
         stopped = options.max_memory.map(Stopped::OutOfMemory);
-    }
-    if stopped.is_none()
-        && let Some(max) = options.max_workspace
-    {
-        stopped = measure(workspace, max).await.map(Stopped::WorkspaceFull);
     }
     // Removing the cgroup may wait for the kernel to reap the command's processes.
     let _ = tokio::task::spawn_blocking(move || drop(limits)).await;
@@ -275,31 +282,6 @@ async fn threads(runs_as: Option<u32>, pids_capped: bool) -> Option<u64> {
             .await
             .ok(),
     }
-}
-
-/// How often a running command's workspace is measured.
-const QUOTA_EVERY: Duration = Duration::from_millis(250);
-
-/// Resolves once the workspace is over `max` (never, with no quota).
-async fn watch_quota(workspace: &Path, max: Option<u64>) -> Over {
-    let Some(max) = max else {
-        return std::future::pending().await;
-    };
-    loop {
-        tokio::time::sleep(QUOTA_EVERY).await;
-        if let Some(over) = measure(workspace, max).await {
-            return over;
-        }
-    }
-}
-
-/// Whether `workspace` is over `max`, measured off the runtime's threads.
-pub(crate) async fn measure(workspace: &Path, max: u64) -> Option<Over> {
-    let dir = workspace.to_owned();
-    tokio::task::spawn_blocking(move || quota::over(&dir, max))
-        .await
-        .ok()
-        .flatten()
 }
 
 /// Reads both pipes to their ends; true when together they passed `cap` bytes.

@@ -8,7 +8,7 @@ mod common;
 use common::{sandboxed, text};
 use kite_agent::CancellationToken;
 use kite_skills::SandboxOptions;
-use kite_skills::sandbox;
+use kite_skills::sandbox::{self, Workspace};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -135,7 +135,7 @@ async fn the_keyrings_of_whoever_started_kite_are_out_of_reach() {
     assert_keyrings_held(&text(&out), id, secret, &description);
 
     // Without a sandbox (only where the user allowed it), the same holds.
-    let ws = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(None, true).unwrap();
     let options = SandboxOptions {
         bwrap: "/nonexistent/bwrap".into(),
         dangerously_unsandboxed: true,
@@ -144,7 +144,7 @@ async fn the_keyrings_of_whoever_started_kite_are_out_of_reach() {
     let ready = sandbox::probe(&options).await;
     let out = sandbox::run(
         &attack,
-        ws.path(),
+        &ws,
         &[],
         &options,
         ready,
@@ -244,7 +244,7 @@ async fn descriptors_kite_holds_do_not_reach_a_command() {
     let (out, _ws) = sandboxed(&command, SandboxOptions::default()).await;
     check(&text(&out));
 
-    let ws = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(None, true).unwrap();
     let options = SandboxOptions {
         bwrap: "/nonexistent/bwrap".into(),
         dangerously_unsandboxed: true,
@@ -253,7 +253,7 @@ async fn descriptors_kite_holds_do_not_reach_a_command() {
     let ready = sandbox::probe(&options).await;
     let out = sandbox::run(
         &command,
-        ws.path(),
+        &ws,
         &[],
         &options,
         ready,

@@ -44,7 +44,7 @@ async fn call(run: &SkillRun, name: &str, args: Value) -> (String, bool) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fifo_is_refused_not_waited_on() {
     let run = run_over(&["word-count"]);
-    let fifo = run.workspace().join("pipe");
+    let fifo = run.workspace().unwrap().join("pipe");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
@@ -70,7 +70,7 @@ async fn a_fifo_is_refused_not_waited_on() {
 #[tokio::test]
 async fn large_and_binary_files_are_never_cut_by_an_edit() {
     let run = run_over(&["word-count"]);
-    let ws = run.workspace().to_owned();
+    let ws = run.workspace().unwrap().to_owned();
     // 1 MiB of numbered lines: more than `view` shows at once.
     let big: String = (1..=100_000).map(|n| format!("line {n:06}\n")).collect();
     std::fs::write(ws.join("big.txt"), &big).unwrap();
@@ -119,7 +119,7 @@ async fn a_link_left_where_the_skills_are_mounted_leads_nowhere() {
     let outside = tempfile::tempdir().unwrap();
     // Where the skills are mounted, an earlier run left a link out of the workspace: in
     // place of `skills`, then in place of `skills/word-count`.
-    let skills = run.workspace().join("skills");
+    let skills = run.workspace().unwrap().join("skills");
     for link in [skills.clone(), skills.join("word-count")] {
         if skills.is_dir() {
             let _ = std::fs::remove_dir_all(&link);

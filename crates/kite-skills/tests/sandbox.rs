@@ -4,7 +4,7 @@ mod common;
 
 use common::{root, sandboxed, text, valid};
 use kite_agent::{CancellationToken, ToolContext, Toolkit};
-use kite_skills::sandbox::{self, SandboxError, Stopped};
+use kite_skills::sandbox::{self, SandboxError, Stopped, Workspace};
 use kite_skills::{RunOptions, SandboxOptions, Skill, SkillRun, SkillSet};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -96,7 +96,15 @@ async fn a_fork_bomb_is_stopped_and_leaves_nothing_behind() {
     let command =
         format!("exec 2>/dev/null; {marker}() {{ {marker} | {marker} & }}; {marker}; sleep 60");
     let (out, _ws) = sandboxed(&command, options).await;
-    assert_eq!(out.stopped, Some(Stopped::TimedOut(Duration::from_secs(2))));
+    // By the time limit, or sooner by the CPU it took (where no cgroup caps its rate).
+    assert!(
+        matches!(
+            out.stopped,
+            Some(Stopped::TimedOut(_) | Stopped::TooMuchCpu(_))
+        ),
+        "{:?}",
+        out.stopped
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
     let mut left = usize::MAX;
     for _ in 0..50 {
@@ -121,8 +129,8 @@ async fn endless_output_is_capped() {
 #[tokio::test]
 async fn cancelling_kills_the_whole_group() {
     let marker = format!("cancel{}", std::process::id());
-    let ws = tempfile::tempdir().unwrap();
     let options = SandboxOptions::default();
+    let ws = Workspace::new(options.max_workspace, false).unwrap();
     let cancel = CancellationToken::new();
     let later = cancel.clone();
     tokio::spawn(async move {
@@ -131,7 +139,7 @@ async fn cancelling_kills_the_whole_group() {
     });
     let command = format!("sh -c 'sleep 60; echo {marker}' & sh -c 'sleep 61; echo {marker}'");
     let ready = sandbox::probe(&options).await;
-    let out = sandbox::run(&command, ws.path(), &[], &options, ready, &cancel)
+    let out = sandbox::run(&command, &ws, &[], &options, ready, &cancel)
         .await
         .unwrap();
     assert_eq!(out.stopped, Some(Stopped::Cancelled));
@@ -141,7 +149,7 @@ async fn cancelling_kills_the_whole_group() {
 
 #[tokio::test]
 async fn without_a_sandbox_scripts_are_refused_unless_allowed_loudly() {
-    let ws = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(None, true).unwrap();
     let mut options = SandboxOptions {
         bwrap: "/nonexistent/bwrap".into(),
         ..SandboxOptions::default()
@@ -150,7 +158,7 @@ async fn without_a_sandbox_scripts_are_refused_unless_allowed_loudly() {
     assert!(ready.is_err());
     let err = sandbox::run(
         "echo hi",
-        ws.path(),
+        &ws,
         &[],
         &options,
         ready.clone(),
@@ -169,7 +177,7 @@ async fn without_a_sandbox_scripts_are_refused_unless_allowed_loudly() {
     options.dangerously_unsandboxed = true;
     let out = sandbox::run(
         "echo hi",
-        ws.path(),
+        &ws,
         &[],
         &options,
         ready,
@@ -215,7 +223,7 @@ async fn call(run: &SkillRun, name: &str, args: Value) -> (String, bool) {
 async fn the_file_tools_stay_inside() {
     let existed = (Path::new("/etc/x").exists(), Path::new("/tmp/x").exists());
     let (run, _copy) = run_with_leaky_skill();
-    std::os::unix::fs::symlink("/etc", run.workspace().join("etc-link")).unwrap();
+    std::os::unix::fs::symlink("/etc", run.workspace().unwrap().join("etc-link")).unwrap();
     for (tool, args, says) in [
         (
             "view",
@@ -361,9 +369,8 @@ async fn folders_behind_a_closed_folder_still_reach_the_command() {
     for file in ["SKILL.md", "scripts/count.sh"] {
         std::fs::copy(valid("word-count").join(file), skill.join(file)).unwrap();
     }
-    let ws = closed.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
     let options = SandboxOptions::default();
+    let ws = Workspace::new(options.max_workspace, false).unwrap();
     let ready = sandbox::probe(&options).await;
     let out = sandbox::run(
         "echo one two > made && sh skills/word-count/scripts/count.sh made && ls skills",
@@ -379,7 +386,7 @@ async fn folders_behind_a_closed_folder_still_reach_the_command() {
     assert_eq!(out.status, Some(0), "{shown}");
     assert!(shown.contains("words=2"), "{shown}");
     assert!(shown.contains("word-count"), "{shown}");
-    assert!(ws.join("made").exists());
+    assert!(ws.path().join("made").exists());
     assert!(!skill.join("made").exists());
 }
 
@@ -399,6 +406,58 @@ async fn memory_is_capped() {
         "{:?} {shown}",
         out.stopped
     );
+}
+
+#[tokio::test]
+async fn memory_is_capped_for_the_whole_command() {
+    let options = SandboxOptions {
+        max_memory: Some(512 << 20),
+        ..SandboxOptions::default()
+    };
+    // Each process stays under the cap; together they pass it.
+    let command = "for i in 1 2 3 4 5 6; do python3 -c 'import time; b = bytearray(200 << 20); \
+                   b[::4096] = b\"x\" * len(b[::4096]); time.sleep(3); print(\"held\")' & done; wait";
+    let started = Instant::now();
+    let (out, _ws) = sandboxed(command, options).await;
+    let shown = text(&out);
+    // A cgroup's kernel kills some of them; the tally, the whole command.
+    assert!(shown.matches("held").count() < 6, "{shown}");
+    assert_eq!(
+        out.stopped,
+        Some(Stopped::OutOfMemory(512 << 20)),
+        "{shown}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(8), "{shown}");
+}
+
+#[tokio::test]
+async fn cpu_is_capped() {
+    let options = SandboxOptions {
+        max_cpus: Some(0.25),
+        timeout: Duration::from_secs(10),
+        ..SandboxOptions::default()
+    };
+    // Two processes that would take two seconds of CPU each.
+    let command = "for i in 1 2; do timeout 2 sh -c 'while :; do :; done' & done; wait; times";
+    let (out, _ws) = sandboxed(command, options).await;
+    let shown = text(&out);
+    match out.stopped {
+        // No cgroup: the CPU time of the whole command (10 s at a quarter of a CPU).
+        Some(Stopped::TooMuchCpu(max)) => assert_eq!(max, Duration::from_millis(2500)),
+        // A cgroup: a quarter of a CPU at most, while they ran.
+        None => {
+            let children = shown.lines().nth(1).unwrap_or_else(|| panic!("{shown}"));
+            let seconds: f64 = children
+                .split_whitespace()
+                .filter_map(|t| {
+                    let (m, s) = t.strip_suffix('s')?.split_once('m')?;
+                    Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+                })
+                .sum();
+            assert!(seconds < 0.8, "{seconds} s of CPU: {shown}");
+        }
+        other => panic!("{other:?}: {shown}"),
+    }
 }
 
 #[tokio::test]
@@ -438,44 +497,48 @@ async fn tmp_has_a_size() {
 }
 
 #[tokio::test]
-async fn the_workspace_has_a_quota() {
+async fn the_workspace_has_a_quota_no_command_outruns() {
     let options = SandboxOptions {
         max_workspace: Some(16 << 20),
         ..SandboxOptions::default()
     };
-    // One file may not pass the quota at all...
-    let (out, ws) = sandboxed(
-        "dd if=/dev/zero of=one bs=1M count=64 2>&1; echo written",
-        options.clone(),
-    )
-    .await;
+    // Space reserved at once, with and without the file's size, and written: each stops
+    // at the quota, on the spot.
+    let command = "fallocate -l 8G big 2>&1; : > kept; fallocate -n -l 8G kept 2>&1; \
+                   : > some; fallocate -n -l 12M some && fallocate -n -o 12M -l 8M some 2>&1; \
+                   dd if=/dev/zero of=one bs=1M count=64 2>&1; df -k . ; echo done";
+    let started = Instant::now();
+    let (out, ws) = sandboxed(command, options.clone()).await;
     let shown = text(&out);
-    let size = ws.path().join("one").metadata().map_or(0, |m| m.len());
-    assert!(size <= 16 << 20, "{size} {shown}");
-    // ...and several together are found, and the command stopped.
+    assert!(started.elapsed() < Duration::from_secs(20), "{shown}");
+    assert!(shown.contains("done"), "{shown}");
+    assert!(shown.contains("No space left on device"), "{shown}");
+    assert_eq!(out.stopped, None, "{shown}");
+    // What the workspace holds on disk never passed the quota.
+    let used: u64 = std::fs::read_dir(ws.path())
+        .unwrap()
+        .map(|e| {
+            use std::os::unix::fs::MetadataExt;
+            e.unwrap().metadata().unwrap().blocks() * 512
+        })
+        .sum();
+    assert!(used <= 16 << 20, "{used} bytes: {shown}");
+    assert!(ws.free().unwrap() < 1 << 20, "{shown}");
+    // Nor does the count of files.
     let (out, _ws) = sandboxed(
-        "for i in 1 2 3 4; do dd if=/dev/urandom of=f$i bs=1M count=6 2>/dev/null; done; sleep 30",
-        options.clone(),
-    )
-    .await;
-    assert_eq!(
-        out.stopped,
-        Some(Stopped::WorkspaceFull(kite_skills::sandbox::Over::Bytes(
-            16 << 20
-        )))
-    );
-    // So are many small files.
-    let (out, _ws) = sandboxed(
-        "mkdir d; cd d; i=0; while [ $i -lt 30000 ]; do : > $i; i=$((i+1)); done; sleep 30",
+        "mkdir d; cd d; i=0; while [ $i -lt 30000 ]; do true > $i || break; i=$((i+1)); done; \
+         echo made $i",
         options,
     )
     .await;
-    assert_eq!(
-        out.stopped,
-        Some(Stopped::WorkspaceFull(kite_skills::sandbox::Over::Entries(
-            kite_skills::sandbox::MAX_ENTRIES
-        )))
-    );
+    let shown = text(&out);
+    let made: u64 = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("made "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(made < kite_skills::sandbox::MAX_ENTRIES, "{shown}");
+    assert!(shown.contains("No space left on device"), "{shown}");
 }
 
 #[tokio::test]
@@ -483,7 +546,8 @@ async fn what_commands_and_tools_make_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &Path| p.symlink_metadata().unwrap().permissions().mode() & 0o777;
     let (run, _copy) = run_with_leaky_skill();
-    assert_eq!(mode(run.workspace()), 0o700);
+    let top = run.workspace().unwrap().metadata().unwrap();
+    assert_eq!(top.permissions().mode() & 0o777, 0o700);
     let (said, err) = call(
         &run,
         "create_file",
@@ -499,7 +563,7 @@ async fn what_commands_and_tools_make_is_private() {
     )
     .await;
     assert!(!err && said.contains("tool"), "{said}");
-    let ws = run.workspace();
+    let ws = run.workspace().unwrap();
     for (path, want) in [
         ("made", 0o700),
         ("made/by", 0o700),
@@ -522,48 +586,27 @@ async fn what_commands_and_tools_make_is_private() {
 }
 
 #[tokio::test]
-async fn a_run_past_its_quota_is_emptied_and_refuses_more() {
+async fn a_full_workspace_says_so_and_the_run_goes_on() {
     let mut set = SkillSet::new();
     set.add(Skill::load_dir(&valid("word-count")).unwrap())
         .unwrap();
     let options = RunOptions {
-        workspace: None,
         sandbox: SandboxOptions {
             max_workspace: Some(8 << 20),
             ..SandboxOptions::default()
         },
     };
     let run = SkillRun::new(Arc::new(set), options).unwrap();
-    let (said, err) = call(
+    let (said, _) = call(
         &run,
         "bash",
-        json!({"command": "for i in 1 2 3; do head -c 4000000 /dev/urandom > f$i; done; sleep 20"}),
+        json!({"command": "for i in 1 2 3; do head -c 4000000 /dev/urandom > f$i; done"}),
     )
     .await;
-    assert!(err && said.contains("quota"), "{said}");
-    assert_eq!(std::fs::read_dir(run.workspace()).unwrap().count(), 0);
-    for (tool, args) in [
-        ("bash", json!({"command": "echo hi"})),
-        ("create_file", json!({"path": "a", "file_text": "x"})),
-    ] {
-        let (said, err) = call(&run, tool, args).await;
-        assert!(
-            err && said.contains("no more commands or files"),
-            "{tool}: {said}"
-        );
-    }
-    // A file too large for the room left is refused before it is written.
-    let run = SkillRun::new(
-        Arc::new(SkillSet::new()),
-        RunOptions {
-            workspace: None,
-            sandbox: SandboxOptions {
-                max_workspace: Some(1 << 20),
-                ..SandboxOptions::default()
-            },
-        },
-    )
-    .unwrap();
+    assert!(said.contains("No space left on device"), "{said}");
+    assert!(said.contains("the workspace is full"), "{said}");
+    // The run goes on: a file too large for the room left is refused before it is written,
+    // and once room is made, what fits is written.
     let big = "x".repeat(2 << 20);
     let (said, err) = call(
         &run,
@@ -572,7 +615,22 @@ async fn a_run_past_its_quota_is_emptied_and_refuses_more() {
     )
     .await;
     assert!(err && said.contains("no room"), "{said}");
-    assert!(!run.workspace().join("big").exists());
+    assert!(!run.workspace().unwrap().join("big").exists());
+    let (said, err) = call(&run, "bash", json!({"command": "rm f1 f2 f3; echo freed"})).await;
+    assert!(!err && said.contains("freed"), "{said}");
+    let (said, err) = call(
+        &run,
+        "create_file",
+        json!({"path": "big", "file_text": big}),
+    )
+    .await;
+    assert!(!err, "{said}");
+    assert_eq!(
+        std::fs::metadata(run.workspace().unwrap().join("big"))
+            .unwrap()
+            .len(),
+        2 << 20
+    );
 }
 
 /// Runs this file's other tests again as an ordinary user: the sandbox must hold either
@@ -617,44 +675,4 @@ async fn a_link_a_command_leaves_in_place_of_the_mount_points_leads_nowhere() {
     )
     .await;
     assert!(!err && said.contains("name: word-count"), "{said}");
-}
-
-#[tokio::test]
-async fn a_workspace_the_program_gives_is_neither_given_away_nor_emptied() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = || RunOptions {
-        workspace: Some(dir.path().to_owned()),
-        sandbox: SandboxOptions {
-            max_workspace: Some(1 << 20),
-            ..SandboxOptions::default()
-        },
-    };
-    if root() {
-        // Root's own folder is not given to anyone: refused.
-        let refused = SkillRun::<()>::new(Arc::new(SkillSet::new()), options()).err();
-        let said = refused.map(|e| e.to_string()).unwrap_or_default();
-        assert!(said.contains("as root"), "{said}");
-        std::os::unix::fs::chown(dir.path(), Some(4242), Some(4242)).unwrap();
-    }
-    std::fs::write(dir.path().join("keep.txt"), "the program's").unwrap();
-    let run = SkillRun::new(Arc::new(SkillSet::new()), options()).unwrap();
-    let (said, err) = call(
-        &run,
-        "bash",
-        json!({"command": "head -c 3000000 /dev/urandom > big; sleep 20"}),
-    )
-    .await;
-    assert!(err && said.contains("quota"), "{said}");
-    // Past its quota, the run takes no more commands, and the folder keeps what it held.
-    assert!(dir.path().join("keep.txt").exists());
-    let (said, err) = call(&run, "bash", json!({"command": "echo hi"})).await;
-    assert!(err && said.contains("no more commands"), "{said}");
-    if root() {
-        use std::os::unix::fs::MetadataExt;
-        assert_eq!(
-            dir.path().metadata().unwrap().uid(),
-            4242,
-            "still its owner's"
-        );
-    }
 }

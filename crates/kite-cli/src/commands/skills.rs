@@ -241,11 +241,11 @@ async fn offer(
     let settings = &loaded.config.skills;
     let defaults = SandboxOptions::default();
     let options = RunOptions {
-        workspace: None,
         sandbox: SandboxOptions {
             network: settings.network,
             timeout: settings.timeout.unwrap_or(defaults.timeout),
             max_memory: settings.max_memory.or(defaults.max_memory),
+            max_cpus: settings.max_cpus.or(defaults.max_cpus),
             max_tmp: settings.max_tmp.or(defaults.max_tmp),
             max_workspace: settings.max_workspace.or(defaults.max_workspace),
             dangerously_unsandboxed: args.dangerously_run_scripts_unsandboxed,

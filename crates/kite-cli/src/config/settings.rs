@@ -286,6 +286,7 @@ pub(crate) enum CompactPolicy {
 /// network = false                                  # let scripts reach the network
 /// timeout_secs = 60                                # how long a script may run
 /// max_memory_mb = 1024                             # memory a command may use
+/// max_cpus = 1.0                                   # CPUs a command may use at once
 /// max_tmp_mb = 64                                  # the size of its /tmp
 /// max_workspace_mb = 256                           # the workspace's quota
 /// ```
@@ -297,6 +298,7 @@ pub(crate) struct SkillsConfig {
     pub timeout: Option<Duration>,
     /// Bytes, from the `_mb` keys.
     pub max_memory: Option<u64>,
+    pub max_cpus: Option<f64>,
     pub max_tmp: Option<u64>,
     pub max_workspace: Option<u64>,
 }
@@ -310,6 +312,7 @@ struct RawSkills {
     network: bool,
     timeout_secs: Option<f64>,
     max_memory_mb: Option<u64>,
+    max_cpus: Option<f64>,
     max_tmp_mb: Option<u64>,
     max_workspace_mb: Option<u64>,
 }
@@ -340,6 +343,12 @@ impl TryFrom<RawSkills> for SkillsConfig {
             network: raw.network,
             timeout,
             max_memory: mebibytes("max_memory_mb", raw.max_memory_mb)?,
+            max_cpus: match raw.max_cpus {
+                Some(n) if !(0.01..=1024.0).contains(&n) => {
+                    return Err("[skills] `max_cpus` must be from 0.01 to 1024".into());
+                }
+                n => n,
+            },
             max_tmp: mebibytes("max_tmp_mb", raw.max_tmp_mb)?,
             max_workspace: mebibytes("max_workspace_mb", raw.max_workspace_mb)?,
         })

@@ -1,14 +1,17 @@
 //! `view`, `create_file`, `str_replace` and `bash`: the model's hands in a run.
 
-use super::State;
 use super::files::{Got, MAX_WRITE, editable, io_message, listing, make_dirs, read, shown, write};
-use crate::sandbox::{self, Over, Stopped};
+use super::{Space, State};
+use crate::sandbox::{self, Stopped};
 use crate::set::Kind;
 use kite_agent::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use kite_core::ToolSpec;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Less free room than this in the workspace after a command is called full.
+const FULL: u64 = 64 * 1024;
 
 #[derive(Clone, Copy)]
 enum Which {
@@ -212,7 +215,8 @@ fn view<C>(state: &State<C>, path: &str, range: Option<(i64, i64)>) -> Result<St
             Ok(text)
         }
         Place::Workspace(rel) => {
-            let dir = &state.workspace_dir;
+            let space = state.space().map_err(|e| e.to_string())?;
+            let dir = &space.dir;
             if rel.as_os_str().is_empty() {
                 return listing(dir, Path::new("."), ".");
             }
@@ -234,25 +238,25 @@ fn writable<C>(state: &State<C>, path: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// Refuses a write of `bytes` more that would take the workspace past its quota.
-async fn room_for<C>(state: &State<C>, bytes: usize) -> Result<(), String> {
-    state.check_room()?;
-    let Some(max) = state.sandbox.max_workspace else {
-        return Ok(());
-    };
-    let Some(left) = max.checked_sub(bytes as u64) else {
-        return Err(format!(
-            "no room in the workspace for this: its quota is {} MiB",
-            max >> 20
-        ));
-    };
-    match sandbox::measure(&state.workspace, left).await {
-        None => Ok(()),
-        Some(Over::Bytes(_)) => Err(format!(
-            "no room in the workspace for this: its quota is {} MiB",
-            max >> 20
+/// The workspace, and a refusal of a write of `bytes` more than it has room for.
+fn room_for<C>(state: &State<C>, bytes: usize) -> Result<&Space, String> {
+    let space = state.space().map_err(|e| e.to_string())?;
+    match space.workspace.free() {
+        Some(free) if bytes as u64 > free => Err(format!(
+            "no room in the workspace for this: {} of its {} MiB are free",
+            human(free),
+            space.workspace.size().unwrap_or_default() >> 20
         )),
-        Some(over @ Over::Entries(_)) => Err(format!("no room in the workspace: {over}")),
+        _ => Ok(space),
+    }
+}
+
+/// Bytes as a person reads them.
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
     }
 }
 
@@ -261,26 +265,26 @@ async fn create<C>(state: &State<C>, path: &str, text: &str) -> Result<String, S
     if text.len() > MAX_WRITE {
         return Err(format!("the text is larger than {} MiB", MAX_WRITE >> 20));
     }
-    room_for(state, text.len()).await?;
-    let dir = &state.workspace_dir;
+    let space = room_for(state, text.len())?;
+    let (dir, owner) = (&space.dir, space.workspace.owner());
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        make_dirs(dir, parent, state.owner).map_err(|e| {
+        make_dirs(dir, parent, owner).map_err(|e| {
             // A link on the way shows as "exists": following it tells where it leads.
             let e = dir.metadata(parent).err().unwrap_or(e);
             io_message(path, "the workspace", &e)
         })?;
     }
-    write(dir, &rel, path, text, state.owner)?;
+    write(dir, &rel, path, text, owner)?;
     Ok(format!("wrote {} bytes to {path}", text.len()))
 }
 
 async fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Result<String, String> {
     let rel = writable(state, path)?;
-    room_for(state, new.len()).await?;
+    let space = room_for(state, new.len())?;
     if old.is_empty() {
         return Err("old_str is empty; give text that occurs once in the file".into());
     }
-    let dir = &state.workspace_dir;
+    let (dir, owner) = (&space.dir, space.workspace.owner());
     let text = editable(dir, &rel, path)?;
     match text.matches(old).count() {
         0 => Err(format!("old_str does not occur in {path}")),
@@ -292,7 +296,7 @@ async fn replace<C>(state: &State<C>, path: &str, old: &str, new: &str) -> Resul
                     MAX_WRITE >> 20
                 ));
             }
-            write(dir, &rel, path, &changed, state.owner)?;
+            write(dir, &rel, path, &changed, owner)?;
             Ok(format!("replaced 1 occurrence in {path}"))
         }
         n => Err(format!(
@@ -311,7 +315,7 @@ async fn bash<C>(
     }
     // One command at a time in a run.
     let _one = state.one_command.lock().await;
-    state.check_room().map_err(ToolError::model)?;
+    let space = state.space().map_err(|e| ToolError::model(e.to_string()))?;
     let mounts: Vec<(String, PathBuf)> = state
         .set
         .skills
@@ -324,7 +328,7 @@ async fn bash<C>(
     let ready = state.sandbox_ready().await;
     let outcome = sandbox::run(
         command,
-        &state.workspace,
+        &space.workspace,
         &mounts,
         &state.sandbox,
         ready,
@@ -355,25 +359,30 @@ async fn bash<C>(
         (Some(Stopped::OutOfMemory(max)), _) => (
             true,
             format!(
-                "stopped: a process used more than {} MiB of memory, the limit",
+                "stopped: it used more than {} MiB of memory, the limit",
                 max >> 20
             ),
         ),
-        (Some(Stopped::WorkspaceFull(over)), _) => {
-            state.overflowed();
-            (
-                true,
-                format!(
-                    "stopped: the workspace went past its quota ({over}); it was emptied, and \
-                     this run takes no more commands"
-                ),
-            )
-        }
+        (Some(Stopped::TooMuchCpu(max)), _) => (
+            true,
+            format!(
+                "stopped: its processes used more than {} s of CPU time, the limit",
+                max.as_secs()
+            ),
+        ),
         (None, Some(0)) => (false, "exit status 0".to_owned()),
         (None, Some(n)) => (true, format!("exit status {n}")),
         (None, None) => (true, "ended by a signal".to_owned()),
     };
     text.push_str(&format!("\n[{note}]"));
+    if let Some(free) = space.workspace.free()
+        && free < FULL
+    {
+        text.push_str(&format!(
+            "\n[the workspace is full: its quota is {} MiB; remove files to make room]",
+            space.workspace.size().unwrap_or_default() >> 20
+        ));
+    }
     Ok(ToolOutput {
         is_error,
         ..ToolOutput::text(text.trim_start().to_owned())

@@ -3,24 +3,28 @@
 
 use super::identity::{self, Id};
 use super::stage::Stage;
+use super::workspace::Workspace;
 use super::{SandboxOptions, confine, limits};
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
-/// What a sandboxed command needs before bubblewrap starts: the id it runs as (as root),
-/// the workspace and skills' folders open, to be handed over as descriptors, and the
+/// What a sandboxed command needs before bubblewrap starts: the workspace, the id it runs
+/// as (as root), the skills' folders open, to be handed over as descriptors, and the
 /// system-call filter bubblewrap installs.
-pub(super) struct Prepared {
+pub(super) struct Prepared<'a> {
+    workspace: &'a Workspace,
     id: Option<Id>,
-    workspace: std::fs::File,
     skills: Vec<(String, std::fs::File)>,
     filter: std::os::fd::OwnedFd,
 }
 
-impl Prepared {
-    pub(super) fn new(workspace: &Path, skills: &[(String, PathBuf)]) -> std::io::Result<Self> {
-        let id = identity::for_workspace(workspace)?;
+impl<'a> Prepared<'a> {
+    pub(super) fn new(
+        workspace: &'a Workspace,
+        skills: &[(String, PathBuf)],
+    ) -> std::io::Result<Self> {
+        let id = workspace.owner();
         mount_points(workspace, skills, id)?;
         let open = |dir: &Path| {
             use std::os::unix::fs::OpenOptionsExt;
@@ -30,8 +34,8 @@ impl Prepared {
                 .open(dir)
         };
         Ok(Self {
+            workspace,
             id,
-            workspace: open(workspace)?,
             skills: skills
                 .iter()
                 .map(|(name, dir)| Ok((name.clone(), open(dir)?)))
@@ -108,9 +112,14 @@ impl Prepared {
             cmd.args(["--tmpfs", tmp]);
         }
         cmd.args(["--remount-ro", "/dev"]);
+        let Some(entry) = self.workspace.entry() else {
+            return Err(std::io::Error::other(
+                "the workspace has no file system of its own, so no sandbox can mount it",
+            ));
+        };
         // The workspace first, then each skill's folder (read-only), each with its place.
         let folders: Vec<(RawFd, String, bool)> =
-            std::iter::once((self.workspace.as_raw_fd(), "/workspace".to_owned(), false))
+            std::iter::once((entry.root, "/workspace".to_owned(), false))
                 .chain(self.skills.iter().map(|(name, dir)| {
                     (dir.as_raw_fd(), format!("/workspace/skills/{name}"), true)
                 }))
@@ -123,7 +132,10 @@ impl Prepared {
             )));
         }
         let stage = match self.id {
-            Some(_) => Stage::new(&folders.iter().map(|f| f.0).collect::<Vec<_>>()),
+            Some(_) => Stage::new(
+                entry.place,
+                &folders[1..].iter().map(|f| f.0).collect::<Vec<_>>(),
+            ),
             None => None,
         };
         for (i, (fd, place, read_only)) in folders.iter().enumerate() {
@@ -148,16 +160,19 @@ impl Prepared {
         fds[folders.len()] = filter;
         cmd.arg("--seccomp").arg(filter.to_string());
         let id = self.id;
+        let enter = (entry.mnt_fd(), entry.user_fd());
         // SAFETY: the closure calls only async-signal-safe functions: write(2) and
-        // setrlimit(2) (`ChildLimits::apply`), unshare(2), mount(2), mkdir(2) and
-        // move_mount(2) (`Stage::enter`), keyctl(2), close_range(2) and fcntl(2)
-        // (`confine::Child::apply`), umask(2), setgroups(2), setgid(2) and setuid(2)
-        // (`become_id`), on values copied in.
+        // setrlimit(2) (`ChildLimits::apply`), setns(2) (`workspace::enter`), unshare(2),
+        // mount(2), open_tree(2), mkdir(2), move_mount(2) and close(2) (`Stage::enter`),
+        // keyctl(2), close_range(2) and fcntl(2) (`confine::Child::apply`), umask(2),
+        // setgroups(2), setgid(2) and setuid(2) (`become_id`), on values copied in.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(bounds) = &bounds {
                     bounds.apply()?;
                 }
+                // The workspace's namespaces, where its file system is mounted.
+                super::workspace::enter(enter.0, enter.1)?;
                 // As root, the folders are mounted where the id can reach them
                 // (`stage.rs`); else their descriptors reach bubblewrap, which closes them
                 // once it has mounted them: the command never holds them. Nothing else
@@ -206,12 +221,12 @@ fn resolve(program: &Path) -> PathBuf {
 /// relative to the workspace's own handle and never through a link (cap-std), so a
 /// command that swaps in a link meanwhile cannot lead kite, as root, anywhere else.
 fn mount_points(
-    workspace: &Path,
+    workspace: &Workspace,
     skills: &[(String, PathBuf)],
     id: Option<Id>,
 ) -> std::io::Result<()> {
     use cap_std::fs::{Dir, DirBuilder, DirBuilderExt as _, OpenOptions, OpenOptionsExt as _};
-    let ws = Dir::open_ambient_dir(workspace, cap_std::ambient_authority())?;
+    let ws = Dir::from_std_file(workspace.root().try_clone()?);
     let real_dir = |rel: &Path| -> std::io::Result<()> {
         match ws.symlink_metadata(rel) {
             Ok(m) if m.is_dir() => return Ok(()),

@@ -1,11 +1,8 @@
 //! Who a command runs as. As an ordinary user, as that user: bubblewrap's user namespace
 //! leaves it no capability outside. As root, never as root: each workspace belongs to an
 //! unprivileged uid and gid of its own (picked at random from a range no account, container
-//! or systemd allocation uses, or the workspace's owner when it is not root), and commands
-//! run as that id, so that a script keeps no privilege on the host whatever it does inside.
-
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+//! or systemd allocation uses), and commands run as that id, so that a script keeps no
+//! privilege on the host whatever it does inside.
 
 /// The ids a workspace is given: 0x70000000 and the 2^26 after it, above the ranges of
 /// accounts, subordinate ids and systemd's containers (which end below 0x70000000), and
@@ -35,32 +32,8 @@ pub(crate) fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// The id commands in `workspace` run as: `None` when kite is not root (they run as
-/// kite's user). As root, the workspace's owner (with its own id as its group when the
-/// folder's group is root's); a workspace that root owns is first given to a fresh id (the
-/// folder only: files root put in it stay root's).
-pub(crate) fn for_workspace(workspace: &Path) -> std::io::Result<Option<Id>> {
-    if !is_root() {
-        return Ok(None);
-    }
-    let meta = std::fs::symlink_metadata(workspace)?;
-    if meta.uid() != 0 {
-        let gid = match meta.gid() {
-            0 => meta.uid(),
-            gid => gid,
-        };
-        return Ok(Some(Id {
-            uid: meta.uid(),
-            gid,
-        }));
-    }
-    let id = fresh()?;
-    std::os::unix::fs::lchown(workspace, Some(id.uid), Some(id.gid))?;
-    Ok(Some(id))
-}
-
 /// A random id in the range kite gives workspaces.
-fn fresh() -> std::io::Result<Id> {
+pub(crate) fn fresh() -> std::io::Result<Id> {
     let mut bytes = [0u8; 4];
     // SAFETY: getrandom(2) writes at most `bytes.len()` bytes into the buffer.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };

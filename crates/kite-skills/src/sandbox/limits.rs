@@ -1,8 +1,9 @@
 //! What bounds a command's resources beyond its time: a cgroup of its own where kite may
-//! make one (as root, or where the hierarchy is delegated), capping its processes and their
-//! memory together; where no such cgroup can be had, rlimits instead: an address-space one
-//! on each process, and a process-count one (per user: see `for_child`). Every command
-//! also gets a file-size rlimit (no file past the workspace's quota) and no core dumps.
+//! make one (as root, or where the hierarchy is delegated), capping its processes, their
+//! memory and their CPU together; where no such cgroup can be had, rlimits on each process
+//! instead (address space, CPU time, and a process count per user: see `for_child`), and
+//! `tally.rs` keeps the whole command within the same memory and CPU. Every command also
+//! gets a file-size rlimit (no file past the workspace's quota) and no core dumps.
 //!
 //! The cgroup is made below kite's own (so the command stays inside whatever bounds kite),
 //! in cgroup v1's `pids` and `memory` hierarchies or in the v2 one.
@@ -18,9 +19,35 @@ pub(super) struct Limits {
     groups: Vec<Group>,
     memory: Option<u64>,
     processes: Option<u32>,
+    /// The CPU the command may use: a cgroup's quota (CPUs), else this many seconds of CPU
+    /// time in all.
+    cpu: Option<Cpu>,
     /// The file-size rlimit.
     file_size: Option<u64>,
 }
+
+/// A command's CPU: how many CPUs at once, and its time limit, whose product is the CPU
+/// time it may use in all where no cgroup caps it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cpu {
+    pub(super) cpus: f64,
+    pub(super) time: std::time::Duration,
+}
+
+impl Cpu {
+    /// The CPU time the command may use in all.
+    pub(super) fn total(&self) -> std::time::Duration {
+        self.time.mul_f64(self.cpus.max(0.01))
+    }
+
+    /// The cgroup quota in microseconds per 100 ms period.
+    fn quota(&self) -> u64 {
+        ((self.cpus * PERIOD as f64) as u64).max(1_000)
+    }
+}
+
+/// The cgroup's CPU period, in microseconds.
+const PERIOD: u64 = 100_000;
 
 /// One cgroup made for the command, in one hierarchy.
 struct Group {
@@ -30,20 +57,27 @@ struct Group {
     memory: bool,
     /// Whether its processes are capped here.
     pids: bool,
+    /// Whether its CPU is capped here.
+    cpu: bool,
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 impl Limits {
     /// Bounds for a command: at most `processes` processes and `memory` bytes between
-    /// them, and no file larger than `file_size` bytes.
-    pub(super) fn new(processes: Option<u32>, memory: Option<u64>, file_size: Option<u64>) -> Self {
+    /// them, `cpu`, and no file larger than `file_size` bytes.
+    pub(super) fn new(
+        processes: Option<u32>,
+        memory: Option<u64>,
+        cpu: Option<Cpu>,
+        file_size: Option<u64>,
+    ) -> Self {
         let mut groups = Vec::new();
         match hierarchy() {
             Hierarchy::V1 => {
                 if let Some(max) = processes {
                     let settings = [("pids.max", max.to_string())];
-                    groups.extend(Group::make("pids", &settings, false, true));
+                    groups.extend(Group::make("pids", &settings, Caps::PIDS));
                 }
                 if let Some(max) = memory {
                     let settings = [
@@ -51,25 +85,38 @@ impl Limits {
                         // No swap beyond the memory: optional, as swap accounting may be off.
                         ("?memory.memsw.limit_in_bytes", max.to_string()),
                     ];
-                    groups.extend(Group::make("memory", &settings, true, false));
+                    groups.extend(Group::make("memory", &settings, Caps::MEMORY));
+                }
+                if let Some(cpu) = cpu {
+                    let settings = [
+                        ("cpu.cfs_period_us", PERIOD.to_string()),
+                        ("cpu.cfs_quota_us", cpu.quota().to_string()),
+                    ];
+                    groups.extend(Group::make("cpu", &settings, Caps::CPU));
                 }
             }
             Hierarchy::V2 => {
                 // Only the controllers enabled where the cgroup is made: one refused does
-                // not take the other's cap with it.
+                // not take the others' caps with it.
                 let enabled = v2_controllers();
+                let on = |name: &str| enabled.iter().any(|c| c == name);
                 let mut settings = Vec::new();
-                let pids = processes.filter(|_| enabled.iter().any(|c| c == "pids"));
-                let mem = memory.filter(|_| enabled.iter().any(|c| c == "memory"));
-                if let Some(max) = pids {
+                let mut caps = Caps::default();
+                if let Some(max) = processes.filter(|_| on("pids")) {
                     settings.push(("pids.max", max.to_string()));
+                    caps.pids = true;
                 }
-                if let Some(max) = mem {
+                if let Some(max) = memory.filter(|_| on("memory")) {
                     settings.push(("memory.max", max.to_string()));
                     settings.push(("?memory.swap.max", "0".to_owned()));
+                    caps.memory = true;
+                }
+                if let Some(cpu) = cpu.filter(|_| on("cpu")) {
+                    settings.push(("cpu.max", format!("{} {PERIOD}", cpu.quota())));
+                    caps.cpu = true;
                 }
                 if !settings.is_empty() {
-                    groups.extend(Group::make("", &settings, mem.is_some(), pids.is_some()));
+                    groups.extend(Group::make("", &settings, caps));
                 }
             }
             Hierarchy::None => {}
@@ -78,8 +125,19 @@ impl Limits {
             groups,
             memory,
             processes,
+            cpu,
             file_size,
         }
+    }
+
+    /// What no cgroup holds, for `tally.rs` to keep the whole command within: its memory
+    /// and its CPU time in all.
+    pub(super) fn uncapped(&self) -> (Option<u64>, Option<std::time::Duration>) {
+        let capped = |pick: fn(&Group) -> bool| self.groups.iter().any(pick);
+        (
+            self.memory.filter(|_| !capped(|g| g.memory)),
+            self.cpu.filter(|_| !capped(|g| g.cpu)).map(|c| c.total()),
+        )
     }
 
     /// Whether a `pids` cgroup was made to cap the command's processes.
@@ -106,8 +164,10 @@ impl Limits {
         ChildLimits {
             pids_fd: fd(|g| g.pids),
             memory_fd: fd(|g| g.memory),
+            cpu_fd: fd(|g| g.cpu),
             memory: self.memory,
             processes,
+            cpu_seconds: self.cpu.map(|c| c.total().as_secs().max(1)),
             file_size: self.file_size,
         }
     }
@@ -132,9 +192,12 @@ impl Limits {
 pub(super) struct ChildLimits {
     pids_fd: RawFd,
     memory_fd: RawFd,
+    cpu_fd: RawFd,
     memory: Option<u64>,
     /// The process-count rlimit, where the pids cgroup is not joined.
     processes: Option<u64>,
+    /// The CPU-time rlimit, where the cpu cgroup is not joined.
+    cpu_seconds: Option<u64>,
     file_size: Option<u64>,
 }
 
@@ -153,9 +216,15 @@ impl ChildLimits {
     pub(super) fn apply(&self) -> std::io::Result<()> {
         let pids = join(self.pids_fd);
         let memory = self.memory_fd == self.pids_fd && pids || join(self.memory_fd);
+        let cpu = self.cpu_fd == self.pids_fd && pids
+            || self.cpu_fd == self.memory_fd && memory
+            || join(self.cpu_fd);
         set_rlimit(libc::RLIMIT_CORE, 0)?;
         if let (Some(max), false) = (self.memory, memory) {
             set_rlimit(libc::RLIMIT_AS, max)?;
+        }
+        if let (Some(max), false) = (self.cpu_seconds, cpu) {
+            set_rlimit(libc::RLIMIT_CPU, max)?;
         }
         if let (Some(max), false) = (self.processes, pids) {
             set_rlimit(libc::RLIMIT_NPROC, max)?;
@@ -210,14 +279,9 @@ fn set_rlimit(resource: libc::__rlimit_resource_t, max: u64) -> std::io::Result<
 
 impl Group {
     /// A new cgroup in `controller`'s hierarchy (`""`: the v2 one), below kite's own, with
-    /// `settings` written (a name starting with `?` may fail); `None` where none can be
-    /// made or a required setting is refused.
-    fn make(
-        controller: &str,
-        settings: &[(&str, String)],
-        memory: bool,
-        pids: bool,
-    ) -> Option<Self> {
+    /// `settings` written (a name starting with `?` may fail), capping what `caps` says;
+    /// `None` where none can be made or a required setting is refused.
+    fn make(controller: &str, settings: &[(&str, String)], caps: Caps) -> Option<Self> {
         let parent = parent_for(controller)?;
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = parent.join(format!("kite-sandbox-{}-{n}", std::process::id()));
@@ -240,8 +304,9 @@ impl Group {
             Ok(procs) => Some(Self {
                 dir,
                 procs,
-                memory,
-                pids,
+                memory: caps.memory,
+                pids: caps.pids,
+                cpu: caps.cpu,
             }),
             Err(_) => {
                 let _ = std::fs::remove_dir(&dir);
@@ -262,6 +327,32 @@ impl Drop for Group {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
+}
+
+/// What a cgroup caps.
+#[derive(Clone, Copy, Default)]
+struct Caps {
+    memory: bool,
+    pids: bool,
+    cpu: bool,
+}
+
+impl Caps {
+    const MEMORY: Caps = Caps {
+        memory: true,
+        pids: false,
+        cpu: false,
+    };
+    const PIDS: Caps = Caps {
+        memory: false,
+        pids: true,
+        cpu: false,
+    };
+    const CPU: Caps = Caps {
+        memory: false,
+        pids: false,
+        cpu: true,
+    };
 }
 
 enum Hierarchy {

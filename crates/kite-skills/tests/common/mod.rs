@@ -5,7 +5,7 @@
 
 use kite_agent::CancellationToken;
 use kite_skills::SandboxOptions;
-use kite_skills::sandbox::{self, Outcome};
+use kite_skills::sandbox::{self, Outcome, Workspace};
 use std::path::{Path, PathBuf};
 
 /// A valid test skill: from `KITE_TEST_SKILLS` when this binary runs as another user
@@ -26,11 +26,8 @@ pub(crate) fn root() -> bool {
 }
 
 /// Runs `command` in a sandbox over an empty workspace and the word-count skill.
-pub(crate) async fn sandboxed(
-    command: &str,
-    options: SandboxOptions,
-) -> (Outcome, tempfile::TempDir) {
-    let ws = tempfile::tempdir().unwrap();
+pub(crate) async fn sandboxed(command: &str, options: SandboxOptions) -> (Outcome, Workspace) {
+    let ws = Workspace::new(options.max_workspace, false).unwrap();
     let ready = sandbox::probe(&options).await;
     assert!(
         ready.is_ok(),
@@ -39,7 +36,7 @@ pub(crate) async fn sandboxed(
     let skills = [("word-count".to_owned(), valid("word-count"))];
     let out = sandbox::run(
         command,
-        ws.path(),
+        &ws,
         &skills,
         &options,
         ready,
