@@ -44,6 +44,8 @@ pub struct Agent<C = ()> {
     reset_tool_choice: bool,
     budget: Budget,
     pricer: Option<Pricer>,
+    /// Hidden in every tool result before the model, the stream or the run sees it.
+    pub(crate) secrets: Option<kite_core::redact::Secrets>,
 }
 
 impl<C> Clone for Agent<C> {
@@ -59,6 +61,7 @@ impl<C> Clone for Agent<C> {
             reset_tool_choice: self.reset_tool_choice,
             budget: self.budget,
             pricer: self.pricer.clone(),
+            secrets: self.secrets.clone(),
         }
     }
 }
@@ -90,6 +93,7 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
             reset_tool_choice: true,
             budget: Budget::default(),
             pricer: None,
+            secrets: None,
         }
     }
 
@@ -155,6 +159,15 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
     /// Adds a hook; hooks are asked in the order they were added.
     pub fn hook(mut self, hook: impl Hooks<C> + 'static) -> Self {
         self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Hides every one of `secrets` (as the list is when each result comes) in what tools
+    /// give back, before hooks, the model, the stream or the stored run see it:
+    /// a tool that reads a file holding a key, or a server that echoes its own token,
+    /// tells the model `[redacted]`.
+    pub fn redact(mut self, secrets: kite_core::redact::Secrets) -> Self {
+        self.secrets = Some(secrets);
         self
     }
 

@@ -77,8 +77,9 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         Ok(executed)
     }
 
-    /// Applies what became of the planned calls, in call order: result hooks, context
-    /// patches, the audit and the stream, then the records into the run. A call missing
+    /// Applies what became of the planned calls, in call order: the redaction of secrets,
+    /// result hooks, context patches, the audit and the stream, then the records
+    /// into the run. A call missing
     /// from `executed` was cancelled.
     fn apply(
         &self,
@@ -94,6 +95,9 @@ impl<C: Clone + Send + Sync + 'static> Agent<C> {
         for (i, p) in planned.iter().enumerate() {
             let record = match executed.get_mut(i) {
                 Some(e) => {
+                    if let Some(secrets) = &self.secrets {
+                        secrets.redact_result(&mut e.result);
+                    }
                     for h in &self.hooks {
                         if stop.is_some() {
                             break;

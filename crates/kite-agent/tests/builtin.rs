@@ -28,6 +28,52 @@ async fn call(tool: &dyn Tool<()>, args: Value) -> Result<String, String> {
 }
 
 #[tokio::test]
+async fn a_programs_own_files_are_never_read_however_they_are_named() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    std::fs::write(r.join("kite.toml"), "admin_keys = [\"sk-admin-secret\"]").unwrap();
+    std::fs::create_dir_all(r.join("data/logins")).unwrap();
+    std::fs::write(r.join("data/logins/tracker.json"), "the-token").unwrap();
+    std::fs::write(r.join("data/conversations.db"), "rows").unwrap();
+    std::fs::write(r.join("notes.txt"), "mine").unwrap();
+    // Other ways to the same files: a link, and a hard link made before.
+    std::os::unix::fs::symlink("kite.toml", r.join("config-link")).unwrap();
+    std::fs::hard_link(r.join("kite.toml"), r.join("innocent.txt")).unwrap();
+    std::fs::hard_link(r.join("data/conversations.db"), r.join("copy.db")).unwrap();
+    let hidden = [r.join("kite.toml"), r.join("data"), r.join("not-yet.db")];
+    let read = builtin::read_file::<()>(r, &hidden).unwrap();
+    let list = builtin::list_files::<()>(r, &hidden).unwrap();
+    for path in [
+        "kite.toml",
+        "./kite.toml",
+        "config-link",
+        "innocent.txt",
+        "copy.db",
+        "data/logins/tracker.json",
+        "data/conversations.db",
+    ] {
+        let err = call(&read, json!({ "path": path })).await.unwrap_err();
+        assert!(err.contains("kite's own"), "{path}: {err}");
+    }
+    // A hidden file made after the tools were (a store's journal, say) is hidden by path.
+    std::fs::write(r.join("not-yet.db"), "later").unwrap();
+    let err = call(&read, json!({"path": "not-yet.db"}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("kite's own"), "{err}");
+    assert_eq!(
+        call(&read, json!({"path": "notes.txt"})).await.unwrap(),
+        "mine"
+    );
+    let listing = call(&list, json!({})).await.unwrap();
+    for name in ["kite.toml", "data", "innocent.txt", "copy.db", "not-yet.db"] {
+        assert!(!listing.contains(name), "{name} listed: {listing}");
+    }
+    assert!(listing.contains("notes.txt"), "{listing}");
+    assert!(call(&list, json!({"path": "data"})).await.is_err());
+}
+
+#[tokio::test]
 async fn files_are_read_and_listed_only_under_the_root() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
@@ -41,8 +87,8 @@ async fn files_are_read_and_listed_only_under_the_root() {
     )
     .unwrap();
 
-    let read = builtin::read_file::<()>(root.path()).unwrap();
-    let list = builtin::list_files::<()>(root.path()).unwrap();
+    let read = builtin::read_file::<()>(root.path(), &[]).unwrap();
+    let list = builtin::list_files::<()>(root.path(), &[]).unwrap();
 
     assert_eq!(
         call(&read, json!({"path": "notes/todo.txt"}))

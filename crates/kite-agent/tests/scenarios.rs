@@ -864,3 +864,51 @@ async fn the_last_calls_usage_is_kept_beside_the_sum() {
     assert_eq!(run.last_call_usage().input_tokens, 180);
     assert_eq!(run.last_call_usage().output_tokens, 5);
 }
+
+#[tokio::test]
+async fn secrets_in_tool_results_never_reach_the_model_the_stream_or_the_run() {
+    let secrets = kite_core::redact::Secrets::of(&["sk-the-gateway-admin-key"]);
+    let leaky = tool("leak", "Reads a file", |_: City, _| async move {
+        Ok("admin_keys = [\"sk-the-gateway-admin-key\"]".into())
+    });
+    let model = ScriptedModel::new()
+        .tool_calls(&[("1", "leak", json!({"city": "a"}))])
+        .text("done");
+    let agent = Agent::new(model.clone(), "m")
+        .tool(leaky)
+        .redact(secrets.clone());
+    let model2 = ScriptedModel::new()
+        .tool_calls(&[("2", "echo", json!({"city": "b"}))])
+        .text("done");
+    let mut stream = agent.run_stream((), vec![Message::user("go")]);
+    let mut streamed = Vec::new();
+    let mut run = None;
+    while let Some(ev) = stream.next().await {
+        match ev.unwrap() {
+            AgentEvent::ToolFinished { record } => streamed.push(record.result.text_content()),
+            AgentEvent::Done(done) => run = Some(done),
+            _ => {}
+        }
+    }
+    let run = run.unwrap();
+    let sent = sent_results(&model.requests()[1]);
+    let all = format!("{streamed:?} {sent:?} {:?}", run.messages());
+    assert!(!all.contains("sk-the-gateway-admin-key"), "{all}");
+    assert!(all.contains("[redacted]"), "{all}");
+    // A token learnt after the list was handed over (an OAuth refresh) is hidden too.
+    secrets.add_passing("oauth-token-learnt-later");
+    let run = Agent::new(model2.clone(), "m")
+        .tool(tool("echo", "Echoes a token", |_: City, _| async move {
+            Ok("Bearer oauth-token-learnt-later".into())
+        }))
+        .redact(secrets)
+        .ask("go")
+        .await
+        .unwrap();
+    let all = format!(
+        "{:?} {:?}",
+        sent_results(&model2.requests()[1]),
+        run.messages()
+    );
+    assert!(!all.contains("oauth-token-learnt-later"), "{all}");
+}

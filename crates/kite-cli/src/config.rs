@@ -220,6 +220,29 @@ pub(crate) fn private_data_dir() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// What kite keeps of its own, which tools never read (`builtin::read_file`'s `hidden`):
+/// every configuration it may read (the one loaded, `KITE_CONFIG`, the working
+/// directory's, the personal folder with its trust list and prompts), its data folder
+/// (conversations, the fleet's keys and ledger, MCP logins), and a SQLite store kept
+/// elsewhere (`KITE_STORE_URL`, `[store] url`), with its journal files.
+pub(crate) fn own_paths(loaded: &Loaded) -> Vec<PathBuf> {
+    let mut out = candidates();
+    out.extend(loaded.path.clone());
+    out.extend(std::env::var_os("KITE_CONFIG").map(PathBuf::from));
+    out.extend(config_dir().map(|d| d.join("kite")));
+    out.extend(data_dir());
+    let store = std::env::var("KITE_STORE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .or_else(|| loaded.config.store.url.clone());
+    if let Some(file) = store.filter(|u| !u.contains("://") && !u.contains('=')) {
+        for end in ["", "-wal", "-shm", "-journal"] {
+            out.push(PathBuf::from(format!("{file}{end}")));
+        }
+    }
+    out
+}
+
 /// The configuration in the working directory, which must be trusted.
 const WORKING_DIR_CONFIG: &str = "kite.toml";
 

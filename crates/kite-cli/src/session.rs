@@ -84,7 +84,7 @@ impl Session {
         if args.tools || !args.tool.is_empty() {
             let cwd = std::env::current_dir()
                 .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
-            let tools = builtin::all(&cwd)
+            let tools = builtin::all(&cwd, &crate::config::own_paths(&loaded))
                 .map_err(|e| Error::Config(format!("cannot set up the file tools: {e}")))?;
             for t in tools {
                 if args.tools || args.tool.iter().any(|n| n == &t.spec().name) {

@@ -505,3 +505,64 @@ async fn a_routes_own_timeout_falls_back_while_the_client_waits() {
         assert!(r.stderr.contains(says), "{route}: {}", r.stderr);
     }
 }
+
+#[tokio::test]
+async fn a_routes_file_tools_never_hand_out_the_gateways_own_secrets() {
+    const ADMIN: &str = "sk-admin-written-in-the-file-0042";
+    let upstream = ReplayServer::start(vec![
+        // A tenant has the model read the gateway's configuration...
+        call("read_file", r#"{"path": "kite.toml"}"#, 1, usage(10, 5)),
+        answer("I could not read it.", 2),
+        // ...and a file of the project that happens to hold the provider's key.
+        call("read_file", r#"{"path": "notes.txt"}"#, 3, usage(10, 5)),
+        answer("Done.", 4),
+    ])
+    .await;
+    let toml = format!(
+        r#"
+[serve]
+keys = ["{GATEWAY_KEY}"]
+admin_keys = ["{ADMIN}"]
+
+[[serve.routes]]
+name = "helper"
+provider = "openai"
+model = "gpt-5-nano"
+base_url = "{}/v1"
+tools = ["read_file"]
+"#,
+        upstream.url(),
+    );
+    let (served, dir) = serve_config(&toml, &[]);
+    std::fs::write(dir.path().join("notes.txt"), format!("deploy with {KEY}")).unwrap();
+    let client = reqwest::Client::new();
+    for question in ["Spell out kite.toml.", "Read notes.txt."] {
+        let said: Value = client
+            .post(format!("{}/chat/completions", served.base))
+            .bearer_auth(GATEWAY_KEY)
+            .json(&json!({"model": "helper", "messages": [{"role": "user", "content": question}]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            said["choices"][0]["message"]["content"].is_string(),
+            "{said}"
+        );
+    }
+    let sent = upstream.requests();
+    assert_eq!(sent.len(), 4);
+    let config_result = String::from_utf8_lossy(&sent[1].body);
+    let notes_result = String::from_utf8_lossy(&sent[3].body);
+    for secret in [ADMIN, GATEWAY_KEY, KEY] {
+        assert!(!config_result.contains(secret), "{config_result}");
+        assert!(!notes_result.contains(secret), "{notes_result}");
+    }
+    assert!(config_result.contains("kite's own"), "{config_result}");
+    assert!(
+        notes_result.contains("deploy with [redacted]"),
+        "{notes_result}"
+    );
+}

@@ -1,10 +1,15 @@
 //! Hiding secrets (keys, tokens) in text that may have echoed them: whole text
 //! ([`redact_all`]), and text that arrives in pieces ([`StreamRedactor`]), where a secret may
-//! be split between two pieces, and a model's events ([`EventRedactor`]). The one
+//! be split between two pieces, and a model's events ([`EventRedactor`]); and the list of
+//! secrets a program's parts share ([`Secrets`]). The one
 //! redaction kite has: the HTTP layer, the command line, the gateway and the telemetry all
 //! use it.
 
 use crate::{Event, Message, Part};
+
+mod known;
+
+pub use known::{PASSING, Secrets};
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[redacted]";

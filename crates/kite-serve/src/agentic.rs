@@ -61,6 +61,7 @@ pub(crate) fn agent(
     let mut agent = Agent::shared(route.model.clone(), request.model.clone())
         .with_tools(tools)
         .max_turns(route.max_turns)
+        .redact(gw.secrets.clone())
         .configure(move |r| *r = request);
     if let Some(pricer) = &gw.pricer {
         agent = agent.pricer(pricer.clone());

@@ -78,7 +78,7 @@ impl Gateway {
                 &tally,
                 slot.clone(),
             );
-            let mut events = redacted(events, &self.secrets);
+            let mut events = redacted(events, &self.secrets.all());
             // The grace ran out while the upstream had not yet answered: 503, to ask again.
             let first = tokio::select! {
                 first = events.next() => first,
@@ -103,7 +103,7 @@ impl Gateway {
                 // is no answer: what the route before it met is.
                 Some(Err(Error::InvalidRequest(_))) if failure.is_some() => {}
                 // The request itself is at fault: no other route will do better.
-                Some(Err(e)) => return Err(Box::new(upstream_error(api, &e, &self.secrets))),
+                Some(Err(e)) => return Err(Box::new(upstream_error(api, &e, &self.secrets.all()))),
                 first => {
                     return Ok(Opened {
                         first,
@@ -117,7 +117,7 @@ impl Gateway {
             }
         }
         let e = failure.unwrap_or(Error::Cancelled);
-        Err(Box::new(upstream_error(api, &e, &self.secrets)))
+        Err(Box::new(upstream_error(api, &e, &self.secrets.all())))
     }
 
     /// `events`, with what they report used counted against `caller` (`meter.rs`).

@@ -54,14 +54,14 @@ pub(crate) async fn count_tokens(
         Some(Err(kite_core::Error::Api(e))) if e.kind == kite_core::ApiErrorKind::NotFound => {
             estimate_off_thread(request).await
         }
-        Some(Err(e)) => return upstream_error(Api::Messages, &e, &gw.secrets),
+        Some(Err(e)) => return upstream_error(Api::Messages, &e, &gw.secrets.all()),
         None => estimate_off_thread(request).await,
     };
     match count {
         Some(n) => axum::Json(json!({"input_tokens": n})).into_response(),
         None => {
             let e = kite_core::Error::Engine("the token count failed".into());
-            upstream_error(Api::Messages, &e, &gw.secrets)
+            upstream_error(Api::Messages, &e, &gw.secrets.all())
         }
     }
 }

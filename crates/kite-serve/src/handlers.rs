@@ -141,7 +141,7 @@ pub(crate) async fn answer<E: Encoder>(
             }
             Err(e) => {
                 failed_midway(&served.route, &e);
-                upstream_error(api, &e, &gw.secrets)
+                upstream_error(api, &e, &gw.secrets.all())
             }
         };
         mark(&mut answer, cached);
@@ -174,7 +174,7 @@ pub(crate) async fn answer<E: Encoder>(
                     Some(Err(e)) => {
                         failed_midway(&route, &e);
                         *built = None;
-                        enc.failed(&crate::errors::told(&e, &secrets))
+                        enc.failed(&crate::errors::told(&e, &secrets.all()))
                     }
                     None => {
                         if let (Some(b), Some(keep)) = (built.take(), keep.take())

@@ -186,8 +186,9 @@ pub struct Gateway {
     pub(crate) stop: tokio_util::sync::CancellationToken,
     /// Set once asked to stop: new requests are refused with 503.
     pub(crate) draining: std::sync::atomic::AtomicBool,
-    /// What no answer may carry to a client (the upstreams' keys): hidden as it streams.
-    pub(crate) secrets: Arc<[String]>,
+    /// What no answer, tool result or stored turn may carry (the upstreams' keys, tokens
+    /// as they are refreshed): hidden as it streams.
+    pub(crate) secrets: kite_core::redact::Secrets,
     /// With `catch_all`, the names `GET /v1/models` lists (the upstream's own), when known.
     pub(crate) listed: Vec<String>,
     /// What becomes of hosted tools a route's provider cannot run.
@@ -256,7 +257,7 @@ impl Gateway {
             runs: tokio_util::task::TaskTracker::new(),
             stop: tokio_util::sync::CancellationToken::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
-            secrets: Arc::from([]),
+            secrets: kite_core::redact::Secrets::new(),
             listed: Vec::new(),
             hosted: HostedTools::default(),
             metrics: metrics::Metrics::default(),
@@ -279,10 +280,11 @@ impl Gateway {
         self
     }
 
-    /// Hides `secrets` (the upstreams' own keys, say) in every answer before it reaches a
-    /// client, even one a model splits between two deltas.
-    pub fn secrets(mut self, secrets: Vec<String>) -> Self {
-        self.secrets = secrets.into();
+    /// Hides `secrets` (the upstreams' own keys, say, and every one added to the list
+    /// later) in every answer before it reaches a client, even one a model splits between
+    /// two deltas, and in what routes' tools give back before the model sees it.
+    pub fn secrets(mut self, secrets: kite_core::redact::Secrets) -> Self {
+        self.secrets = secrets;
         self
     }
 

@@ -161,7 +161,7 @@ async fn show(
         .iter()
         .filter(|t| !t.turn.summary)
         .flat_map(|t| &t.turn.messages)
-        .map(|m| message(m, &gw.secrets))
+        .map(|m| message(m, &gw.secrets.all()))
         .collect();
     axum::Json(json!({"id": conversation.id, "title": conversation.title, "messages": messages}))
         .into_response()

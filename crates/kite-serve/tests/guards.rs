@@ -255,7 +255,7 @@ async fn the_upstreams_key_never_reaches_a_client_however_the_model_splits_it() 
         )],
         false,
     )
-    .secrets(vec![UPSTREAM_KEY.to_owned()]);
+    .secrets(kite_core::redact::Secrets::of(&[UPSTREAM_KEY]));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(kite_serve::serve(
@@ -329,7 +329,7 @@ async fn no_secret_of_the_gateway_reaches_a_client_in_an_upstreams_error() {
     };
     let gateway =
         kite_serve::Gateway::new(vec![route("first", true), route("midway", false)], false)
-            .secrets(vec![UPSTREAM_KEY.to_owned(), ADMIN_KEY.to_owned()]);
+            .secrets(kite_core::redact::Secrets::of(&[UPSTREAM_KEY, ADMIN_KEY]));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(kite_serve::serve(

@@ -1,4 +1,6 @@
-//! Reading and listing files under one folder.
+//! Reading and listing files under one folder, except the files a program keeps its own
+//! (kite's configuration, store, logins and keys): they are neither listed nor read, by
+//! their path or by any other link to them.
 
 use crate::{Tool, ToolError, ToolOutput, tool};
 use schemars::JsonSchema;
@@ -24,13 +26,88 @@ struct ListArgs {
     path: Option<String>,
 }
 
-/// The folder tools may see, and the check that keeps them in it.
+/// The folder tools may see, the check that keeps them in it, and what in it they may not
+/// see.
 #[derive(Clone, Debug)]
-struct Root(Arc<PathBuf>);
+struct Root {
+    dir: Arc<PathBuf>,
+    hidden: Arc<Hidden>,
+}
+
+/// The paths tools never read: each as it resolves, with the identity (device and inode) of
+/// it and of what a hidden folder holds two levels down, so that a hard link made to one of
+/// them elsewhere is hidden too.
+#[derive(Debug, Default)]
+struct Hidden {
+    paths: Vec<PathBuf>,
+    files: std::collections::HashSet<(u64, u64)>,
+}
+
+/// How many entries of a hidden folder are taken by identity.
+const MAX_HIDDEN_ENTRIES: usize = 2_000;
+
+impl Hidden {
+    fn new(paths: &[PathBuf]) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let mut hidden = Hidden::default();
+        for path in paths {
+            let Ok(real) = path.canonicalize() else {
+                // Not there yet: hidden by the path it will have.
+                hidden.paths.push(absolute(path));
+                continue;
+            };
+            let mut stack = vec![(real.clone(), 0)];
+            while let Some((at, depth)) = stack.pop() {
+                let Ok(meta) = at.symlink_metadata() else {
+                    continue;
+                };
+                if hidden.files.len() >= MAX_HIDDEN_ENTRIES {
+                    break;
+                }
+                hidden.files.insert((meta.dev(), meta.ino()));
+                if meta.is_dir() && depth < 2 {
+                    let entries = std::fs::read_dir(&at).into_iter().flatten().flatten();
+                    stack.extend(entries.map(|e| (e.path(), depth + 1)));
+                }
+            }
+            hidden.paths.push(real);
+        }
+        hidden
+    }
+
+    /// Whether `real` (a resolved path) is one of them, in one of them, or another link to
+    /// one.
+    fn covers(&self, real: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.paths.iter().any(|h| real.starts_with(h))
+            || std::fs::metadata(real).is_ok_and(|m| self.files.contains(&(m.dev(), m.ino())))
+    }
+}
+
+/// `path` made absolute against the working directory, as written.
+fn absolute(path: &Path) -> PathBuf {
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| path.to_owned())
+}
 
 impl Root {
-    fn new(root: &Path) -> std::io::Result<Self> {
-        Ok(Self(Arc::new(root.canonicalize()?)))
+    fn new(root: &Path, hidden: &[PathBuf]) -> std::io::Result<Self> {
+        Ok(Self {
+            dir: Arc::new(root.canonicalize()?),
+            hidden: Arc::new(Hidden::new(hidden)),
+        })
+    }
+
+    /// Refuses `real`, a resolved path under the root, when it is hidden.
+    fn visible(&self, rel: &str, real: PathBuf) -> Result<PathBuf, ToolError> {
+        match self.hidden.covers(&real) {
+            true => Err(ToolError::model(format!(
+                "`{rel}` is kite's own (its configuration, store, logins or keys); tools never \
+                 read it"
+            ))),
+            false => Ok(real),
+        }
     }
 
     /// `rel` resolved (following links) and checked to lie under the root. A path outside
@@ -42,12 +119,12 @@ impl Root {
                 "`{rel}` is outside the working folder; only paths under it can be read"
             ))
         };
-        let joined = self.0.join(rel);
-        if !lexically_under(&joined, &self.0) {
+        let joined = self.dir.join(rel);
+        if !lexically_under(&joined, &self.dir) {
             return Err(outside());
         }
         match joined.canonicalize() {
-            Ok(real) if real.starts_with(&*self.0) => Ok(real),
+            Ok(real) if real.starts_with(&*self.dir) => self.visible(rel, real),
             Ok(_) => Err(outside()),
             Err(e) => {
                 // Missing: say so only when what does exist of the path is inside (a link
@@ -56,9 +133,9 @@ impl Root {
                     .ancestors()
                     .skip(1)
                     .find_map(|a| a.canonicalize().ok());
-                let dangling_out = links_lead_out(&joined, &self.0);
+                let dangling_out = links_lead_out(&joined, &self.dir);
                 match known {
-                    Some(a) if a.starts_with(&*self.0) && !dangling_out => {
+                    Some(a) if a.starts_with(&*self.dir) && !dangling_out => {
                         Err(ToolError::model(format!("`{rel}`: {e}")))
                     }
                     _ => Err(outside()),
@@ -68,9 +145,13 @@ impl Root {
     }
 }
 
-/// `read_file`: the text of a file under `root` (at most 100 KiB).
-pub fn read_file<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<impl Tool<C>> {
-    let root = Root::new(root)?;
+/// `read_file`: the text of a file under `root` (at most 100 KiB), but none of `hidden`,
+/// nor anything in them, nor any other link to them.
+pub fn read_file<C: Send + Sync + 'static>(
+    root: &Path,
+    hidden: &[PathBuf],
+) -> std::io::Result<impl Tool<C>> {
+    let root = Root::new(root, hidden)?;
     Ok(tool(
         "read_file",
         "Read a text file under the working folder.",
@@ -145,9 +226,13 @@ fn read_prefix(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// `list_files`: the entries of a folder under `root`, folders marked with a trailing `/`.
-pub fn list_files<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<impl Tool<C>> {
-    let root = Root::new(root)?;
+/// `list_files`: the entries of a folder under `root`, folders marked with a trailing `/`;
+/// `hidden` ones (as for [`read_file`]) are left out.
+pub fn list_files<C: Send + Sync + 'static>(
+    root: &Path,
+    hidden: &[PathBuf],
+) -> std::io::Result<impl Tool<C>> {
+    let root = Root::new(root, hidden)?;
     Ok(tool(
         "list_files",
         "List the files and folders in a folder under the working folder.",
@@ -160,6 +245,7 @@ pub fn list_files<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<impl
                     .map_err(|e| ToolError::model(format!("`{rel}`: {e}")))?;
                 let mut entries: Vec<String> = read
                     .filter_map(Result::ok)
+                    .filter(|e| !root.hidden.covers(&e.path()))
                     .map(|e| {
                         let name = e.file_name().to_string_lossy().into_owned();
                         // Links are not followed: their target may lie outside the root.

@@ -10,16 +10,20 @@ pub use files::{list_files, read_file};
 pub use now::now;
 
 use crate::Tool;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Every built-in tool, with file access confined to `root`.
-pub fn all<C: Send + Sync + 'static>(root: &Path) -> std::io::Result<Vec<Arc<dyn Tool<C>>>> {
+/// Every built-in tool, with file access confined to `root`, less `hidden` (a program's
+/// own configuration, store, logins and keys: see [`read_file`]).
+pub fn all<C: Send + Sync + 'static>(
+    root: &Path,
+    hidden: &[PathBuf],
+) -> std::io::Result<Vec<Arc<dyn Tool<C>>>> {
     Ok(vec![
         Arc::new(now()),
         Arc::new(calculate()),
-        Arc::new(read_file(root)?),
-        Arc::new(list_files(root)?),
+        Arc::new(read_file(root, hidden)?),
+        Arc::new(list_files(root, hidden)?),
     ])
 }
 

@@ -193,7 +193,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             let chosen =
                 choose_model(&session, &loaded.config.http).map_err(|e| fail(e.to_string()))?;
             let mut route = Route::new(&chosen.name, chosen.model.clone(), &chosen.name);
-            add_builtin(&route.tools, &named).map_err(fail)?;
+            add_builtin(&route.tools, &named, &loaded).map_err(fail)?;
             route.kit = skills_kit(&skill_dirs, &loaded)
                 .await
                 .map_err(|e| fail(e.to_string()))?;
@@ -242,7 +242,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     // Every key kite knows of (providers', MCP servers', clients') is hidden in answers.
     let mut gateway = Gateway::new(routes, catch_all)
         .pricer(crate::commands::prices::pricer())
-        .secrets(crate::terminal::secrets::secrets())
+        .secrets(crate::terminal::secrets::known().clone())
         .hosted_tools(match settings.hosted_tools {
             crate::config::settings::HostedTools::Drop => kite::serve::HostedTools::Drop,
             crate::config::settings::HostedTools::Refuse => kite::serve::HostedTools::Refuse,

@@ -21,6 +21,7 @@ pub(super) fn agent(
     });
     let mut agent = Agent::shared(chosen.model.clone(), chosen.name.clone())
         .max_turns(args.max_turns.unwrap_or(10))
+        .redact(crate::terminal::secrets::known().clone())
         .configure(|r| {
             r.max_tokens = args.max_tokens;
             r.temperature = args.temperature;

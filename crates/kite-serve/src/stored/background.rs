@@ -256,7 +256,7 @@ async fn go(
         });
         whole(opened.first, until_stopped(opened.events, gw.stop.clone()))
             .await
-            .map_err(|e| told(&e, &gw.secrets))
+            .map_err(|e| told(&e, &gw.secrets.all()))
     };
     let ended = tokio::select! {
         r = work => Some(r),

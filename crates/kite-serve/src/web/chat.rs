@@ -67,13 +67,13 @@ pub(super) async fn chat(
     // The agent first: a conversation is made only for a question that can be asked.
     let (agent, kit) = match agentic::agent(&gw, route, Request::new(upstream.clone())) {
         Ok(made) => made,
-        Err(e) => return upstream_error(Api::Chat, &e, &gw.secrets),
+        Err(e) => return upstream_error(Api::Chat, &e, &gw.secrets.all()),
     };
     let store = gw.store_for(&caller);
     let (conversation, mut history) = match open(
         store.as_deref(),
         ask.conversation.as_deref(),
-        &title(&ask.text, &gw.secrets),
+        &title(&ask.text, &gw.secrets.all()),
     )
     .await
     {
@@ -106,7 +106,7 @@ pub(super) async fn chat(
         // at once).
         let _kit = kit;
         let slot = slot.map(|Extension(s)| s);
-        let Some(ended) = relay(events, &tx, &stop, &gw.secrets).await else {
+        let Some(ended) = relay(events, &tx, &stop, &gw.secrets.all()).await else {
             return;
         };
         let run = &ended.run;
@@ -261,7 +261,7 @@ struct Kept {
     provider: String,
     model: String,
     /// What the turn is kept without, whoever said it.
-    secrets: Arc<[String]>,
+    secrets: kite_core::redact::Secrets,
 }
 
 /// A new conversation's title: its question, with no secret in it.
@@ -292,7 +292,7 @@ impl Kept {
             messages.push(Message::assistant(ended.shown.clone()));
         }
         for m in &mut messages {
-            kite_core::redact::redact_message(m, &self.secrets);
+            self.secrets.redact_message(m);
         }
         let mut usage = run.usage();
         // The local model costs nothing, even for a call cut off before it counted.

@@ -136,7 +136,8 @@ pub(super) async fn tools(
     kept: &mut Kept,
 ) -> Result<(), String> {
     let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
-    add_builtin(&route.tools, &r.tools).map_err(|e| format!("[serve] route {:?}: {e}", r.name))?;
+    add_builtin(&route.tools, &r.tools, loaded)
+        .map_err(|e| format!("[serve] route {:?}: {e}", r.name))?;
     for name in &r.mcp {
         let hub = crate::commands::mcp::connect(loaded, Some(name), None)
             .await
@@ -168,8 +169,12 @@ pub(super) async fn skills_kit(
 }
 
 /// Adds the built-in tools `names` names to `tools` (the file tools read under the working
-/// directory).
-pub(super) fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Result<(), String> {
+/// directory, never kite's own files).
+pub(super) fn add_builtin(
+    tools: &kite::agent::ToolSet,
+    names: &[String],
+    loaded: &crate::config::Loaded,
+) -> Result<(), String> {
     if names.is_empty() {
         return Ok(());
     }
@@ -184,7 +189,7 @@ pub(super) fn add_builtin(tools: &kite::agent::ToolSet, names: &[String]) -> Res
     }
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot find the working directory: {e}"))?;
-    let all = kite::agent::builtin::all(&cwd)
+    let all = kite::agent::builtin::all(&cwd, &crate::config::own_paths(loaded))
         .map_err(|e| format!("cannot set up the file tools: {e}"))?;
     for tool in all {
         if names.iter().any(|n| n == &tool.spec().name) {

@@ -83,7 +83,7 @@ pub(super) async fn share(mut gateway: Gateway, s: Sharing<'_>) -> Result<(Gatew
         None => {}
     }
     // The store's and Redis's passwords are known now: no answer carries them either.
-    gateway = gateway.secrets(crate::terminal::secrets::secrets());
+    gateway = gateway.secrets(crate::terminal::secrets::known().clone());
     if let Some(c) = &s.settings.cache {
         let defaults = kite::serve::CacheSettings::default();
         let cache = kite::serve::CacheSettings {
