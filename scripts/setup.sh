@@ -65,7 +65,7 @@ $tests || { say "done"; exit 0; }
 # What the tests need. ip (iproute2) puts the MCP conformance suite in a private network
 # namespace; Postgres is for the conversation store's tests (they start a throwaway cluster
 # themselves); tmux drives `kite chat` in a real terminal; bubblewrap is the sandbox skills'
-# scripts run in; headless Chromium and its WebDriver drive the web chat; Redis holds a fleet
+# scripts run in, and pasta (passt) their network; headless Chromium and its WebDriver drive the web chat; Redis holds a fleet
 # of gateways' limits and cache, and haproxy stands in front of the replicas; a Secret Service
 # (gnome-keyring on a private D-Bus) keeps MCP logins in the tests of the OS keyring.
 packages=()
@@ -76,6 +76,7 @@ command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2
   packages+=(postgresql)
 command -v tmux >/dev/null || packages+=(tmux)
 command -v bwrap >/dev/null || packages+=(bubblewrap)
+command -v pasta >/dev/null || packages+=(passt)
 command -v chromium >/dev/null || packages+=(chromium)
 command -v chromedriver >/dev/null || packages+=(chromium-driver)
 command -v redis-server >/dev/null || packages+=(redis-server)
@@ -83,6 +84,15 @@ command -v haproxy >/dev/null || packages+=(haproxy)
 command -v dbus-daemon >/dev/null || packages+=(dbus)
 command -v gnome-keyring-daemon >/dev/null || packages+=(gnome-keyring)
 apt_install "${packages[@]}"
+# pasta, which gives skills' scripts the internet and nothing of the machine, opens
+# /dev/net/tun as the user it runs as: 0666 is the mode udev gives it, which a machine
+# without udev (a container, a VM's bare /dev) lacks.
+if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+  say "giving /dev/net/tun the mode udev gives it (0666), for pasta"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo chmod 0666 /dev/net/tun
+fi
 
 # MCP peers for the tests: the reference servers and the official client conformance suite
 # (with the Node 22 it needs, as an npm package) from npm, and the coding agents the

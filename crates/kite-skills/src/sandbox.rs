@@ -23,6 +23,7 @@ mod bwrap;
 mod confine;
 mod identity;
 mod limits;
+mod network;
 mod stage;
 mod tally;
 mod workspace;
@@ -30,6 +31,7 @@ mod workspace;
 use bwrap::Prepared;
 
 pub use identity::Id;
+pub use network::Cidr;
 pub use workspace::{MAX_ENTRIES, Workspace};
 
 use kite_agent::CancellationToken;
@@ -44,8 +46,12 @@ use tokio::process::{ChildStderr, ChildStdout, Command};
 pub struct SandboxOptions {
     /// The bubblewrap program (`bwrap`, looked up on kite's `PATH`).
     pub bwrap: PathBuf,
-    /// Lets commands reach the network.
+    /// Lets commands reach the internet (through `pasta`), and nothing of the host or of
+    /// private networks but those in `allow_networks`.
     pub network: bool,
+    /// Networks commands with `network` may reach although they are private (or the
+    /// host's own).
+    pub allow_networks: Vec<Cidr>,
     /// How long one command may run.
     pub timeout: Duration,
     /// The most bytes of output (stdout and stderr together) kept; past it the command is
@@ -77,6 +83,7 @@ impl Default for SandboxOptions {
         Self {
             bwrap: PathBuf::from("bwrap"),
             network: false,
+            allow_networks: Vec::new(),
             timeout: Duration::from_secs(60),
             max_output: 64 * 1024,
             max_processes: Some(256),
@@ -138,8 +145,8 @@ pub enum SandboxError {
 /// not.
 pub async fn probe(options: &SandboxOptions) -> Result<(), String> {
     let workspace = Workspace::new(Some(1 << 20), false).map_err(|e| e.to_string())?;
-    let prepared =
-        Prepared::new(&workspace, &[]).map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
+    let prepared = Prepared::new(&workspace, &[], options)
+        .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
     let mut cmd = prepared
         .command(options, None)
         .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
@@ -184,7 +191,8 @@ pub async fn run(
     let mut prepared = None;
     let (mut cmd, home) = match sandbox {
         Ok(()) => {
-            let p = prepared.insert(Prepared::new(workspace, skills).map_err(SandboxError::Spawn)?);
+            let p = prepared
+                .insert(Prepared::new(workspace, skills, options).map_err(SandboxError::Spawn)?);
             let bounds = limits.for_child(threads(p.runs_as(), limits.pids_capped()).await);
             let mut cmd = p
                 .command(options, Some(bounds))

@@ -243,6 +243,7 @@ async fn offer(
     let options = RunOptions {
         sandbox: SandboxOptions {
             network: settings.network,
+            allow_networks: settings.allow_networks.clone(),
             timeout: settings.timeout.unwrap_or(defaults.timeout),
             max_memory: settings.max_memory.or(defaults.max_memory),
             max_cpus: settings.max_cpus.or(defaults.max_cpus),

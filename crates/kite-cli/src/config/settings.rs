@@ -283,7 +283,8 @@ pub(crate) enum CompactPolicy {
 /// ```toml
 /// [skills]
 /// paths = ["/opt/team-skills", "vendor/skills"]   # relative to kite.toml's folder
-/// network = false                                  # let scripts reach the network
+/// network = false                                  # let scripts reach the internet
+/// allow_networks = ["10.20.0.0/16"]                # and these private networks
 /// timeout_secs = 60                                # how long a script may run
 /// max_memory_mb = 1024                             # memory a command may use
 /// max_cpus = 1.0                                   # CPUs a command may use at once
@@ -295,6 +296,7 @@ pub(crate) enum CompactPolicy {
 pub(crate) struct SkillsConfig {
     pub paths: Vec<std::path::PathBuf>,
     pub network: bool,
+    pub allow_networks: Vec<kite::skills::sandbox::Cidr>,
     pub timeout: Option<Duration>,
     /// Bytes, from the `_mb` keys.
     pub max_memory: Option<u64>,
@@ -310,6 +312,8 @@ struct RawSkills {
     paths: Vec<std::path::PathBuf>,
     #[serde(default)]
     network: bool,
+    #[serde(default)]
+    allow_networks: Vec<String>,
     timeout_secs: Option<f64>,
     max_memory_mb: Option<u64>,
     max_cpus: Option<f64>,
@@ -338,9 +342,18 @@ impl TryFrom<RawSkills> for SkillsConfig {
             .timeout_secs
             .map(|s| kite::duration_from_secs("`timeout_secs`", s))
             .transpose()?;
+        let allow_networks = raw
+            .allow_networks
+            .iter()
+            .map(|n| {
+                n.parse()
+                    .map_err(|e| format!("[skills] `allow_networks`: {e}"))
+            })
+            .collect::<Result<_, String>>()?;
         Ok(Self {
             paths: raw.paths,
             network: raw.network,
+            allow_networks,
             timeout,
             max_memory: mebibytes("max_memory_mb", raw.max_memory_mb)?,
             max_cpus: match raw.max_cpus {

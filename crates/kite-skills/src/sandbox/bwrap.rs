@@ -2,9 +2,11 @@
 //! the id it runs as, the mount points in the workspace, and the folders it mounts, open.
 
 use super::identity::{self, Id};
+use super::network::Net;
 use super::stage::Stage;
 use super::workspace::Workspace;
 use super::{SandboxOptions, confine, limits};
+use std::ffi::{OsStr, OsString};
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use tokio::process::Command;
@@ -17,13 +19,37 @@ pub(super) struct Prepared<'a> {
     id: Option<Id>,
     skills: Vec<(String, std::fs::File)>,
     filter: std::os::fd::OwnedFd,
+    /// With a network: pasta, and what the command's namespace needs.
+    network: Option<Net>,
+}
+
+/// A command line being written.
+#[derive(Default)]
+struct Line(Vec<OsString>);
+
+impl Line {
+    fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
+        self.0.push(arg.as_ref().to_owned());
+        self
+    }
+
+    fn args<S: AsRef<OsStr>>(&mut self, args: impl IntoIterator<Item = S>) -> &mut Self {
+        self.0
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
 }
 
 impl<'a> Prepared<'a> {
     pub(super) fn new(
         workspace: &'a Workspace,
         skills: &[(String, PathBuf)],
+        options: &SandboxOptions,
     ) -> std::io::Result<Self> {
+        let network = match options.network {
+            true => Some(Net::new(&options.allow_networks)?),
+            false => None,
+        };
         let id = workspace.owner();
         mount_points(workspace, skills, id)?;
         let open = |dir: &Path| {
@@ -41,6 +67,7 @@ impl<'a> Prepared<'a> {
                 .map(|(name, dir)| Ok((name.clone(), open(dir)?)))
                 .collect::<std::io::Result<_>>()?,
             filter: confine::filter_file()?,
+            network,
         })
     }
 
@@ -63,8 +90,8 @@ impl<'a> Prepared<'a> {
         bounds: Option<limits::ChildLimits>,
     ) -> std::io::Result<Command> {
         use std::os::fd::AsRawFd;
-        let mut cmd = Command::new(resolve(&options.bwrap));
-        cmd.args([
+        let mut line = Line::default();
+        line.args([
             "--die-with-parent",
             "--new-session",
             "--unshare-all",
@@ -73,20 +100,22 @@ impl<'a> Prepared<'a> {
             "--cap-drop",
             "ALL",
         ]);
-        if options.network {
-            cmd.arg("--share-net");
-            cmd.args(["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]);
-            cmd.args(["--ro-bind-try", "/etc/ssl", "/etc/ssl"]);
+        // With a network, pasta's namespace (`network.rs`); else none but loopback.
+        if let Some(net) = &self.network {
+            line.arg("--share-net");
+            line.args(["--perms", "0644", "--ro-bind-data"]);
+            line.arg(net.resolv().to_string()).arg("/etc/resolv.conf");
+            line.args(["--ro-bind-try", "/etc/ssl", "/etc/ssl"]);
         }
-        cmd.args(["--ro-bind", "/usr", "/usr"]);
+        line.args(["--ro-bind", "/usr", "/usr"]);
         for top in ["bin", "sbin", "lib", "lib32", "lib64"] {
             let host = Path::new("/").join(top);
             match std::fs::read_link(&host) {
                 Ok(target) => {
-                    cmd.arg("--symlink").arg(target).arg(&host);
+                    line.arg("--symlink").arg(target).arg(&host);
                 }
                 Err(_) if host.is_dir() => {
-                    cmd.arg("--ro-bind").arg(&host).arg(&host);
+                    line.arg("--ro-bind").arg(&host).arg(&host);
                 }
                 Err(_) => {}
             }
@@ -100,18 +129,18 @@ impl<'a> Prepared<'a> {
             "/etc/localtime",
             "/etc/mime.types",
         ] {
-            cmd.args(["--ro-bind-try", file, file]);
+            line.args(["--ro-bind-try", file, file]);
         }
-        cmd.args(["--proc", "/proc", "--dev", "/dev"]);
+        line.args(["--proc", "/proc", "--dev", "/dev"]);
         // /tmp and /dev/shm live in memory: each has the size of the sandbox's /tmp, and
         // nothing else in /dev can be written (its devices still can).
         for tmp in ["/dev/shm", "/tmp"] {
             if let Some(size) = options.max_tmp {
-                cmd.arg("--size").arg(size.to_string());
+                line.arg("--size").arg(size.to_string());
             }
-            cmd.args(["--tmpfs", tmp]);
+            line.args(["--tmpfs", tmp]);
         }
-        cmd.args(["--remount-ro", "/dev"]);
+        line.args(["--remount-ro", "/dev"]);
         let Some(entry) = self.workspace.entry() else {
             return Err(std::io::Error::other(
                 "the workspace has no file system of its own, so no sandbox can mount it",
@@ -125,10 +154,10 @@ impl<'a> Prepared<'a> {
                 }))
                 .collect();
         let mut fds = [-1; 64];
-        if folders.len() >= fds.len() {
+        if folders.len() + 2 >= fds.len() {
             return Err(std::io::Error::other(format!(
                 "a command can see at most {} skills",
-                fds.len() - 2
+                fds.len() - 3
             )));
         }
         let stage = match self.id {
@@ -142,7 +171,7 @@ impl<'a> Prepared<'a> {
             match &stage {
                 Some(_) => {
                     let flag = if *read_only { "--ro-bind" } else { "--bind" };
-                    cmd.arg(flag).arg(Stage::place(i)).arg(place);
+                    line.arg(flag).arg(Stage::place(i)).arg(place);
                 }
                 None => {
                     fds[i] = *fd;
@@ -151,14 +180,25 @@ impl<'a> Prepared<'a> {
                     } else {
                         "--bind-fd"
                     };
-                    cmd.arg(flag).arg(fd.to_string()).arg(place);
+                    line.arg(flag).arg(fd.to_string()).arg(place);
                 }
             }
         }
-        cmd.args(["--chdir", "/workspace"]);
+        line.args(["--chdir", "/workspace"]);
         let filter = self.filter.as_raw_fd();
         fds[folders.len()] = filter;
-        cmd.arg("--seccomp").arg(filter.to_string());
+        line.arg("--seccomp").arg(filter.to_string());
+        let bwrap = resolve(&options.bwrap);
+        let mut cmd = match &self.network {
+            None => Command::new(bwrap),
+            Some(net) => {
+                fds[folders.len() + 1] = net.resolv();
+                let (pasta, wrapped) = net.wrap(&bwrap, std::mem::take(&mut line.0));
+                line.0 = wrapped;
+                Command::new(pasta)
+            }
+        };
+        cmd.args(line.0);
         let id = self.id;
         let enter = (entry.mnt_fd(), entry.user_fd());
         // SAFETY: the closure calls only async-signal-safe functions: write(2) and

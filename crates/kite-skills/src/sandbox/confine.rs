@@ -107,15 +107,20 @@ pub(super) fn filter_file() -> std::io::Result<OwnedFd> {
             one
         })
         .collect();
+    memory_file(c"kite-seccomp", &bytes)
+}
+
+/// `bytes` in a memory file, read from its start: what bubblewrap reads from a descriptor.
+pub(super) fn memory_file(name: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<OwnedFd> {
     // SAFETY: memfd_create(2) with a NUL-terminated name; the descriptor is new.
-    let fd = unsafe { libc::memfd_create(c"kite-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: memfd_create(2) returned a new descriptor that nothing else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::from(fd);
-    std::io::Write::write_all(&mut file, &bytes)?;
+    std::io::Write::write_all(&mut file, bytes)?;
     std::io::Seek::rewind(&mut file)?;
     Ok(file.into())
 }

@@ -67,6 +67,14 @@ pub(crate) fn rerun_as_ordinary_user(me: &str) {
         eprintln!("these tests already run as an ordinary user");
         return;
     }
+    // One at a time: an ordinary user's sandboxes share one process count (no cgroup), and
+    // the fork bomb would take the others' share.
+    as_nobody(&["--skip", me, "--test-threads=1"], &[]);
+}
+
+/// Runs this test binary as `nobody` (kite being root), from a copy that user can reach,
+/// with `args` (which tests) and `env`; fails unless its tests pass and some ran.
+pub(crate) fn as_nobody(args: &[&str], env: &[(&str, String)]) {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -86,11 +94,10 @@ pub(crate) fn rerun_as_ordinary_user(me: &str) {
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
-        // One at a time: an ordinary user's sandboxes share one process count (no cgroup),
-        // and the fork bomb would take the others' share.
-        .args(["--skip", me, "--test-threads=1"])
+        .args(args)
         .env("KITE_TEST_SKILLS", &skills)
         .env("HOME", dir.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(dir.path())
         .output()
         .unwrap();
