@@ -41,6 +41,8 @@ pub(crate) enum Kind {
     Quota,
     /// The key may not do this (ask for that model).
     Forbidden,
+    /// The request is larger than the key may send or keep.
+    TooLarge,
 }
 
 /// An error in the client's API's shape.
@@ -57,6 +59,7 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
                 Kind::Unavailable => ("server_error", Some("service_unavailable")),
                 Kind::Quota => ("insufficient_quota", Some("insufficient_quota")),
                 Kind::Forbidden => ("invalid_request_error", Some("model_not_allowed")),
+                Kind::TooLarge => ("invalid_request_error", Some("request_too_large")),
             };
             kite_wire::openai_chat::serve::error_body(message, kind, code)
         }
@@ -71,6 +74,7 @@ pub(crate) fn error(api: Api, status: StatusCode, message: &str, kind: Kind) -> 
                 Kind::Unavailable => "overloaded_error",
                 Kind::Quota => "rate_limit_error",
                 Kind::Forbidden => "permission_error",
+                Kind::TooLarge => "request_too_large",
             },
         ),
     };

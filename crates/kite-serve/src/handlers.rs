@@ -49,6 +49,8 @@ pub(crate) struct Ask {
     pub fresh: bool,
     /// The request's slot: what it uses is counted there.
     pub slot: Option<Arc<crate::limits::Slot>>,
+    /// Its share of the bytes decoded at once, given back once its answer has begun.
+    pub held: Option<crate::allowance::Held>,
 }
 
 /// Whether `headers` ask for an answer afresh: `Cache-Control: no-cache`, `no-store` or
@@ -91,9 +93,11 @@ pub(crate) async fn answer<E: Encoder>(
         keep,
         fresh,
         slot,
+        held,
     } = ask;
     use crate::answer::Lookup;
-    let (opened, cached) = match crate::answer::lookup(&gw, api, &caller, &request, fresh).await {
+    let looked = crate::answer::lookup(&gw, api, &caller, &request, fresh).await;
+    let (opened, cached) = match looked {
         Ok(Lookup::Hit(hit)) => (*hit, Some(true)),
         Ok(lookup) => match gw.open(api, &caller, request, slot).await {
             Ok(mut opened) => {
@@ -108,6 +112,10 @@ pub(crate) async fn answer<E: Encoder>(
         },
         Err(refused) => return *refused,
     };
+    // What decoding made is gone now: the request is the provider's.
+    if let Some(held) = held {
+        held.release();
+    }
     let crate::answer::Opened {
         first,
         events,
@@ -286,6 +294,7 @@ pub(crate) async fn chat(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
     slot: Option<Extension<Arc<crate::limits::Slot>>>,
+    held: Option<Extension<crate::allowance::Held>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -308,6 +317,7 @@ pub(crate) async fn chat(
         keep: None,
         fresh: fresh(&headers),
         slot: slot.map(|Extension(s)| s),
+        held: held.map(|Extension(h)| h),
     };
     answer(gw, ask, whole, encoder).await
 }
@@ -316,6 +326,7 @@ pub(crate) async fn anthropic(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
     slot: Option<Extension<Arc<crate::limits::Slot>>>,
+    held: Option<Extension<crate::allowance::Held>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -336,6 +347,7 @@ pub(crate) async fn anthropic(
         keep: None,
         fresh: fresh(&headers),
         slot: slot.map(|Extension(s)| s),
+        held: held.map(|Extension(h)| h),
     };
     answer(gw, ask, whole, encoder).await
 }

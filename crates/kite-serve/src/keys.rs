@@ -55,6 +55,8 @@ pub(crate) struct Key {
     pub budget: Option<Budget>,
     /// The models it may ask for (empty: any).
     pub models: Vec<String>,
+    /// The largest body it may send and what it may keep (unset: the gateway's).
+    pub sizes: crate::allowance::Sizes,
     /// When it stops working (Unix milliseconds).
     pub expires_ms: Option<i64>,
     /// Where the web chat keeps this key's conversations, apart from every other key's.
@@ -75,6 +77,7 @@ impl Key {
             team: None,
             budget: None,
             models: Vec::new(),
+            sizes: crate::allowance::Sizes::default(),
             expires_ms: None,
             store: None,
             used: Mutex::default(),

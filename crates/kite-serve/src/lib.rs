@@ -60,6 +60,7 @@
 mod admin;
 mod admission;
 mod agentic;
+mod allowance;
 mod answer;
 mod cache;
 mod count;
@@ -85,6 +86,7 @@ mod web;
 
 pub use admin::{Admin, AdminError, KEY_PREFIX, KeyView, NewKey, NewTeam, period};
 pub use agentic::{KitMaker, RequestKit};
+pub use allowance::{MAX_DECODING, MAX_STORED, Sizes};
 pub use cache::{CacheSettings, Scope as CacheScope};
 pub use hosted::HostedTools;
 pub use ids::new_token;
@@ -212,6 +214,10 @@ pub struct Gateway {
     pub(crate) redis_url: Option<String>,
     /// The response cache, when on.
     pub(crate) cache: Option<Arc<cache::Cache>>,
+    /// What a key that sets none may send and keep.
+    pub(crate) sizes: Sizes,
+    /// The bytes of request bodies decoded at once.
+    pub(crate) decoding: allowance::Decoding,
 }
 
 /// How long a client may take to send its request: a client that sends it a byte at a
@@ -270,7 +276,25 @@ impl Gateway {
             background_runs: Arc::default(),
             redis_url: None,
             cache: None,
+            sizes: Sizes {
+                max_body: None,
+                max_stored: Some(allowance::MAX_STORED),
+            },
+            decoding: allowance::Decoding::new(MAX_DECODING),
         }
+    }
+
+    /// What a key that sets none of its own may send (its largest body, at most
+    /// [`MAX_BODY`]) and keep (its stored responses' bytes together).
+    pub fn sizes(mut self, sizes: Sizes) -> Self {
+        self.sizes = sizes.or(self.sizes);
+        self
+    }
+
+    /// The most bytes of request bodies decoded at once (default [`MAX_DECODING`]).
+    pub fn max_decoding(mut self, bytes: usize) -> Self {
+        self.decoding = allowance::Decoding::new(bytes);
+        self
     }
 
     /// The model names `GET /v1/models` lists when every name goes to the first route (the

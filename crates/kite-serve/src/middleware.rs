@@ -109,7 +109,24 @@ pub(crate) async fn gate(
                 request.extensions_mut().insert(slot.clone());
             }
             if request.method() == axum::http::Method::POST {
-                request = match read_body(api, request, gw.deadlines.body, crate::MAX_BODY).await {
+                // The key's largest body, and its share of what the gateway decodes at
+                // once, held before the body is read (what it says it sends, else all it
+                // may send).
+                let limit = caller_sizes(&gw, &request).body_limit();
+                let announced = request
+                    .headers()
+                    .get(header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+                let held = match gw
+                    .decoding
+                    .hold(api, announced.unwrap_or(limit).min(limit))
+                    .await
+                {
+                    Ok(held) => held,
+                    Err(refused) => return *refused,
+                };
+                request.extensions_mut().insert(held);
+                request = match read_body(api, request, gw.deadlines.body, limit).await {
                     Ok(read) => read,
                     Err(refused) => return *refused,
                 };
@@ -131,6 +148,14 @@ pub(crate) async fn gate(
     }
 }
 
+/// What the caller of `request` (admitted) may send and keep.
+fn caller_sizes(gw: &Gateway, request: &axum::extract::Request) -> crate::allowance::Sizes {
+    match request.extensions().get::<crate::keys::Caller>() {
+        Some(crate::keys::Caller::Key(key)) => key.sizes.or(gw.sizes),
+        _ => gw.sizes,
+    }
+}
+
 /// `request` with its body read whole, within `limit` bytes and `deadline`: past either, a
 /// refusal in the client's API's shape (413, 408).
 async fn read_body(
@@ -143,13 +168,15 @@ async fn read_body(
     let (parts, body) = request.into_parts();
     let refuse = |status, message: &str| Box::new(error(api, status, message, Kind::Invalid));
     let too_large = || {
-        refuse(
+        Box::new(error(
+            api,
             StatusCode::PAYLOAD_TOO_LARGE,
             &match limit >= 1 << 20 {
                 true => format!("the request body is larger than {} MiB", limit >> 20),
                 false => format!("the request body is larger than {} KiB", limit >> 10),
             },
-        )
+            Kind::TooLarge,
+        ))
     };
     // A body announced larger than the limit is refused before any of it is read.
     if http_body::Body::size_hint(&body)

@@ -197,6 +197,10 @@ impl Registry {
             team: k.team,
             budget: k.budget,
             models: k.models,
+            sizes: crate::allowance::Sizes {
+                max_body: k.limits.max_body,
+                max_stored: k.limits.max_stored,
+            },
             expires_ms: k.expires_ms,
             used: Default::default(),
         }

@@ -176,15 +176,17 @@ async fn create(
     State(gw): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
     slot: Option<Extension<Arc<crate::limits::Slot>>>,
+    held: Option<Extension<crate::allowance::Held>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let fresh = fresh(&headers);
     let slot = slot.map(|Extension(s)| s);
+    let held = held.map(|Extension(h)| h);
     // With no store, or a body that is no object, the stateless decoder says what is wrong.
     let (Some(fleet), Ok(Value::Object(mut v))) = (fleet(&gw), serde_json::from_slice(&body))
     else {
-        return stateless(gw, caller, &body, fresh, slot).await;
+        return stateless(gw, caller, &body, fresh, slot, held).await;
     };
     let store = v.get("store") != Some(&Value::Bool(false));
     let previous = match v.remove("previous_response_id") {
@@ -303,6 +305,7 @@ async fn create(
         keep,
         fresh,
         slot,
+        held,
     };
     answer(gw, ask, encode, encoder).await
 }
@@ -314,6 +317,7 @@ async fn stateless(
     body: &[u8],
     fresh: bool,
     slot: Option<Arc<crate::limits::Slot>>,
+    held: Option<crate::allowance::Held>,
 ) -> Response {
     let mut client = match responses::decode_request(body) {
         Ok(c) => c,
@@ -330,6 +334,7 @@ async fn stateless(
         keep: None,
         fresh,
         slot,
+        held,
     };
     answer(gw, ask, whole, encoder).await
 }

@@ -23,6 +23,12 @@ pub struct FleetLimits {
     /// Requests under way at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_parallel: Option<u32>,
+    /// The largest request body, in bytes (a key's own; a team's is not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_body: Option<u64>,
+    /// What its stored responses may hold together, in bytes (a key's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_stored: Option<u64>,
 }
 
 /// Over what a budget is spent.

@@ -85,6 +85,12 @@ pub(crate) struct LimitArgs {
     /// Requests under way at once.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_parallel: Option<u32>,
+    /// The largest request body, in MiB (the gateway's `max_body_mb` otherwise).
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=16))]
+    max_body_mb: Option<u64>,
+    /// What its stored responses may hold together, in MiB.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    max_stored_mb: Option<u64>,
     /// US dollars that may be spent per --period.
     #[arg(long, value_name = "USD")]
     budget: Option<f64>,
@@ -99,6 +105,8 @@ impl LimitArgs {
             rpm: self.rpm,
             tpm: self.tpm,
             max_parallel: self.max_parallel,
+            max_body: self.max_body_mb.map(|mb| mb << 20),
+            max_stored: self.max_stored_mb.map(|mb| mb << 20),
         }
     }
 

@@ -246,7 +246,14 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         .hosted_tools(match settings.hosted_tools {
             crate::config::settings::HostedTools::Drop => kite::serve::HostedTools::Drop,
             crate::config::settings::HostedTools::Refuse => kite::serve::HostedTools::Refuse,
+        })
+        .sizes(kite::serve::Sizes {
+            max_body: settings.max_body,
+            max_stored: settings.max_stored,
         });
+    if let Some(bytes) = settings.max_decoding {
+        gateway = gateway.max_decoding(bytes);
+    }
     // A server named by --base-url alone: every name goes to it, and its own list is what
     // clients see of them.
     if let (true, Some(url), None, None) = (

@@ -57,6 +57,9 @@ pub(crate) struct Config {
 /// redis_url = "redis://10.0.0.5:6379" # limits shared by every replica (KITE_REDIS_URL)
 /// limits_unavailable = "deny"        # or "allow" (per replica) while Redis is away
 /// admin_keys = ["${ADMIN_KEY}"]      # may manage keys and teams under /v1/admin
+/// max_body_mb = 16                   # the largest request body, per key
+/// max_stored_mb = 256                # what a key's stored responses may hold
+/// max_decoding_mb = 64               # request bodies decoded at once, in all
 ///
 /// [serve.cache]                      # answers kept and given again (off unless set)
 /// ttl_secs = 300
@@ -91,6 +94,19 @@ pub(crate) struct ServeConfig {
     /// Keys that may manage keys and teams (`/v1/admin`).
     #[serde(default)]
     pub admin_keys: Vec<String>,
+    /// The largest request body, in bytes, of a key that sets none (`max_body_mb`).
+    #[serde(default, rename = "max_body_mb", deserialize_with = "megabytes")]
+    pub max_body: Option<u64>,
+    /// What a key's stored responses may hold, in bytes (`max_stored_mb`).
+    #[serde(default, rename = "max_stored_mb", deserialize_with = "megabytes")]
+    pub max_stored: Option<u64>,
+    /// The bytes of request bodies decoded at once (`max_decoding_mb`).
+    #[serde(
+        default,
+        rename = "max_decoding_mb",
+        deserialize_with = "megabytes_usize"
+    )]
+    pub max_decoding: Option<usize>,
     /// The response cache (off unless set).
     pub cache: Option<CacheConfig>,
     /// What becomes of hosted tools a route's provider cannot run.
@@ -319,6 +335,24 @@ struct RawSkills {
     max_cpus: Option<f64>,
     max_tmp_mb: Option<u64>,
     max_workspace_mb: Option<u64>,
+}
+
+/// A size in MiB (at least 1, at most 1 TiB) as bytes.
+fn megabytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let mb = Option::<u64>::deserialize(d)?;
+    match mb {
+        None => Ok(None),
+        Some(mb @ 1..=1_048_576) => Ok(Some(mb << 20)),
+        Some(_) => Err(serde::de::Error::custom(
+            "a size in MiB must be from 1 to 1048576",
+        )),
+    }
+}
+
+fn megabytes_usize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    megabytes(d)?
+        .map(|b| usize::try_from(b).map_err(|_| serde::de::Error::custom("too large here")))
+        .transpose()
 }
 
 /// Megabytes (MiB) from `[skills] key` as bytes: at least 1, at most a mebibyte short of

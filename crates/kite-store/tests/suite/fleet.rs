@@ -17,6 +17,8 @@ fn key(id: &str, name: &str, digest: &str) -> KeyRecord {
             rpm: Some(10),
             tpm: None,
             max_parallel: Some(2),
+            max_body: Some(1 << 20),
+            max_stored: None,
         },
         budget: Some(Budget {
             usd: 5.0,
