@@ -135,7 +135,10 @@ pub(crate) fn not_allowed(api: Api, name: &str) -> Response {
     error(
         api,
         StatusCode::FORBIDDEN,
-        &format!("This key may not use the model `{name}`."),
+        &format!(
+            "This key may not use the model `{}`.",
+            crate::text::shown(name)
+        ),
         Kind::Forbidden,
     )
 }
@@ -144,7 +147,10 @@ pub(crate) fn unknown_model(api: Api, name: &str) -> Response {
     error(
         api,
         StatusCode::NOT_FOUND,
-        &format!("The model `{name}` does not exist or you do not have access to it."),
+        &format!(
+            "The model `{}` does not exist or you do not have access to it.",
+            crate::text::shown(name)
+        ),
         Kind::NotFound,
     )
 }

@@ -9,6 +9,7 @@
 //! does not take it until what is left of the server's grace is over (and for
 //! [`LAST_WRITE`] at least); a row that comes after is counted as dropped.
 
+use crate::text::shown;
 use kite_store::Fleet;
 use kite_store::fleet::LedgerRow;
 use std::collections::VecDeque;
@@ -261,9 +262,9 @@ pub(crate) fn row(
         request_id,
         key,
         team,
-        route: a.route.clone(),
-        provider: a.provider.clone(),
-        model: a.model.clone(),
+        route: shown(&a.route),
+        provider: shown(&a.provider),
+        model: shown(&a.model),
         input_tokens: n(u.input_tokens),
         output_tokens: n(u.output_tokens),
         cache_read_tokens: n(u.cached_input_tokens),

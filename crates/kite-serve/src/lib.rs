@@ -82,6 +82,7 @@ mod ops;
 mod pending;
 mod registry;
 mod stored;
+mod text;
 mod web;
 
 pub use admin::{Admin, AdminError, KEY_PREFIX, KeyView, NewKey, NewTeam, period};

@@ -1,13 +1,14 @@
 //! `POST /v1/responses` with state, as OpenAI keeps it, when the gateway has a store:
-//! `store` (true unless the client says false) keeps each response and its whole input;
+//! `store` (true unless the client says false) keeps each response with its own input and
+//! a link to the response it continues, within its key's quota of stored bytes;
 //! `previous_response_id` continues from one, on any replica; `GET`, `DELETE` and
 //! `input_items` read and remove them; `background` runs a response as a task any replica
 //! reports, with `POST .../cancel`. Each key sees its own responses and no other's (a 404,
 //! as for one that does not exist).
 //!
 //! kite-wire's decoder is stateless and refuses these fields, so they are taken out here
-//! and the conversation is sent whole: the stored input, the stored output, then the new
-//! input. A response is kept before the client hears of its end, so the next turn finds it
+//! and the conversation is sent whole: each earlier turn's input and output, read back
+//! along the links in one query, then the new input. A response is kept before the client hears of its end, so the next turn finds it
 //! wherever it goes. A background run is touched every few seconds; one untouched for
 //! [`background::STALE`] (its replica died) is marked failed by any replica. The endpoints of
 //! stored responses stay together here, a little past 450 lines.
@@ -29,12 +30,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod background;
+mod chain;
 
 pub(crate) use background::{Runs, watch};
-
-/// The largest conversation continued with `previous_response_id` (16 MiB, as large as a
-/// request may be).
-const MAX_KEPT: usize = crate::MAX_BODY;
+use chain::{caller_sizes, conversation, within_quota};
 
 /// How long one read or write of a stored response may take.
 const DEADLINE: Duration = Duration::from_secs(5);
@@ -220,38 +219,25 @@ async fn create(
         }
         None => None,
     };
-    if let Some(previous) = &previous {
-        let earlier = match load(&fleet, previous, &owner).await {
-            Ok(r) => r,
-            Err(refused) => return *refused,
-        };
-        if kite_store::fleet::UNDER_WAY.contains(&earlier.status.as_str()) {
-            return bad(&format!(
-                "response {previous} is still {}: wait for it to end",
-                earlier.status
-            ));
-        }
-        // Each response keeps the whole conversation before it: past a bound, a new one.
-        if earlier.input.len() + earlier.body.len() + body.len() > MAX_KEPT {
-            return bad(&format!(
-                "the conversation continued with previous_response_id is over {} MiB: start a \
-                 new one (or send the input whole, with store: false)",
-                MAX_KEPT >> 20
-            ));
-        }
-        let mut chain: Vec<Value> = serde_json::from_str(&earlier.input).unwrap_or_default();
-        let mut said: Value = serde_json::from_str(&earlier.body).unwrap_or_default();
-        if let Some(Value::Array(output)) = said.get_mut("output").map(Value::take) {
-            chain.extend(output);
-        }
-        chain.extend(input.take().unwrap_or_default());
-        input = Some(chain);
-    }
-    // What is kept of the input, before the decoder takes it.
+    // What is kept of the input: this turn's own; what came before is in the chain.
     let kept_input = match (store, &input) {
-        (true, Some(all)) => serde_json::to_string(all).unwrap_or_else(|_| "[]".into()),
+        (true, Some(own)) => serde_json::to_string(own).unwrap_or_else(|_| "[]".into()),
         _ => "[]".into(),
     };
+    if store {
+        let room = caller_sizes(&gw, &caller).max_stored;
+        if let Err(refused) = within_quota(&fleet, &owner, room, body.len()).await {
+            return *refused;
+        }
+    }
+    if let Some(previous) = &previous {
+        let mut all = match conversation(&fleet, previous, &owner, body.len()).await {
+            Ok(items) => items,
+            Err(refused) => return *refused,
+        };
+        all.extend(input.take().unwrap_or_default());
+        input = Some(all);
+    }
     if let Some(all) = input {
         v.insert("input".into(), Value::Array(all));
     }
@@ -270,6 +256,7 @@ async fn create(
         cancel: false,
         body: String::new(),
         input: kept_input,
+        previous,
     };
     let encode = reply.encode();
     if background {
@@ -418,15 +405,22 @@ async fn input_items(
     {
         return bad(usage);
     }
+    let owner = owner(&caller);
     let stored = async {
         let fleet = need(&gw)?;
-        load(&fleet, &id, &owner(&caller)).await
+        let stored = load(&fleet, &id, &owner).await?;
+        // Its input is the conversation before it, then its own.
+        let mut all = match &stored.previous {
+            Some(previous) => conversation(&fleet, previous, &owner, 0).await?,
+            None => Vec::new(),
+        };
+        all.extend(serde_json::from_str::<Vec<Value>>(&stored.input).unwrap_or_default());
+        Ok::<_, Box<Response>>((stored, all))
     };
-    let stored = match stored.await {
-        Ok(r) => r,
+    let (stored, mut all) = match stored.await {
+        Ok(found) => found,
         Err(refused) => return *refused,
     };
-    let mut all: Vec<Value> = serde_json::from_str(&stored.input).unwrap_or_default();
     // Every item has an id, as OpenAI gives them.
     for (i, item) in all.iter_mut().enumerate() {
         if let Some(o) = item.as_object_mut()

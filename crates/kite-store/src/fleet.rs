@@ -251,8 +251,11 @@ pub struct StoredResponse {
     pub cancel: bool,
     /// The response object, as JSON.
     pub body: String,
-    /// Its whole input (what came before included), as a JSON array of items.
+    /// Its own input, as a JSON array of items: what came before is in the responses
+    /// `previous` leads to.
     pub input: String,
+    /// The response it continues (`previous_response_id`), whose conversation comes first.
+    pub previous: Option<String>,
 }
 
 /// What a fleet of gateways shares: implemented by both stores.
@@ -284,6 +287,11 @@ pub trait Fleet: Send + Sync {
     fn update_response(&self, response: StoredResponse) -> StoreFuture<'_, bool>;
     /// The response `id`.
     fn response(&self, id: &str) -> StoreFuture<'_, Option<StoredResponse>>;
+    /// The response `id` and those it continues, newest first, at most `most` of them
+    /// (fewer where a link is missing: the last one's `previous` says which).
+    fn response_chain(&self, id: &str, most: usize) -> StoreFuture<'_, Vec<StoredResponse>>;
+    /// The bytes `owner`'s stored responses hold (bodies and inputs).
+    fn stored_bytes(&self, owner: &str) -> StoreFuture<'_, u64>;
     /// Deletes the response `id`; false when there was none.
     fn delete_response(&self, id: &str) -> StoreFuture<'_, bool>;
     /// Cancels the response `id`, while under way: it is kept as `body` (the response,

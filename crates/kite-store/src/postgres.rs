@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX conversations_by_update ON conversations (updated_ms DESC);
 ",
     fleet::TABLES,
+    fleet::CHAINS,
 ];
 
 /// How long reaching the database, and its first answers, may take.

@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX conversations_by_update ON conversations (updated_ms DESC);
 ",
     fleet::TABLES,
+    fleet::CHAINS,
 ];
 
 /// How long a writer waits for another process's transaction before giving up.

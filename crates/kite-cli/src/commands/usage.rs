@@ -80,10 +80,21 @@ pub(crate) async fn usage(args: UsageArgs, config: Option<&Path>) -> Result<(), 
     Ok(())
 }
 
+/// `text` with its control characters as escapes.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_unicode().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 fn usage_line(l: &UsageLine, grouped: bool) -> String {
     let group = match (grouped, &l.group) {
         (false, _) => String::new(),
-        (true, Some(g)) => format!("{g:<24} "),
+        // A name a client chose, kept before the ledger cut such names to one line.
+        (true, Some(g)) => format!("{:<24} ", one_line(g)),
         (true, None) => format!("{:<24} ", "(no key)"),
     };
     let mut line = format!(

@@ -80,10 +80,30 @@ fn response(r: &tokio_postgres::Row) -> StoredResponse {
         cancel: r.get(5),
         body: r.get(6),
         input: r.get(7),
+        previous: r.get(8),
     }
 }
 
-const RESPONSE: &str = "id, owner, status, created_ms, updated_ms, cancel, body, input";
+const RESPONSE: &str = "id, owner, status, created_ms, updated_ms, cancel, body, input, previous";
+
+/// A response and those it continues, newest first, as many as `$2`.
+const CHAIN: &str = "
+    WITH RECURSIVE chain(id, previous, depth) AS (
+        SELECT id, previous, 1::BIGINT FROM kite_responses WHERE id = $1
+        UNION ALL
+        SELECT r.id, r.previous, c.depth + 1 FROM kite_responses r
+        JOIN chain c ON r.id = c.previous WHERE c.depth < $2
+    )
+    SELECT r.id, r.owner, r.status, r.created_ms, r.updated_ms, r.cancel, r.body, r.input,
+        r.previous
+    FROM chain c JOIN kite_responses r ON r.id = c.id ORDER BY c.depth";
+
+/// The third step: a response keeps only its own input, and a link to the one it
+/// continues; each owner's responses are counted by owner.
+pub(super) const CHAINS: &str = "
+    ALTER TABLE kite_responses ADD COLUMN previous TEXT;
+    CREATE INDEX kite_responses_by_owner ON kite_responses (owner);
+";
 
 impl Fleet for PostgresStore {
     fn version(&self) -> StoreFuture<'_, i64> {
@@ -297,7 +317,7 @@ impl Fleet for PostgresStore {
                 .execute(
                     &format!(
                         "INSERT INTO kite_responses ({RESPONSE}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING"
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING"
                     ),
                     &[
                         &r.id,
@@ -308,6 +328,7 @@ impl Fleet for PostgresStore {
                         &r.cancel,
                         &r.body,
                         &r.input,
+                        &r.previous,
                     ],
                 )
                 .await
@@ -345,6 +366,37 @@ impl Fleet for PostgresStore {
                 .await
                 .map_err(db)?;
             Ok(row.as_ref().map(response))
+        })
+    }
+
+    fn response_chain(&self, id: &str, most: usize) -> StoreFuture<'_, Vec<StoredResponse>> {
+        let id = id.to_owned();
+        let most = i64::try_from(most).unwrap_or(i64::MAX);
+        Box::pin(async move {
+            let rows = self
+                .client()
+                .await?
+                .query(CHAIN, &[&id, &most])
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(response).collect())
+        })
+    }
+
+    fn stored_bytes(&self, owner: &str) -> StoreFuture<'_, u64> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            let row = self
+                .client()
+                .await?
+                .query_one(
+                    "SELECT COALESCE(SUM(octet_length(body) + octet_length(input)), 0)::BIGINT \
+                     FROM kite_responses WHERE owner = $1",
+                    &[&owner],
+                )
+                .await
+                .map_err(db)?;
+            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
         })
     }
 

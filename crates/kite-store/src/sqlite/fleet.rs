@@ -43,6 +43,23 @@ pub(super) const TABLES: &str = "
     CREATE INDEX kite_responses_under_way ON kite_responses (status, updated_ms);
 ";
 
+/// A response and those it continues, newest first, as many as `?2`.
+const CHAIN: &str = "
+    WITH RECURSIVE chain(id, previous, depth) AS (
+        SELECT id, previous, 1 FROM kite_responses WHERE id = ?1
+        UNION ALL
+        SELECT r.id, r.previous, c.depth + 1 FROM kite_responses r
+        JOIN chain c ON r.id = c.previous WHERE c.depth < ?2
+    )
+    SELECT r.* FROM chain c JOIN kite_responses r ON r.id = c.id ORDER BY c.depth";
+
+/// The third step: a response keeps only its own input, and a link to the one it
+/// continues; each owner's responses are counted by owner.
+pub(super) const CHAINS: &str = "
+    ALTER TABLE kite_responses ADD COLUMN previous TEXT;
+    CREATE INDEX kite_responses_by_owner ON kite_responses (owner);
+";
+
 /// A unique column's clash as [`StoreError::Exists`].
 fn unique(e: rusqlite::Error, what: &str) -> StoreError {
     match e.sqlite_error_code() {
@@ -67,6 +84,7 @@ fn response(r: &rusqlite::Row<'_>) -> Result<StoredResponse, rusqlite::Error> {
         cancel: r.get::<_, i64>(5)? != 0,
         body: r.get(6)?,
         input: r.get(7)?,
+        previous: r.get(8)?,
     })
 }
 
@@ -258,7 +276,7 @@ impl Fleet for SqliteStore {
     fn put_response(&self, r: StoredResponse) -> StoreFuture<'_, ()> {
         self.with(move |conn| {
             conn.execute(
-                "INSERT INTO kite_responses VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                "INSERT INTO kite_responses VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
                  ON CONFLICT (id) DO NOTHING",
                 params![
                     r.id,
@@ -268,7 +286,8 @@ impl Fleet for SqliteStore {
                     r.updated_ms,
                     r.cancel,
                     r.body,
-                    r.input
+                    r.input,
+                    r.previous
                 ],
             )
             .map_err(db)?;
@@ -306,6 +325,33 @@ impl Fleet for SqliteStore {
             )
             .optional()
             .map_err(db)
+        })
+    }
+
+    fn response_chain(&self, id: &str, most: usize) -> StoreFuture<'_, Vec<StoredResponse>> {
+        let id = id.to_owned();
+        let most = i64::try_from(most).unwrap_or(i64::MAX);
+        self.with(move |conn| {
+            let mut statement = conn.prepare(CHAIN).map_err(db)?;
+            let rows = statement
+                .query_map(params![id, most], response)
+                .map_err(db)?;
+            rows.collect::<Result<_, _>>().map_err(db)
+        })
+    }
+
+    fn stored_bytes(&self, owner: &str) -> StoreFuture<'_, u64> {
+        let owner = owner.to_owned();
+        self.with(move |conn| {
+            let n: i64 = conn
+                .query_row(
+                    "SELECT COALESCE(SUM(LENGTH(CAST(body AS BLOB)) \
+                     + LENGTH(CAST(input AS BLOB))), 0) FROM kite_responses WHERE owner = ?1",
+                    [&owner],
+                    |r| r.get(0),
+                )
+                .map_err(db)?;
+            Ok(u64::try_from(n).unwrap_or(0))
         })
     }
 

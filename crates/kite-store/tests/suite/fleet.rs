@@ -202,6 +202,7 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
         cancel: false,
         body: format!(r#"{{"id":"{id}","status":"{status}"}}"#),
         input: "[]".into(),
+        previous: None,
     };
     store
         .put_response(response("resp_done", "completed", 5))
@@ -332,6 +333,56 @@ pub(crate) async fn stored_responses(store: &dyn Fleet) {
         .unwrap();
     assert_eq!(store.forget_responses(2).await.unwrap(), 2, "gone and stop");
     assert!(store.response("resp_run").await.unwrap().is_some());
+
+    // A conversation is a chain of turns, each with its own input and a link back.
+    let turn = |n: usize, previous: Option<String>| StoredResponse {
+        id: format!("resp_turn{n}"),
+        owner: "key_chain".into(),
+        input: format!(r#"[{{"turn":{n}}}]"#),
+        previous,
+        ..response("x", "completed", 10)
+    };
+    for n in 0..5 {
+        let previous = (n > 0).then(|| format!("resp_turn{}", n - 1));
+        store.put_response(turn(n, previous)).await.unwrap();
+    }
+    let chain = store.response_chain("resp_turn4", 100).await.unwrap();
+    let ids: Vec<&str> = chain.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "resp_turn4",
+            "resp_turn3",
+            "resp_turn2",
+            "resp_turn1",
+            "resp_turn0"
+        ]
+    );
+    assert_eq!(chain[1].input, r#"[{"turn":3}]"#);
+    assert_eq!(chain[1].previous.as_deref(), Some("resp_turn2"));
+    // At most as many as asked; a missing link ends it, its last still naming it.
+    assert_eq!(
+        store.response_chain("resp_turn4", 2).await.unwrap().len(),
+        2
+    );
+    assert!(store.delete_response("resp_turn2").await.unwrap());
+    let cut = store.response_chain("resp_turn4", 100).await.unwrap();
+    assert_eq!(cut.len(), 2);
+    assert_eq!(cut[1].previous.as_deref(), Some("resp_turn2"));
+    assert!(
+        store
+            .response_chain("resp_none", 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // What each owner keeps, counted in bytes of its bodies and inputs.
+    let each = turn(0, None).body.len() + r#"[{"turn":0}]"#.len();
+    assert_eq!(
+        store.stored_bytes("key_chain").await.unwrap(),
+        4 * each as u64
+    );
+    assert_eq!(store.stored_bytes("key_nobody").await.unwrap(), 0);
 }
 
 /// Each owner sees only its own conversations.
