@@ -80,7 +80,7 @@ impl Session {
         };
         let skills =
             crate::commands::skills::for_session(&args.skills, &loaded, chosen.local).await?;
-        let agent = agent(&args, &chosen, None, skills.as_ref())?;
+        let agent = agent(&args, &chosen, None, skills.as_ref(), &loaded.config.prices)?;
         if args.tools || !args.tool.is_empty() {
             let cwd = std::env::current_dir()
                 .map_err(|e| Error::Config(format!("cannot find the working directory: {e}")))?;
@@ -141,7 +141,13 @@ impl Session {
         let mut args = self.args.clone();
         args.model = Some(name.to_owned());
         let chosen = choose_model(&args, &self.loaded.config.http)?;
-        self.agent = agent(&args, &chosen, Some(&self.agent), self.skills.as_ref())?;
+        self.agent = agent(
+            &args,
+            &chosen,
+            Some(&self.agent),
+            self.skills.as_ref(),
+            &self.loaded.config.prices,
+        )?;
         (self.args, self.chosen) = (args, chosen);
         Ok(())
     }
@@ -154,6 +160,7 @@ impl Session {
             &self.chosen,
             Some(&self.agent),
             self.skills.as_ref(),
+            &self.loaded.config.prices,
         )?;
         Ok(())
     }
@@ -235,6 +242,7 @@ impl Session {
                 &self.chosen,
                 Some(&self.agent),
                 self.skills.as_ref(),
+                &self.loaded.config.prices,
             )?;
         }
         tokio::select! {

@@ -22,9 +22,11 @@
 //! assert!((cost.total - 0.00325).abs() < 1e-12);
 //! ```
 
+mod rate;
 mod table;
 mod update;
 
+pub use rate::Rate;
 pub use table::{Cost, Error, Listed, PriceTable};
 pub use update::{load, update};
 

@@ -90,6 +90,73 @@ impl Gateway {
     }
 }
 
+/// The output tokens a request that names no `max_tokens` is held to cost at most, for a
+/// key with a budget.
+const RESERVED_OUTPUT: u32 = 16_384;
+
+/// The input tokens a provider's template and instructions are held to add to a request.
+const TEMPLATE: u64 = 1_000;
+
+impl Gateway {
+    /// For a key with a budget (its own or its team's), holds what `request` may cost at
+    /// most on `route` against it until the answer ends: refused (403) when the model has
+    /// no price kite knows, and (429 `insufficient_quota`) when the budget has no room left
+    /// for it beside the requests under way. Its input is taken as a token every two
+    /// characters (its tools' schemas too), and [`TEMPLATE`] more; its output as its
+    /// `max_tokens` (else [`RESERVED_OUTPUT`]).
+    pub(crate) fn reserve(
+        &self,
+        api: Api,
+        caller: &Caller,
+        route: &crate::Route,
+        request: &kite_core::Request,
+    ) -> Result<Option<crate::registry::Reservation>, Box<Response>> {
+        let (Caller::Key(key), Some(registry)) = (caller, self.keys.registry.as_ref()) else {
+            return Ok(None);
+        };
+        if !registry.has_budget(key) {
+            return Ok(None);
+        }
+        let provider = route.model.origin().provider;
+        let output = u64::from(request.max_tokens.unwrap_or(RESERVED_OUTPUT));
+        let schemas: usize = request
+            .tools
+            .iter()
+            .map(|t| t.parameters.to_string().len())
+            .sum();
+        let input = ((crate::meter::asked(request) + schemas) / 2) as u64 + TEMPLATE;
+        let worst = kite_core::Usage {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: input + output,
+            ..kite_core::Usage::default()
+        };
+        let Some(dollars) = self
+            .pricer
+            .as_ref()
+            .and_then(|price| price(&provider, &request.model, &worst))
+        else {
+            self.metrics.refused("unpriced");
+            return Err(Box::new(error(
+                api,
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "This key has a budget, and the model `{}` has no price kite knows, so \
+                     what it spends could not be counted. An operator can give it one in \
+                     kite.toml ([prices.\"{provider}/{}\"]).",
+                    crate::text::shown(&request.model),
+                    crate::text::shown(&request.model)
+                ),
+                Kind::Forbidden,
+            )));
+        };
+        registry.reserve(key, dollars).map(Some).map_err(|over| {
+            self.metrics.refused("budget");
+            Box::new(errors::over_budget(api, &over))
+        })
+    }
+}
+
 /// The name of the key whose request was refused at admission.
 #[derive(Clone)]
 pub(crate) struct Refused(pub(crate) String);

@@ -5,9 +5,10 @@
 //! Decoding a request costs many times its body: its JSON as values, the conversation as
 //! kite's types, the body written again for the provider. A tool-heavy 15 MiB body once
 //! took about 245 MiB, so 32 of them at once took 5 GiB. Each request holds its body's
-//! bytes of [`Decoding`]'s allowance from before its body is decoded until its answer has
-//! begun (the provider's first event: by then what decoding made is gone), and waits
-//! [`WAIT`] at most for them before a 503 in its API's shape says to come back.
+//! bytes of [`Decoding`]'s allowance from once its body is read (a body sent slowly holds
+//! none) until its answer has begun (the provider's first event: by then what decoding
+//! made is gone), and waits [`WAIT`] at most for them before a 503 in its API's shape says
+//! to come back.
 
 use crate::errors::{Api, Kind, error};
 use axum::http::{HeaderValue, StatusCode, header};

@@ -66,6 +66,8 @@ impl Gateway {
         let mut failure = None;
         for (route, upstream) in chain {
             request.model = upstream;
+            // A key with a budget holds this route's worst case against it until the end.
+            let reservation = self.reserve(api, caller, route, &request)?;
             let events = match request.tools.is_empty() && route.has_tools() {
                 true => agentic::answer(self, route, request.clone()),
                 false => route.model.stream(&request),
@@ -77,6 +79,7 @@ impl Gateway {
                 events,
                 &tally,
                 slot.clone(),
+                reservation,
             );
             let mut events = redacted(events, &self.secrets.all());
             // The grace ran out while the upstream had not yet answered: 503, to ask again.
@@ -130,8 +133,10 @@ impl Gateway {
         events: EventStream,
         tally: &Arc<Mutex<Tally>>,
         slot: Option<Arc<crate::limits::Slot>>,
+        reservation: Option<crate::registry::Reservation>,
     ) -> EventStream {
-        let mut meter = crate::meter::Meter::new(self, caller, route, request, tally, slot);
+        let mut meter =
+            crate::meter::Meter::new(self, caller, route, request, tally, slot, reservation);
         Box::pin(events.inspect(move |e| meter.event(e)))
     }
 

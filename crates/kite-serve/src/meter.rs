@@ -21,6 +21,9 @@ pub(crate) struct Meter {
     gw: Arc<Gateway>,
     caller: Caller,
     provider: String,
+    /// The request's worst case held against its key's budget, given back when the answer
+    /// ends (and its ledger row counts what it cost).
+    _reservation: Option<crate::registry::Reservation>,
     model: String,
     route: String,
     tally: Arc<Mutex<Tally>>,
@@ -37,7 +40,7 @@ pub(crate) struct Meter {
 
 /// The characters of `request`: its system prompt, its messages' text, calls and results,
 /// and its tools' descriptions.
-fn asked(request: &kite_core::Request) -> usize {
+pub(crate) fn asked(request: &kite_core::Request) -> usize {
     fn part(p: &Part) -> usize {
         match p {
             Part::Text { text, .. } => text.len(),
@@ -71,8 +74,10 @@ impl Meter {
         request: &kite_core::Request,
         tally: &Arc<Mutex<Tally>>,
         slot: Option<Arc<crate::limits::Slot>>,
+        reservation: Option<crate::registry::Reservation>,
     ) -> Self {
         Self {
+            _reservation: reservation,
             gw: gw.clone(),
             caller,
             provider: route.model.origin().provider,

@@ -97,10 +97,9 @@ pub(crate) async fn gate(
             Kind::Auth,
         );
     }
-    // A question spends a key's requests; a count of tokens asks none.
-    let counted = request.method() == axum::http::Method::POST
-        && path != "/v1/messages/count_tokens"
-        && !path.ends_with("/cancel");
+    // A question, or a count of tokens (the provider's own, which it limits too), spends a
+    // key's requests and must fit its limits and budget; a cancel does not.
+    let counted = request.method() == axum::http::Method::POST && !path.ends_with("/cancel");
     match gw.admit(api, request.headers(), counted).await {
         Ok((caller, slot)) => {
             request.extensions_mut().insert(caller);
@@ -109,25 +108,20 @@ pub(crate) async fn gate(
                 request.extensions_mut().insert(slot.clone());
             }
             if request.method() == axum::http::Method::POST {
-                // The key's largest body, and its share of what the gateway decodes at
-                // once, held before the body is read (what it says it sends, else all it
-                // may send).
+                // The body, within the key's largest; then its share of what the gateway
+                // decodes at once (held once it is read, so that bodies sent slowly hold
+                // none of it).
                 let limit = caller_sizes(&gw, &request).body_limit();
-                let announced = request
-                    .headers()
-                    .get(header::CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-                let held = match gw
-                    .decoding
-                    .hold(api, announced.unwrap_or(limit).min(limit))
-                    .await
-                {
-                    Ok(held) => held,
-                    Err(refused) => return *refused,
-                };
-                request.extensions_mut().insert(held);
                 request = match read_body(api, request, gw.deadlines.body, limit).await {
                     Ok(read) => read,
+                    Err(refused) => return *refused,
+                };
+                let size = http_body::Body::size_hint(request.body())
+                    .exact()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(limit);
+                match gw.decoding.hold(api, size).await {
+                    Ok(held) => request.extensions_mut().insert(held),
                     Err(refused) => return *refused,
                 };
             }

@@ -7,6 +7,12 @@
 //! Rows waiting for a write are as many as the ledger holds; written ones wait for a read
 //! of the totals, and past [`WRITTEN`] of them (the totals cannot be read) the oldest are
 //! let go.
+//!
+//! Requests under way are counted too, before they cost anything: each reserves its worst
+//! case ([`Pending::reserve`]) until its answer ends and its own row counts it. So requests
+//! at once on one replica cannot together pass a budget; replicas see each other's
+//! spending only once it is written, so a fleet passes a budget by at most about one
+//! request per replica.
 
 use kite_store::fleet::LedgerRow;
 use std::collections::{HashMap, VecDeque};
@@ -32,6 +38,12 @@ struct State {
     written: VecDeque<(u64, String)>,
     /// How many writes the ledger has made.
     writes: u64,
+    /// Dollars reserved by requests under way, by `subject|period`.
+    reserved: HashMap<String, f64>,
+    /// Each reservation's parts, by its number.
+    reservations: HashMap<u64, Parts>,
+    /// The next reservation's number.
+    next: u64,
 }
 
 impl Pending {
@@ -95,9 +107,53 @@ impl Pending {
         }
     }
 
-    /// Dollars spent at `subject|period` that the totals do not show yet.
+    /// Dollars spent, or reserved by requests under way, at `subject|period` that the
+    /// totals do not show yet.
     pub(crate) fn get(&self, at: &str) -> f64 {
-        self.state().sums.get(at).copied().unwrap_or(0.0)
+        let state = self.state();
+        state.sums.get(at).copied().unwrap_or(0.0) + state.reserved.get(at).copied().unwrap_or(0.0)
+    }
+
+    /// Reserves at each `(subject|period, dollars, room)` the dollars, or what is left of
+    /// its room (its budget less the totals) once what is pending there is taken, when that
+    /// is less; all or none: refused (with the index of the first) where nothing is left.
+    /// So near a budget's end one request at a time holds the rest, and only it can pass
+    /// the budget. Returns the reservation's number.
+    pub(crate) fn reserve(&self, wanted: &[(String, f64, f64)]) -> Result<u64, usize> {
+        let mut state = self.state();
+        let mut parts: Parts = Vec::with_capacity(wanted.len());
+        for (i, (at, dollars, room)) in wanted.iter().enumerate() {
+            let pending = state.sums.get(at).copied().unwrap_or(0.0)
+                + state.reserved.get(at).copied().unwrap_or(0.0);
+            let left = room - pending;
+            if left <= 0.0 {
+                return Err(i);
+            }
+            parts.push((at.clone(), dollars.min(left)));
+        }
+        state.next += 1;
+        let id = state.next;
+        for (at, dollars) in &parts {
+            *state.reserved.entry(at.clone()).or_default() += dollars;
+        }
+        state.reservations.insert(id, parts);
+        Ok(id)
+    }
+
+    /// Gives back reservation `id`: its request ended (and its row, if any, counts it).
+    pub(crate) fn release(&self, id: u64) {
+        let mut state = self.state();
+        let Some(parts) = state.reservations.remove(&id) else {
+            return;
+        };
+        for (at, dollars) in parts {
+            if let Some(sum) = state.reserved.get_mut(&at) {
+                *sum -= dollars;
+                if *sum <= 1e-12 {
+                    state.reserved.remove(&at);
+                }
+            }
+        }
     }
 }
 

@@ -76,6 +76,18 @@ pub(crate) struct OverBudget {
     pub budget: Budget,
 }
 
+/// A request's worst case held against its key's budget and its team's until it ends.
+pub(crate) struct Reservation {
+    registry: Arc<Registry>,
+    id: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.registry.pending.release(self.id);
+    }
+}
+
 impl Registry {
     pub(crate) fn new(fleet: Arc<dyn Fleet>, conversations: Option<Conversations>) -> Self {
         Self {
@@ -137,6 +149,53 @@ impl Registry {
             let budget = table.teams.get(team)?.budget;
             over(format!("team:{team}"), budget, format!("team {team:?}"))
         })
+    }
+
+    /// Whether `key` or its team has a budget.
+    pub(crate) fn has_budget(&self, key: &Key) -> bool {
+        key.budget.is_some()
+            || key.team.as_ref().is_some_and(|t| {
+                self.table()
+                    .teams
+                    .get(t)
+                    .is_some_and(|t| t.budget.is_some())
+            })
+    }
+
+    /// Holds `dollars`, a request's worst case, against `key`'s budget and its team's until
+    /// the [`Reservation`] goes: refused when it would take either past its budget, by the
+    /// totals last read, what this replica spent since, and what its requests under way
+    /// hold.
+    pub(crate) fn reserve(
+        self: &Arc<Self>,
+        key: &Key,
+        dollars: f64,
+    ) -> Result<Reservation, OverBudget> {
+        let table = self.table();
+        let now = now_ms();
+        let mut subjects = vec![(format!("key:{}", key.id), key.budget, "this key".to_owned())];
+        if let Some(team) = &key.team {
+            let budget = table.teams.get(team).and_then(|t| t.budget);
+            subjects.push((format!("team:{team}"), budget, format!("team {team:?}")));
+        }
+        let mut wanted = Vec::new();
+        let mut whose = Vec::new();
+        for (subject, budget, who) in subjects {
+            let Some(budget) = budget else {
+                continue;
+            };
+            let at = format!("{subject}|{}", budget.period.at(now));
+            let spent = table.spend.get(&at).copied().unwrap_or(0.0);
+            wanted.push((at, dollars, budget.usd - spent - SPENT_DUST));
+            whose.push(OverBudget { whose: who, budget });
+        }
+        match self.pending.reserve(&wanted) {
+            Ok(id) => Ok(Reservation {
+                registry: self.clone(),
+                id,
+            }),
+            Err(i) => Err(whose.swap_remove(i)),
+        }
     }
 
     /// Reads the store again: keys and teams when their version moved, spending always.

@@ -45,11 +45,25 @@ fn table() -> &'static PriceTable {
     })
 }
 
-/// Prices an agent's calls with [`table`].
-pub(crate) fn pricer() -> kite::agent::Pricer {
+/// Prices an agent's calls: at what the provider reported, else at the operator's own
+/// price for the model (`[prices."PROVIDER/MODEL"]`, then `[prices.MODEL]`), else at the
+/// [`table`]'s.
+pub(crate) fn pricer(
+    own: &std::collections::BTreeMap<String, kite::prices::Rate>,
+) -> kite::agent::Pricer {
     let table = table();
+    let own = own.clone();
     std::sync::Arc::new(move |provider, model, usage| {
-        kite::prices::call_cost(table, provider, model, usage)
+        if let Some(reported) = usage.cost {
+            return Some(reported);
+        }
+        let set = own
+            .get(&format!("{provider}/{model}"))
+            .or_else(|| own.get(model));
+        match set {
+            Some(rate) => Some(rate.cost(usage)),
+            None => kite::prices::call_cost(table, provider, model, usage),
+        }
     })
 }
 

@@ -241,7 +241,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     }
     // Every key kite knows of (providers', MCP servers', clients') is hidden in answers.
     let mut gateway = Gateway::new(routes, catch_all)
-        .pricer(crate::commands::prices::pricer())
+        .pricer(crate::commands::prices::pricer(&loaded.config.prices))
         .secrets(crate::terminal::secrets::known().clone())
         .hosted_tools(match settings.hosted_tools {
             crate::config::settings::HostedTools::Drop => kite::serve::HostedTools::Drop,

@@ -2,12 +2,15 @@
 //! file is found (`config`), so that it can be read (and fuzzed) on its own.
 
 // By path, so that the fuzz targets that take this file by path find it too.
+#[path = "settings/skills.rs"]
+mod skills;
 #[path = "settings/toml_error.rs"]
 mod toml_error;
 
 use kite::http::Timeouts;
 use kite::mcp::McpConfig;
 use serde::Deserialize;
+pub(crate) use skills::SkillsConfig;
 use std::time::Duration;
 
 /// Everything `kite.toml` may say.
@@ -41,6 +44,10 @@ pub(crate) struct Config {
     /// `[serve]`: what `kite serve` serves, where, and to whom.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// `[prices."PROVIDER/MODEL"]` (or `[prices.MODEL]`, for any provider): what a model
+    /// the price table lacks costs, or what one costs here instead.
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, kite::prices::Rate>,
 }
 
 /// The `[serve]` table. Flags win over it.
@@ -293,50 +300,6 @@ pub(crate) enum CompactPolicy {
     Off,
 }
 
-/// The `[skills]` table. Skills are also found in `.agents/skills/` in the working
-/// directory and its parents, and in `kite/skills` in the XDG config folder.
-///
-/// ```toml
-/// [skills]
-/// paths = ["/opt/team-skills", "vendor/skills"]   # relative to kite.toml's folder
-/// network = false                                  # let scripts reach the internet
-/// allow_networks = ["10.20.0.0/16"]                # and these private networks
-/// timeout_secs = 60                                # how long a script may run
-/// max_memory_mb = 1024                             # memory a command may use
-/// max_cpus = 1.0                                   # CPUs a command may use at once
-/// max_tmp_mb = 64                                  # the size of its /tmp
-/// max_workspace_mb = 256                           # the workspace's quota
-/// ```
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "RawSkills")]
-pub(crate) struct SkillsConfig {
-    pub paths: Vec<std::path::PathBuf>,
-    pub network: bool,
-    pub allow_networks: Vec<kite::skills::sandbox::Cidr>,
-    pub timeout: Option<Duration>,
-    /// Bytes, from the `_mb` keys.
-    pub max_memory: Option<u64>,
-    pub max_cpus: Option<f64>,
-    pub max_tmp: Option<u64>,
-    pub max_workspace: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSkills {
-    #[serde(default)]
-    paths: Vec<std::path::PathBuf>,
-    #[serde(default)]
-    network: bool,
-    #[serde(default)]
-    allow_networks: Vec<String>,
-    timeout_secs: Option<f64>,
-    max_memory_mb: Option<u64>,
-    max_cpus: Option<f64>,
-    max_tmp_mb: Option<u64>,
-    max_workspace_mb: Option<u64>,
-}
-
 /// A size in MiB (at least 1, at most 1 TiB) as bytes.
 fn megabytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let mb = Option::<u64>::deserialize(d)?;
@@ -353,53 +316,6 @@ fn megabytes_usize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usiz
     megabytes(d)?
         .map(|b| usize::try_from(b).map_err(|_| serde::de::Error::custom("too large here")))
         .transpose()
-}
-
-/// Megabytes (MiB) from `[skills] key` as bytes: at least 1, at most a mebibyte short of
-/// 16 EiB.
-fn mebibytes(key: &str, mb: Option<u64>) -> Result<Option<u64>, String> {
-    match mb {
-        None => Ok(None),
-        Some(0) => Err(format!("[skills] `{key}` must be at least 1")),
-        Some(mb) => mb
-            .checked_mul(1 << 20)
-            .map(Some)
-            .ok_or_else(|| format!("[skills] `{key}` is too large")),
-    }
-}
-
-impl TryFrom<RawSkills> for SkillsConfig {
-    type Error = String;
-
-    fn try_from(raw: RawSkills) -> Result<Self, String> {
-        let timeout = raw
-            .timeout_secs
-            .map(|s| kite::duration_from_secs("`timeout_secs`", s))
-            .transpose()?;
-        let allow_networks = raw
-            .allow_networks
-            .iter()
-            .map(|n| {
-                n.parse()
-                    .map_err(|e| format!("[skills] `allow_networks`: {e}"))
-            })
-            .collect::<Result<_, String>>()?;
-        Ok(Self {
-            paths: raw.paths,
-            network: raw.network,
-            allow_networks,
-            timeout,
-            max_memory: mebibytes("max_memory_mb", raw.max_memory_mb)?,
-            max_cpus: match raw.max_cpus {
-                Some(n) if !(0.01..=1024.0).contains(&n) => {
-                    return Err("[skills] `max_cpus` must be from 0.01 to 1024".into());
-                }
-                n => n,
-            },
-            max_tmp: mebibytes("max_tmp_mb", raw.max_tmp_mb)?,
-            max_workspace: mebibytes("max_workspace_mb", raw.max_workspace_mb)?,
-        })
-    }
 }
 
 /// The `[store]` table: where conversations are kept. `KITE_STORE_URL` overrides it.

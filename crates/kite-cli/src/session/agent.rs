@@ -6,13 +6,14 @@ use crate::terminal::output::errln;
 use kite::skills::SkillRun;
 use kite::{Agent, Error, ReasoningConfig, ToolChoice};
 
-/// The agent for `args` and `chosen`, offering `skills`; with `before`, it keeps `before`'s
-/// tools.
+/// The agent for `args` and `chosen`, offering `skills`, pricing calls at the operator's
+/// `prices` first; with `before`, it keeps `before`'s tools.
 pub(super) fn agent(
     args: &SessionArgs,
     chosen: &Chosen,
     before: Option<&Agent>,
     skills: Option<&SkillRun>,
+    prices: &std::collections::BTreeMap<String, kite::prices::Rate>,
 ) -> Result<Agent, Error> {
     // The small local model, given tools, is asked to call one first unless told
     // otherwise: left to choose, it answers from guesswork.
@@ -34,7 +35,7 @@ pub(super) fn agent(
     if let Some(system) = &args.system {
         agent = agent.system(crate::config::choose::with_date(system));
     }
-    agent = agent.pricer(crate::commands::prices::pricer());
+    agent = agent.pricer(crate::commands::prices::pricer(prices));
     if let Some(skills) = skills {
         // The skills' part of the system prompt follows the user's; their tools are
         // replaced by themselves when `before` had them.
