@@ -281,7 +281,7 @@ async fn kite_ask_offers_configured_mcp_tools_and_sends_back_their_real_results(
     // One line says what the configured servers added.
     assert!(
         r.stderr.contains(
-            "kite: 8 tools from 2 of 3 MCP servers in kite.toml (--no-mcp leaves them out)"
+            "kite: 9 tools from 2 of 3 MCP servers in kite.toml (--no-mcp leaves them out)"
         ),
         "{}",
         r.stderr
@@ -320,4 +320,59 @@ async fn kite_ask_offers_configured_mcp_tools_and_sends_back_their_real_results(
     assert_eq!(r.code, 0, "{}", r.stderr);
     let first: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
     assert!(first.get("tools").is_none(), "{first}");
+}
+
+#[tokio::test]
+async fn a_servers_request_for_the_model_is_refused_with_no_one_to_allow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path());
+    let call = Response {
+        id: None,
+        model: Some("m".into()),
+        message: Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCall::new(
+                "call_1",
+                "ask_many",
+                r#"{"times": 25, "max_tokens": 100000000}"#,
+            ))],
+        ),
+        finish_reason: FinishReason::ToolCalls,
+        usage: Usage::default(),
+    };
+    let answer = Response {
+        message: Message::assistant("Done."),
+        finish_reason: FinishReason::Stop,
+        ..call.clone()
+    };
+    let server = ReplayServer::start(vec![
+        Reply::sse(sse(Shape::Chat, &call, 1)),
+        Reply::sse(sse(Shape::Chat, &answer, 2)),
+    ])
+    .await;
+    // Run with no terminal: nobody can allow it, so the model is never asked.
+    let r = run(&mut ask(dir.path(), &server, &[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(r#"MCP server "py" asked for the model's answer (refused"#),
+        "{}",
+        r.stderr
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the server's 25 questions never reached the model"
+    );
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .to_string();
+    assert!(result.contains(r#"\"answered\": []"#), "{result}");
+    assert!(result.contains("not there to allow it"), "{result}");
 }

@@ -70,13 +70,55 @@ pub enum TransportConfig {
     },
 }
 
-/// The `[mcp]` table of `kite.toml`: servers by id.
+/// The `[mcp]` table of `kite.toml`: servers by id, and what they may ask of the model.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
     /// Each server by its id.
     #[serde(default)]
     pub servers: BTreeMap<String, ServerConfig>,
+    /// `[mcp.sampling]`: what servers may ask of the model.
+    #[serde(default)]
+    pub sampling: SamplingConfig,
+}
+
+/// `[mcp.sampling]`: what servers may ask of the model (see [`SamplingLimits`]), and
+/// whether a person is asked first (`ask`, the default where there is a terminal).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingConfig {
+    /// The most tokens one answer may have.
+    pub max_tokens: Option<u32>,
+    /// The most answers a server may ask for during one of its tool calls.
+    pub max_requests: Option<u32>,
+    /// The most dollars all answers may cost together.
+    #[serde(default, deserialize_with = "dollars")]
+    pub max_cost: Option<f64>,
+    /// Whether a person approves each request first (default true); with none to ask,
+    /// requests are refused.
+    pub ask: Option<bool>,
+}
+
+impl SamplingConfig {
+    /// The limits it sets, the others at their defaults.
+    pub fn limits(&self) -> crate::SamplingLimits {
+        let all = crate::SamplingLimits::default();
+        crate::SamplingLimits {
+            max_tokens: self.max_tokens.unwrap_or(all.max_tokens).max(1),
+            max_requests: self.max_requests.unwrap_or(all.max_requests),
+            max_cost: self.max_cost.or(all.max_cost),
+        }
+    }
+}
+
+/// Dollars: a finite number, at least 0.
+fn dollars<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        Some(v) if !v.is_finite() || v < 0.0 => Err(serde::de::Error::custom(
+            "`max_cost` is a number of dollars, 0 or more",
+        )),
+        v => Ok(v),
+    }
 }
 
 /// A server's table as written, before it is checked to name one transport.

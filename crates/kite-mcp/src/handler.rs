@@ -44,7 +44,7 @@ pub(crate) struct Handler {
 #[derive(Clone, Default)]
 pub(crate) struct Answerers {
     pub roots: Arc<Vec<Root>>,
-    pub sampler: Option<Arc<dyn Sampler>>,
+    pub sampler: Option<Arc<crate::sampling::Limited>>,
     pub elicitor: Option<Arc<dyn Elicitor>>,
     /// The logins of HTTP servers that ask for OAuth.
     pub logins: Arc<crate::oauth::Logins>,

@@ -12,6 +12,7 @@ use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::handler::Answerers;
 pub use crate::naming::Prefixing;
+use crate::sampling::SamplingLimits;
 use crate::server_requests::{Elicitor, Sampler};
 use crate::session::{CallResult, Session};
 use crate::supervisor::{Inner, Slot};
@@ -52,6 +53,9 @@ pub struct HubOptions {
     /// Answers servers' `sampling/createMessage`; without it servers are told kite does
     /// not sample.
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// What servers may ask of the sampler: how long an answer, how many a tool call, and
+    /// what cost in all.
+    pub sampling: SamplingLimits,
     /// Asks the user for servers' `elicitation/create`; without it servers are told kite
     /// does not elicit.
     pub elicitor: Option<Arc<dyn Elicitor>>,
@@ -71,6 +75,7 @@ impl std::fmt::Debug for HubOptions {
             .field("prefixing", &self.prefixing)
             .field("roots", &self.roots)
             .field("sampler", &self.sampler.is_some())
+            .field("sampling", &self.sampling)
             .field("elicitor", &self.elicitor.is_some())
             .field("oauth", &self.oauth.authorizer.is_some())
             .finish()
@@ -89,6 +94,7 @@ impl Default for HubOptions {
             prefixing: Prefixing::OnClash,
             roots: Vec::new(),
             sampler: None,
+            sampling: SamplingLimits::default(),
             elicitor: None,
             oauth: crate::OAuthOptions::default(),
         }
@@ -179,7 +185,10 @@ impl Hub {
             inner: Arc::new(Inner {
                 answerers: Answerers {
                     roots: Arc::new(roots),
-                    sampler: options.sampler.clone(),
+                    sampler: options
+                        .sampler
+                        .clone()
+                        .map(|s| Arc::new(crate::sampling::Limited::new(s, options.sampling))),
                     elicitor: options.elicitor.clone(),
                     logins: Arc::new(crate::oauth::Logins::new(options.oauth.clone())),
                 },

@@ -43,6 +43,7 @@ mod http_client;
 mod hub;
 mod naming;
 mod oauth;
+mod sampling;
 mod secrets;
 mod server_requests;
 mod session;
@@ -51,7 +52,7 @@ mod tool;
 
 pub use catalog::{Prompt, PromptArgument, PromptMessages, Resource, ResourceContent};
 pub use child::{INHERITED, expand as expand_env, looks_secret};
-pub use config::{McpConfig, ServerConfig, TransportConfig};
+pub use config::{McpConfig, SamplingConfig, ServerConfig, TransportConfig};
 pub use error::Error;
 pub use hub::{Hub, HubOptions, Prefixing, ServerReport, ServerStatus};
 #[cfg(feature = "keyring")]
@@ -60,6 +61,7 @@ pub use oauth::{
     Approval, Authorizer, CLIENT_METADATA_URL, FileTokens, Grant, Headless, MemoryTokens,
     OAuthConfig, OAuthError, OAuthOptions, Saved, SecretSink, TokenStore,
 };
+pub use sampling::SamplingLimits;
 pub use secrets::url_secrets;
 pub use server_requests::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};
 pub use session::CallResult;

@@ -343,6 +343,9 @@ impl Caller for Inner {
         cancel: &'a CancellationToken,
     ) -> CallFuture<'a> {
         Box::pin(async move {
+            if let Some(sampler) = &self.answerers.sampler {
+                sampler.call_begins(server);
+            }
             self.with_session(server, |s| {
                 let arguments = arguments.clone();
                 async move { s.call(tool, arguments, timeout, cancel).await }

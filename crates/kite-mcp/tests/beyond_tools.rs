@@ -172,6 +172,67 @@ async fn sampling_requests_go_to_a_kite_model() {
     hub.shutdown();
 }
 
+/// Prices every answer at a cent, as a session's pricer would.
+struct Cent(ModelSampler);
+
+impl kite_mcp::Sampler for Cent {
+    fn sample(
+        &self,
+        server: &str,
+        request: kite_core::Request,
+    ) -> kite_core::ModelFuture<'static, Result<kite_core::Response, kite_core::Error>> {
+        let answer = self.0.sample(server, request);
+        Box::pin(async move {
+            let mut r = answer.await?;
+            r.usage.cost = Some(0.01);
+            Ok(r)
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_server_gets_short_answers_few_to_a_call_and_none_past_their_cost() {
+    let model = ScriptedModel::new();
+    let model = (0..20).fold(model, |m, i| m.text(&format!("answer {i}")));
+    let hub = Hub::with_options(HubOptions {
+        sampler: Some(Arc::new(Cent(ModelSampler::new(model.clone(), "m")))),
+        sampling: kite_mcp::SamplingLimits {
+            max_tokens: 100,
+            max_requests: 3,
+            max_cost: Some(0.055),
+        },
+        ..HubOptions::default()
+    });
+    hub.add("py", python()).await.unwrap();
+    let ask = || {
+        hub.call(
+            "py",
+            "ask_many",
+            json!({"times": 25, "max_tokens": 100_000_000}),
+        )
+    };
+    let said: Value = serde_json::from_str(&text(&ask().await.unwrap())).unwrap();
+    // Three of a call's 25, each cut to 100 tokens.
+    assert_eq!(said["answered"].as_array().unwrap().len(), 3, "{said}");
+    assert_eq!(said["refused"].as_array().unwrap().len(), 22, "{said}");
+    assert!(
+        said["refused"][0].as_str().unwrap().contains("more than 3"),
+        "{said}"
+    );
+    assert!(model.requests().iter().all(|r| r.max_tokens == Some(100)));
+    // Another call counts afresh, until the answers' cost reaches its limit.
+    let said: Value = serde_json::from_str(&text(&ask().await.unwrap())).unwrap();
+    assert_eq!(said["answered"].as_array().unwrap().len(), 3, "{said}");
+    let said: Value = serde_json::from_str(&text(&ask().await.unwrap())).unwrap();
+    assert!(said["answered"].as_array().unwrap().is_empty(), "{said}");
+    assert!(
+        said["refused"][0].as_str().unwrap().contains("cost"),
+        "{said}"
+    );
+    assert_eq!(model.requests().len(), 6);
+    hub.shutdown();
+}
+
 #[tokio::test]
 async fn without_hooks_servers_are_not_offered_sampling_or_elicitation() {
     let hub = Hub::new();

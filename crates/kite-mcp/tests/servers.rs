@@ -194,9 +194,14 @@ async fn clashing_names_get_prefixes_lists_filter_and_a_failing_tool_is_an_error
         .unwrap();
     hub.add(
         "py",
-        python()
-            .prefix("python")
-            .reject(["add", "headers", "grow", "slow", "wait_for_cancel"]),
+        python().prefix("python").reject([
+            "add",
+            "ask_many",
+            "headers",
+            "grow",
+            "slow",
+            "wait_for_cancel",
+        ]),
     )
     .await
     .unwrap();

@@ -1,5 +1,6 @@
 # An MCP server built with the official Python SDK (PyPI `mcp` 2.x), for kite's tests.
 # usage: python py_server.py [stdio|streamable-http|streamable-http-json] [port]
+import json
 import sys
 
 import anyio
@@ -44,6 +45,24 @@ async def grow(name: str, ctx: Context) -> str:
     mcp.add_tool(grown, name=name, description="A tool added at run time.")
     await ctx.request_context.session.send_tool_list_changed()
     return f"added {name}"
+
+
+@mcp.tool()
+async def ask_many(times: int, max_tokens: int, ctx: Context) -> str:
+    """Asks the client's model `times` times (sampling), each for `max_tokens` tokens."""
+    from mcp.types import SamplingMessage, TextContent
+
+    answered, refused = [], []
+    for i in range(times):
+        try:
+            result = await ctx.request_context.session.create_message(
+                messages=[SamplingMessage(role="user", content=TextContent(type="text", text=f"question {i}"))],
+                max_tokens=max_tokens,
+            )
+            answered.append(result.content.text)
+        except Exception as e:  # the client's refusal, as the server sees it
+            refused.append(str(e))
+    return json.dumps({"answered": answered, "refused": refused})
 
 
 @mcp.tool()

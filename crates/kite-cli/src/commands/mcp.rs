@@ -2,14 +2,13 @@
 //! quick checks, and `kite mcp login|logout` for those that ask for OAuth.
 
 mod login;
+mod sampling;
 
 use crate::config;
 use crate::terminal::output::{err, errln, outln};
 use crate::terminal::text::printable;
 use clap::Subcommand;
-use kite::mcp::{
-    ElicitAnswer, Elicitation, Elicitor, Hub, HubOptions, ModelSampler, ServerReport, ServerStatus,
-};
+use kite::mcp::{ElicitAnswer, Elicitation, Elicitor, Hub, HubOptions, ServerReport, ServerStatus};
 use kite::{Error, Model};
 use serde_json::{Map, Value, json};
 use std::future::Future;
@@ -64,8 +63,9 @@ pub(crate) enum McpCommand {
 }
 
 /// A hub with every server of the configuration, connected (those that fail are reported
-/// on stderr and retried in the background). Servers' sampling requests go to `sampler`,
-/// their questions to the terminal.
+/// on stderr and retried in the background). Servers' sampling requests go to `sampler`
+/// once a person allows each (`sampling.rs`), within `[mcp.sampling]`'s limits; their
+/// questions go to the terminal.
 pub(crate) async fn connect(
     loaded: &config::Loaded,
     only: Option<&str>,
@@ -87,8 +87,12 @@ pub(crate) async fn connect(
     }
     let hub = Hub::with_options(HubOptions {
         sampler: sampler.map(|(model, name)| {
-            Arc::new(ModelSampler::new(model, name)) as Arc<dyn kite::mcp::Sampler>
+            let price = crate::commands::prices::pricer(&loaded.config.prices);
+            let ask = loaded.config.mcp.sampling.ask.unwrap_or(true);
+            Arc::new(sampling::Approving::new(model, name, price, ask))
+                as Arc<dyn kite::mcp::Sampler>
         }),
+        sampling: loaded.config.mcp.sampling.limits(),
         elicitor: Some(Arc::new(Terminal)),
         roots: std::env::current_dir()
             .ok()
