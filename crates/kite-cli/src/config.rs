@@ -111,6 +111,13 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     // Saying what is wrong with a file does nothing it asks; doing what it asks needs trust.
     if explicit.is_none() && path == Path::new(WORKING_DIR_CONFIG) {
         crate::config::trust::check(&path, &text)?;
+    } else if explicit.is_none() {
+        // The personal configuration is trusted as the user's own: only if it is.
+        for place in [Some(path.as_path()), path.parent()].into_iter().flatten() {
+            own_only(place).map_err(|why| {
+                Error::Config(format!("{}: {why}; kite does not use it", place.display()))
+            })?;
+        }
     }
     // A provider's table by its name in any case (`[providers.OpenAI]`), kept under the
     // name kite looks it up by; the same provider twice is refused.
@@ -162,14 +169,20 @@ fn prompts_file(named: Option<PathBuf>) -> Result<crate::config::settings::Promp
         .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
 }
 
-/// The text of the file at `path` (`what`), a regular file of at most 1 MiB.
+/// The text of the file at `path` (`what`), a regular file of at most 1 MiB. It is opened
+/// without waiting, so that a FIFO or a device in its place is refused, not waited on.
 pub(crate) fn read_small(path: &Path, what: &str) -> Result<String, Error> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     const MAX: u64 = 1024 * 1024;
     let cannot = |e: &dyn std::fmt::Display| {
         Error::Config(format!("cannot read {what} {}: {e}", path.display()))
     };
-    let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| cannot(&e))?;
     let meta = file.metadata().map_err(|e| cannot(&e))?;
     if !meta.is_file() {
         return Err(cannot(&"it is not a file"));
@@ -209,7 +222,8 @@ pub(crate) fn data_dir() -> Option<PathBuf> {
 }
 
 /// kite's data folder, made if missing, private to the user (what it holds may be as
-/// secret as the conversations).
+/// secret as the conversations): refused when another user owns it or others may write
+/// in it, since then they could read or change what kite keeps there.
 pub(crate) fn private_data_dir() -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = data_dir().ok_or_else(|| std::io::Error::other("no home folder"))?;
@@ -217,7 +231,32 @@ pub(crate) fn private_data_dir() -> std::io::Result<PathBuf> {
         .recursive(true)
         .mode(0o700)
         .create(&dir)?;
+    own_only(&dir).map_err(|why| {
+        std::io::Error::other(format!(
+            "kite's data folder {} {why}; make it yours and private (chmod 700)",
+            dir.display()
+        ))
+    })?;
     Ok(dir)
+}
+
+/// `Err` says why `path` is not the user's own alone: another user owns it (root aside,
+/// who may anyway), or others may write it (a folder's sticky bit aside only for others'
+/// files, so not here).
+pub(crate) fn own_only(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(format!("belongs to another user (uid {})", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err("may be written by other users".into());
+    }
+    Ok(())
 }
 
 /// What kite keeps of its own, which tools never read (`builtin::read_file`'s `hidden`):

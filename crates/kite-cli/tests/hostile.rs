@@ -1352,3 +1352,72 @@ async fn serve_settings_that_cannot_work_are_refused_before_serving() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_fifo_in_place_of_a_configuration_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("kite.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let data = dir.path().join("data");
+    for args in [
+        vec!["trust", "kite.toml"],
+        vec!["--config", "kite.toml", "models"],
+    ] {
+        let mut c = kite();
+        c.current_dir(dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .args(&args);
+        let r = run(&mut c).await;
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("not a file") || r.stderr.contains("not a regular file"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[tokio::test]
+async fn folders_others_may_write_are_not_used_without_a_word() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // A personal configuration in a folder anyone may write: someone else's, in effect.
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("kite")).unwrap();
+    std::fs::write(config.join("kite/kite.toml"), "[defaults]\nmodel = \"m\"\n").unwrap();
+    std::fs::set_permissions(config.join("kite"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut c = kite();
+    c.current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", &config)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .args(["models"]);
+    let r = run(&mut c).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("may be written by other users; kite does not use it"),
+        "{}",
+        r.stderr
+    );
+    // A data folder anyone may write holds no trust, and is refused for what kite keeps.
+    let data = dir.path().join("open-data");
+    std::fs::create_dir_all(data.join("kite")).unwrap();
+    std::fs::set_permissions(data.join("kite"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(dir.path().join("kite.toml"), "[defaults]\nmodel = \"m\"\n").unwrap();
+    let mut c = kite();
+    c.current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", "/nonexistent")
+        .env("XDG_DATA_HOME", &data)
+        .args(["trust", "kite.toml"]);
+    let r = run(&mut c).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("may be written by other users"),
+        "{}",
+        r.stderr
+    );
+}

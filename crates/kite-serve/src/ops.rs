@@ -67,16 +67,47 @@ pub(crate) async fn usage(
     axum::Json(json!({"object": "usage", "usage": used})).into_response()
 }
 
-/// `GET /metrics`: what the gateway has served, as Prometheus scrapes it.
-pub(crate) async fn metrics(State(gw): State<Arc<Gateway>>) -> Response {
+/// `GET /metrics`: what the gateway has served, as Prometheus scrapes it. Asked with a
+/// client key (a gateway with no admin keys), only what is that key's own and what is no
+/// key's: one tenant never sees another's key names or counts.
+pub(crate) async fn metrics(
+    State(gw): State<Arc<Gateway>>,
+    caller: Option<axum::extract::Extension<crate::keys::Caller>>,
+) -> Response {
+    let text = gw.metrics.text();
+    let text = match caller {
+        Some(axum::extract::Extension(caller @ crate::keys::Caller::Key(_))) => {
+            own_lines(&text, &gw.keys.label(&caller))
+        }
+        _ => text,
+    };
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        gw.metrics.text(),
+        text,
     )
         .into_response()
+}
+
+/// The lines of `text` (OpenMetrics) that name no key (or `-`), or the key `label`.
+fn own_lines(text: &str, label: &str) -> String {
+    let mine = format!(
+        "key=\"{}\"",
+        label.replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        // `key="-"`: refused before any key was known, or asked with none.
+        let keyed =
+            !line.starts_with('#') && line.contains("key=\"") && !line.contains("key=\"-\"");
+        if !keyed || line.contains(&mine) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// `GET /ready`: 200 while the gateway takes requests and its store answers; 503 while it
@@ -113,4 +144,23 @@ pub(crate) async fn ready(State(gw): State<Arc<Gateway>>) -> Response {
         }
     }
     axum::Json(json!({"status": "ready"})).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_lines;
+
+    #[test]
+    fn a_tenant_sees_its_own_key_and_no_other() {
+        let text = "# TYPE kite_requests counter\n\
+                    kite_requests_total{route=\"a\",key=\"alice\",status=\"200\"} 3\n\
+                    kite_requests_total{route=\"a\",key=\"bob\",status=\"200\"} 5\n\
+                    kite_in_flight 1\n# EOF\n";
+        let seen = own_lines(text, "alice");
+        assert!(seen.contains("alice") && !seen.contains("bob"), "{seen}");
+        assert!(
+            seen.contains("kite_in_flight 1") && seen.contains("# EOF"),
+            "{seen}"
+        );
+    }
 }

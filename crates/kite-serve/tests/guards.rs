@@ -396,3 +396,60 @@ async fn no_key_and_a_wrong_key_are_told_apart() {
     let said = wrong["error"]["message"].as_str().unwrap();
     assert!(said.starts_with("Incorrect API key"), "{said}");
 }
+
+#[tokio::test]
+async fn one_tenant_never_sees_anothers_keys_in_the_metrics() {
+    let (alice, bob) = ("sk-alice-key-0123456789", "sk-bob-key-0123456789");
+    let gateway = kite_serve::Gateway::new(
+        vec![kite_serve::Route::new(
+            "hello",
+            std::sync::Arc::new(Hello),
+            "hello",
+        )],
+        false,
+    )
+    .key(alice)
+    .key(bob);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(kite_serve::serve(
+        listener,
+        std::sync::Arc::new(gateway),
+        std::future::pending(),
+    ));
+    let client = reqwest::Client::new();
+    let body =
+        serde_json::json!({"model": "hello", "messages": [{"role": "user", "content": "Hi"}]});
+    for key in [alice, bob] {
+        let r = client
+            .post(format!("http://{addr}/v1/chat/completions"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let seen = |key: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .get(format!("http://{addr}/metrics"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let by_alice = seen(alice).await;
+    assert!(by_alice.contains("key=\"key-1\""), "{by_alice}");
+    assert!(!by_alice.contains("key=\"key-2\""), "{by_alice}");
+    let by_bob = seen(bob).await;
+    assert!(
+        by_bob.contains("key=\"key-2\"") && !by_bob.contains("key=\"key-1\""),
+        "{by_bob}"
+    );
+}

@@ -55,9 +55,20 @@ fn digest(text: &str) -> String {
 
 /// The trusted files, as (digest, path) lines.
 fn entries() -> Vec<(String, String)> {
-    let text = list_path()
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .unwrap_or_default();
+    let Some(list) = list_path() else {
+        return Vec::new();
+    };
+    // A list others could have written trusts nothing.
+    for place in [Some(list.as_path()), list.parent()].into_iter().flatten() {
+        if let Err(why) = crate::config::own_only(place) {
+            crate::terminal::output::errln!(
+                "kite: {} {why}: no project is trusted while it is",
+                place.display()
+            );
+            return Vec::new();
+        }
+    }
+    let text = crate::config::read_small(&list, "the trust list").unwrap_or_default();
     text.lines()
         .filter_map(|l| l.split_once(' '))
         .map(|(d, p)| (d.to_owned(), p.to_owned()))

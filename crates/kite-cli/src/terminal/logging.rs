@@ -113,9 +113,12 @@ pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry
         true => tracing_subscriber::EnvFilter::new(format!("{OWN},kite::serve=info")),
         false => tracing_subscriber::EnvFilter::new(OWN),
     });
+    // A gateway's log holds what clients chose (a model's name): no colours there, so that
+    // every control character of theirs can be shown as an escape.
+    let colours = std::io::stderr().is_terminal() && !serving;
     let log = tracing_subscriber::fmt::layer()
-        .with_writer(|| Redact)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(move || Redact { colours })
+        .with_ansi(colours)
         .with_target(false)
         .with_filter(filter);
     let calls = verbose.then(|| {
@@ -141,12 +144,35 @@ pub(crate) fn init(verbose: bool, serving: bool) -> Option<kite::otel::Telemetry
     telemetry
 }
 
-/// Writes log lines to stderr with secrets hidden. Each event arrives in one write.
-pub(crate) struct Redact;
+/// Writes log lines to stderr with secrets hidden, one line an event: a control character
+/// within one (a newline in a client's model name, which would forge a line of the log) is
+/// written as an escape, and so is the escape character itself unless the log has
+/// `colours` of its own. Each event arrives in one write.
+pub(crate) struct Redact {
+    pub(crate) colours: bool,
+}
+
+/// `line` (an event, ending with its newline) with its other control characters escaped.
+fn one_line(line: &str, colours: bool) -> String {
+    let body = line.strip_suffix('\n').unwrap_or(line);
+    let mut out = String::with_capacity(line.len());
+    for c in body.chars() {
+        match c {
+            '\t' => out.push(c),
+            '\u{1b}' if colours => out.push(c),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    if body.len() < line.len() {
+        out.push('\n');
+    }
+    out
+}
 
 impl Write for Redact {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = redact(&String::from_utf8_lossy(buf));
+        let text = one_line(&redact(&String::from_utf8_lossy(buf)), self.colours);
         // A closed stderr loses the log, not the command.
         let _ = std::io::stderr().write_all(text.as_bytes());
         Ok(buf.len())
@@ -155,5 +181,23 @@ impl Write for Redact {
     fn flush(&mut self) -> std::io::Result<()> {
         let _ = std::io::stderr().flush();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn an_event_stays_one_line_whatever_a_client_put_in_it() {
+        let forged = "INFO request model=\"gpt\n2026-12-07 INFO admin logged in\r\u{1b}[2J\"\n";
+        let shown = one_line(forged, false);
+        assert_eq!(shown.matches('\n').count(), 1, "{shown}");
+        assert!(shown.ends_with("\\u{1b}[2J\"\n"), "{shown}");
+        assert!(shown.contains("gpt\\n2026"), "{shown}");
+        assert_eq!(
+            one_line("\u{1b}[32mINFO\u{1b}[0m ok\n", true),
+            "\u{1b}[32mINFO\u{1b}[0m ok\n"
+        );
     }
 }

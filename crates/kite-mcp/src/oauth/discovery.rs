@@ -153,7 +153,7 @@ pub(crate) async fn discover(
             cut(&issuer)
         ))
     })?;
-    check_scheme(&issuer_url)?;
+    check_reach(&server, &issuer_url)?;
     let mut wrong = None;
     for candidate in metadata_urls(&issuer_url) {
         let meta = match fetch::<ServerMetadata>(http, &candidate).await {
@@ -199,7 +199,7 @@ async fn find_resource(
         let at = Url::parse(told).map_err(|_| {
             OAuthError::failed("its challenge names resource metadata that is no URL")
         })?;
-        check_scheme(&at)?;
+        check_reach(server, &at)?;
         return match fetch(http, &at).await? {
             Some(found) => Ok(Some(found)),
             None => Err(OAuthError::failed(format!(
@@ -324,6 +324,31 @@ fn check_scheme(url: &Url) -> Result<(), OAuthError> {
         _ => Err(OAuthError::failed(format!(
             "{} is not https: kite sends credentials only over TLS (or to this machine)",
             shown(url)
+        ))),
+    }
+}
+
+/// Whether kite may fetch `url` for the MCP server at `server`, told of it by the server
+/// (its challenge, its resource metadata): from the server's own origin; on this machine
+/// only for a server that is on it too (which could reach it anyway), so that a remote
+/// server's challenge never sends kite to a port of its host (a Redis, an admin page);
+/// anywhere else, only over TLS.
+fn check_reach(server: &Url, url: &Url) -> Result<(), OAuthError> {
+    if origin(url) == origin(server) {
+        return Ok(());
+    }
+    match (loopback(url), loopback(server)) {
+        (true, true) => Ok(()),
+        (true, false) => Err(OAuthError::failed(format!(
+            "{} is on this machine, and the server ({}) is not: refused",
+            shown(url),
+            origin(server)
+        ))),
+        (false, _) if url.scheme() == "https" => Ok(()),
+        (false, _) => Err(OAuthError::failed(format!(
+            "{} is neither on the server's own origin ({}) nor https: refused",
+            shown(url),
+            origin(server)
         ))),
     }
 }

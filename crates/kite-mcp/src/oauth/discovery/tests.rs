@@ -88,3 +88,30 @@ fn endpoints_off_the_issuers_host_are_refused() {
     };
     assert!(check_endpoints(&plain).is_err());
 }
+
+#[test]
+fn a_remote_server_cannot_send_discovery_to_this_machine_or_over_plain_http() {
+    let remote = Url::parse("https://mcp.example.com/mcp").unwrap();
+    let local = Url::parse("http://127.0.0.1:8931/mcp").unwrap();
+    let at = |u: &str| Url::parse(u).unwrap();
+    for allowed in [
+        "https://mcp.example.com/.well-known/oauth-protected-resource",
+        "https://auth.example.org/",
+    ] {
+        assert!(check_reach(&remote, &at(allowed)).is_ok(), "{allowed}");
+    }
+    for refused in [
+        "http://127.0.0.1:6379/",
+        "http://localhost:9090/admin",
+        "https://127.0.0.1:8443/",
+        "https://[::1]/",
+        "http://auth.example.org/",
+    ] {
+        assert!(check_reach(&remote, &at(refused)).is_err(), "{refused}");
+    }
+    // A server on this machine (a test, a local tool) may name what is on it too, which it
+    // could reach itself; elsewhere, only over TLS.
+    assert!(check_reach(&local, &at("http://127.0.0.1:8931/.well-known/x")).is_ok());
+    assert!(check_reach(&local, &at("http://localhost:9443/")).is_ok());
+    assert!(check_reach(&local, &at("http://auth.example.org/")).is_err());
+}
