@@ -453,3 +453,46 @@ async fn one_tenant_never_sees_anothers_keys_in_the_metrics() {
         "{by_bob}"
     );
 }
+
+#[tokio::test]
+async fn a_request_that_cannot_be_read_is_told_why_in_json() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = common::serve_one("hello", Hello).await;
+    let huge = format!("X-Big: {}\r\n", "a".repeat(1 << 20));
+    for (request, status, says) in [
+        (
+            "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n".to_owned(),
+            "400",
+            "could not be read",
+        ),
+        (
+            format!("GET /v1/models HTTP/1.1\r\nHost: localhost\r\n{huge}\r\n"),
+            "431",
+            "headers are larger",
+        ),
+    ] {
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let _ = socket.write_all(request.as_bytes()).await;
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            socket.read_to_end(&mut answer),
+        )
+        .await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{answer}"
+        );
+        assert!(
+            answer.contains("content-type: application/json"),
+            "{answer}"
+        );
+        let body: serde_json::Value =
+            serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(says),
+            "{body}"
+        );
+    }
+}

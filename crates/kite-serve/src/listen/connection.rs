@@ -132,6 +132,9 @@ pub(super) struct Socket {
     conn: Arc<Conn>,
     read: Vec<u8>,
     replayed: usize,
+    /// hyper's own answer to a request it could not read, rewritten with a body, and how
+    /// much of it is written.
+    told: Option<(Vec<u8>, usize)>,
 }
 
 impl Socket {
@@ -141,6 +144,7 @@ impl Socket {
             conn,
             read: Vec::new(),
             replayed: 0,
+            told: None,
         }
     }
 
@@ -192,13 +196,67 @@ impl AsyncRead for Socket {
     }
 }
 
+/// What hyper writes, and nothing else does, when it cannot read a request (a malformed
+/// one, headers past its limit): a status, `connection: close` and no body.
+const HYPER_REFUSAL: &[u8] = b"\r\nconnection: close\r\ncontent-length: 0\r\n";
+
+/// hyper's bodiless refusal `head`, with a JSON body in the shape every served API's
+/// clients read (OpenAI's), saying what was wrong; `None` for anything else.
+fn with_body(head: &[u8]) -> Option<Vec<u8>> {
+    let line_end = head.windows(2).position(|w| w == b"\r\n")?;
+    let status_line = std::str::from_utf8(&head[..line_end]).ok()?;
+    let rest = &head[line_end..];
+    if !status_line.starts_with("HTTP/1.1 4") || !rest.starts_with(HYPER_REFUSAL) {
+        return None;
+    }
+    let message = match status_line.get(9..12)? {
+        "431" => "the request's headers are larger than this server reads",
+        "414" => "the request's path is longer than this server reads",
+        _ => "the request could not be read as HTTP/1.1",
+    };
+    let body = format!(
+        r#"{{"error":{{"message":"{message}","type":"invalid_request_error","param":null,"code":null}}}}"#
+    );
+    Some(
+        format!(
+            "{status_line}\r\ncontent-type: application/json\r\nconnection: close\r\n\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+impl Socket {
+    /// Writes `buf`, or, when it is hyper's bodiless refusal, that refusal with a body
+    /// (reporting `buf` written once all of it is).
+    fn write_some(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        if self.told.is_none()
+            && let Some(whole) = with_body(buf)
+        {
+            self.told = Some((whole, 0));
+        }
+        let Some((whole, at)) = &mut self.told else {
+            return Pin::new(&mut self.tcp).poll_write(cx, buf);
+        };
+        while *at < whole.len() {
+            match Pin::new(&mut self.tcp).poll_write(cx, &whole[*at..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Ok(0)),
+                Poll::Ready(Ok(n)) => *at += n,
+                other => return other,
+            }
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+}
+
 impl AsyncWrite for Socket {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write(cx, buf)
+        self.write_some(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -206,6 +264,12 @@ impl AsyncWrite for Socket {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        // A refusal is written whole, alone.
+        if let Some(first) = bufs.first()
+            && (self.told.is_some() || with_body(first).is_some())
+        {
+            return self.write_some(cx, first);
+        }
         Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
     }
 
