@@ -3,7 +3,9 @@
 # crates.io would receive them, `kite` installed from the packaged kite-llm-cli (every kite
 # crate it needs from its own package, nothing from the repository) into a temporary root,
 # then run from a folder outside the repository: `--version`, a local answer with a tool
-# call, and `kite serve` answering /v1/models.
+# call, and `kite serve` answering /v1/models. Then the book's crate of one's own
+# (testdata/newcomer), a crate outside the workspace that depends on kite-llm as crates.io
+# gives it, is built against the packages and run with no key.
 #
 # `cargo package` verifies each crate: it builds it from its package alone, the kite crates
 # it needs taken from their packages too. The install is a debug build in the repository's
@@ -29,7 +31,7 @@ serve_pid=""
 cleanup() {
   [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null || true
   rm -rf "$work/src" "$work/root" "$work/elsewhere" "$work"/version "$work"/answer \
-    "$work"/ask.log "$work"/serve.log "$work"/models "$packages"
+    "$work"/ask.log "$work"/serve.log "$work"/models "$work/newcomer" "$packages"
 }
 cleanup
 trap cleanup EXIT
@@ -86,4 +88,18 @@ done
 curl -fsS "$base/models" | tee "$work/models" >/dev/null
 grep -q '"object":"list"' "$work/models" || { cat "$work/models" >&2; exit 1; }
 echo "package-check: kite serve listed $(grep -o '"id":"[^"]*"' "$work/models" | head -3 | tr '\n' ' ')" >&2
+kill "$serve_pid" 2>/dev/null || true
+serve_pid=""
+
+echo "package-check: building the book's crate of one's own against the packaged kite-llm" >&2
+cp -r "$repo/testdata/newcomer" "$work/newcomer"
+cargo build -q "${patches[@]}" --manifest-path "$work/newcomer/Cargo.toml" --target-dir "$target"
+env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u MISTRAL_API_KEY -u OPENROUTER_API_KEY \
+  -u GROQ_API_KEY -u KITE_API_KEY \
+  "$target/debug/newcomer" >"$work/newcomer/answer" 2>"$work/newcomer/log" || {
+  cat "$work/newcomer/log" >&2
+  exit 1
+}
+grep -q '^called add: {"sum":42' "$work/newcomer/log" || { cat "$work/newcomer/log" >&2; exit 1; }
+echo "package-check: the crate of one's own answered: $(head -c 200 "$work/newcomer/answer")" >&2
 echo "package-check: ok" >&2

@@ -31,7 +31,7 @@
 //!     .expect(|req| req.tools.iter().any(|t| t.name == "add"))
 //!     .text("2 + 3 = 5");
 //! let agent = Agent::new(model, "scripted").tool(tool("add", "Adds two integers", |args: Add, _ctx| async move {
-//!     Ok::<_, ToolError>((args.a + args.b).to_string().into())
+//!     Ok::<_, ToolError>(args.a + args.b)
 //! }));
 //! let run = agent.ask("What is 2 + 3?").await?;
 //! assert_eq!(run.tool_calls()[0].status, CallStatus::Ran);
@@ -66,7 +66,8 @@ pub use steps::{CallStatus, Decision, Next, PlannedCall, StepError, StopReason, 
 pub use stream::{AgentEvent, AgentStream};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    ContextPatch, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, TypedTool, schema_of, tool,
+    ContextPatch, IntoToolOutput, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, TypedTool,
+    schema_of, tool,
 };
 pub use toolkit::Toolkit;
 pub use toolset::ToolSet;

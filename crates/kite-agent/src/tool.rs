@@ -114,6 +114,29 @@ impl<C> From<Value> for ToolOutput<C> {
     }
 }
 
+/// What a typed tool may return: a [`ToolOutput`] as it is, or any `Serialize` value,
+/// which the model gets as text (a string as it is, anything else as compact JSON).
+pub trait IntoToolOutput<C>: Send + 'static {
+    /// The output the model gets.
+    fn into_output(self) -> ToolOutput<C>;
+}
+
+impl<C: 'static> IntoToolOutput<C> for ToolOutput<C> {
+    fn into_output(self) -> ToolOutput<C> {
+        self
+    }
+}
+
+impl<C, T: serde::Serialize + Send + 'static> IntoToolOutput<C> for T {
+    fn into_output(self) -> ToolOutput<C> {
+        match serde_json::to_value(&self) {
+            Ok(Value::String(text)) => ToolOutput::text(text),
+            Ok(value) => ToolOutput::json(&value),
+            Err(e) => ToolOutput::error(format!("the tool's result could not be written: {e}")),
+        }
+    }
+}
+
 /// Why a tool failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
@@ -124,6 +147,13 @@ pub enum ToolError {
     /// A failure of the infrastructure (a database down, a bug): the run stops with it.
     #[error(transparent)]
     Fatal(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// JSON the tool could not read or write (`?` on `serde_json`): the model is told.
+impl From<serde_json::Error> for ToolError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::Model(format!("JSON: {e}"))
+    }
 }
 
 impl ToolError {
@@ -139,11 +169,13 @@ impl ToolError {
 }
 
 /// A tool whose arguments are the Rust type `A`; its JSON Schema is derived with `schemars`.
+/// It returns a [`ToolOutput`], or any `Serialize` value ([`IntoToolOutput`]); `?` works on
+/// `serde_json`'s errors.
 ///
 /// ```
 /// use kite_agent::{tool, ToolError};
 /// use schemars::JsonSchema;
-/// use serde::Deserialize;
+/// use serde::{Deserialize, Serialize};
 ///
 /// /// Current weather for a city.
 /// #[derive(Deserialize, JsonSchema)]
@@ -152,17 +184,25 @@ impl ToolError {
 ///     city: String,
 /// }
 ///
+/// #[derive(Serialize)]
+/// struct Report {
+///     sky: &'static str,
+///     celsius: f64,
+/// }
+///
 /// let weather = tool("weather", "Current weather for a city", |args: Weather, _ctx| async move {
-///     Ok::<_, ToolError>(format!("Sunny in {}", args.city).into())
+///     let celsius = if args.city == "Paris" { 21.0 } else { 18.0 };
+///     Ok::<_, ToolError>(Report { sky: "sunny", celsius })
 /// });
 /// # let _: &dyn kite_agent::Tool<()> = &weather;
 /// ```
-pub fn tool<C, A, F, Fut>(name: &str, description: &str, f: F) -> TypedTool<C, A, F>
+pub fn tool<C, A, F, Fut, O>(name: &str, description: &str, f: F) -> TypedTool<C, A, F>
 where
     C: Send + Sync + 'static,
     A: DeserializeOwned + JsonSchema + Send + 'static,
     F: Fn(A, ToolContext<C>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<ToolOutput<C>, ToolError>> + Send + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: IntoToolOutput<C>,
 {
     TypedTool {
         spec: ToolSpec::new(name, description, schema_of::<A>()),
@@ -195,12 +235,13 @@ impl<C, A, F> TypedTool<C, A, F> {
     }
 }
 
-impl<C, A, F, Fut> Tool<C> for TypedTool<C, A, F>
+impl<C, A, F, Fut, O> Tool<C> for TypedTool<C, A, F>
 where
     C: Send + Sync + 'static,
     A: DeserializeOwned + JsonSchema + Send + 'static,
     F: Fn(A, ToolContext<C>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<ToolOutput<C>, ToolError>> + Send + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: IntoToolOutput<C>,
 {
     fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -214,6 +255,7 @@ where
                 return Box::pin(async move { Err(ToolError::Model(msg)) });
             }
         };
-        Box::pin((self.f)(args, ctx))
+        let called = (self.f)(args, ctx);
+        Box::pin(async move { called.await.map(IntoToolOutput::into_output) })
     }
 }

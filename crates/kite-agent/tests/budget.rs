@@ -42,7 +42,7 @@ fn model() -> ScriptedModel {
 
 fn agent(model: &ScriptedModel, budget: Budget) -> Agent {
     let weather = tool("weather", "Weather", |c: City, _| async move {
-        Ok(format!("Sunny in {}", c.city).into())
+        Ok(format!("Sunny in {}", c.city))
     });
     // A cent per hundred input tokens.
     let pricer = Arc::new(|_: &str, _: &str, u: &Usage| Some(u.input_tokens as f64 / 10_000.0));

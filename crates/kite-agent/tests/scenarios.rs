@@ -28,7 +28,7 @@ fn weather<C: Send + Sync + 'static>() -> impl kite_agent::Tool<C> {
             if a.city.is_empty() {
                 return Err(ToolError::model("no city given"));
             }
-            Ok(format!("Sunny in {}", a.city).into())
+            Ok(format!("Sunny in {}", a.city))
         },
     )
 }
@@ -149,7 +149,7 @@ async fn parallel_calls_run_together_up_to_the_bound_and_return_in_call_order() 
                     };
                     tokio::time::sleep(Duration::from_millis(wait)).await;
                     f.fetch_sub(1, Ordering::SeqCst);
-                    Ok(a.city.into())
+                    Ok(a.city)
                 }
             },
         );
@@ -540,7 +540,7 @@ async fn cancelling_during_tools_gives_every_call_a_result() {
                     s.fetch_add(1, Ordering::SeqCst);
                 });
                 tokio::time::sleep(Duration::from_secs(3600)).await;
-                Ok("unreachable".into())
+                Ok("unreachable")
             }
         },
     );
@@ -624,7 +624,7 @@ async fn infrastructure_failures_stop_the_run_with_a_typed_error_and_keep_it_res
                     "connection refused",
                 )));
             }
-            Ok("rows".into())
+            Ok("rows")
         }
     });
     let model = ScriptedModel::new()
@@ -657,7 +657,7 @@ async fn a_panicking_tool_is_an_error_not_a_crash() {
             if true {
                 panic!("kaboom");
             }
-            Ok("never".into())
+            Ok("never")
         },
     );
     let model = ScriptedModel::new().tool_calls(&[("c1", "boom", json!({"path": "x"}))]);
@@ -869,7 +869,7 @@ async fn the_last_calls_usage_is_kept_beside_the_sum() {
 async fn secrets_in_tool_results_never_reach_the_model_the_stream_or_the_run() {
     let secrets = kite_core::redact::Secrets::of(&["sk-the-gateway-admin-key"]);
     let leaky = tool("leak", "Reads a file", |_: City, _| async move {
-        Ok("admin_keys = [\"sk-the-gateway-admin-key\"]".into())
+        Ok("admin_keys = [\"sk-the-gateway-admin-key\"]")
     });
     let model = ScriptedModel::new()
         .tool_calls(&[("1", "leak", json!({"city": "a"}))])
@@ -899,7 +899,7 @@ async fn secrets_in_tool_results_never_reach_the_model_the_stream_or_the_run() {
     secrets.add_passing("oauth-token-learnt-later");
     let run = Agent::new(model2.clone(), "m")
         .tool(tool("echo", "Echoes a token", |_: City, _| async move {
-            Ok("Bearer oauth-token-learnt-later".into())
+            Ok("Bearer oauth-token-learnt-later")
         }))
         .redact(secrets)
         .ask("go")

@@ -63,7 +63,7 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || {
                 let noop = tool("noop", "does nothing", |a: Args, _| async move {
-                    Ok::<_, ToolError>(a.n.to_string().into())
+                    Ok::<_, ToolError>(a.n.to_string())
                 });
                 Agent::new(script(), "m").tool(noop).max_turns(STEPS + 1)
             },
@@ -90,7 +90,7 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || {
                 let noop = tool("noop", "does nothing", |a: Args, _| async move {
-                    Ok::<_, ToolError>(a.n.to_string().into())
+                    Ok::<_, ToolError>(a.n.to_string())
                 });
                 Agent::new(Traced(script()), "m")
                     .tool(noop)

@@ -150,7 +150,7 @@ async fn the_agent_loop_runs_a_forced_call_then_answers() {
         "get_weather",
         "Get the current weather in a city",
         |c: City, _| async move {
-            Ok::<_, ToolError>(format!("It is 21 degrees and sunny in {}.", c.city).into())
+            Ok::<_, ToolError>(format!("It is 21 degrees and sunny in {}.", c.city))
         },
     );
     let run = Agent::new(m, "local")

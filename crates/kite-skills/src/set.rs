@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// }
 ///
 /// let lookup = tool("invoice_total", "The total of an invoice", |a: Invoice, _: ToolContext<()>| async move {
-///     Ok::<_, ToolError>(format!("invoice {}: 120.00 EUR", a.number).into())
+///     Ok::<_, ToolError>(format!("invoice {}: 120.00 EUR", a.number))
 /// });
 /// let mut skills = SkillSet::new();
 /// skills

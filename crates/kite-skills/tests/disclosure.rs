@@ -135,9 +135,7 @@ async fn a_native_skill_is_disclosed_and_called_like_any_other() {
     let lookup = tool(
         "invoice_total",
         "An invoice's total",
-        |a: Number, _| async move {
-            Ok::<_, ToolError>(format!("invoice {}: 120.00 EUR", a.number).into())
-        },
+        |a: Number, _| async move { Ok::<_, ToolError>(format!("invoice {}: 120.00 EUR", a.number)) },
     );
     let mut set = SkillSet::new();
     set.add_native(

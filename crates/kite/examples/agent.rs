@@ -56,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     )));
                 }
             };
-            Ok(format!("{:.2} {}", c.amount * rate, c.to).into())
+            Ok(format!("{:.2} {}", c.amount * rate, c.to))
         },
     );
 

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let secs = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            Ok(format!("{{\"unix\": {secs}}}").into())
+            Ok(format!("{{\"unix\": {secs}}}"))
         },
     );
     // The small model, left to choose, answers from guesswork: it is made to call first.

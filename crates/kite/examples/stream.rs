@@ -1,19 +1,19 @@
-//! Streams an answer from the first provider whose API key is set.
+//! Streams an answer from the first provider whose API key is set, else (with the `local`
+//! feature) from the embedded local model, with no key and no network.
 //!
-//! `OPENAI_API_KEY=... cargo run -p kite-llm --example stream -- "Why is the sky blue?"`
+//! `cargo run -p kite-llm --features local --example stream -- "Why is the sky blue?"`
 
 // ANCHOR: program
-use kite::{Event, Message, Model, Provider, Request, StreamExt};
+use kite::{Event, Message, Model, Request, StreamExt};
 use std::io::Write;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), kite::Error> {
     let question = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
-    let provider = Provider::detect().ok_or_else(|| {
-        kite::Error::Config("set OPENAI_API_KEY or another provider's key".into())
-    })?;
-    let model = provider.from_env()?;
-    let request = Request::new(provider.default_model())
+    // A provider's key if one is set (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...), else the
+    // embedded local model.
+    let (model, name) = kite::model_from_env()?;
+    let request = Request::new(name)
         .system("Answer in two sentences.")
         .message(Message::user(question));
 

@@ -24,7 +24,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "weather",
         "Gets current weather for a location",
         |c: Coordinates, _| async move {
-            Ok(format!("Current weather at {}, {}: 15°C", c.latitude, c.longitude).into())
+            Ok(format!(
+                "Current weather at {}, {}: 15°C",
+                c.latitude, c.longitude
+            ))
         },
     );
     let agent = Agent::new(Provider::OpenAi.from_env()?, "gpt-5-nano").tool(weather);

@@ -52,10 +52,19 @@ pub use kite_wire::{Api, Auth, Codec};
 pub use providers::{
     Anthropic, Endpoint, HttpModel, KnownModel, OpenAiApi, OpenAiCompatible, OpenAiResponses,
     PollPolicy, Provider, Transcriber, TranscriptEvents, context_window, is_deep_research,
+    model_from_env,
 };
 
 /// The tool-calling loop in full: tools, hooks, runs, built-in tools.
 pub use kite_agent as agent;
+
+/// The crates a program's own types need for tools and typed data, as kite uses them: a
+/// crate of one's own can derive with them without naming them in its `Cargo.toml`
+/// (`#[derive(kite::serde::Deserialize, kite::schemars::JsonSchema)]`, with
+/// `#[serde(crate = "kite::serde")]` and `#[schemars(crate = "kite::schemars")]`).
+pub use schemars;
+pub use serde;
+pub use serde_json;
 
 /// The embedded local model (feature `local`).
 #[cfg(feature = "local")]

@@ -41,9 +41,7 @@ async fn the_agent_loop_runs_over_anthropic_streams() {
     let weather = tool(
         "weather",
         "Current weather",
-        |c: Coordinates, _| async move {
-            Ok(format!("15°C at {}, {}", c.latitude, c.longitude).into())
-        },
+        |c: Coordinates, _| async move { Ok(format!("15°C at {}, {}", c.latitude, c.longitude)) },
     );
     let run = Agent::new(model(&server), "claude-haiku-4-5")
         .system("Be brief.")

@@ -1,4 +1,4 @@
-//! The library's examples (`crates/kite/examples`, the book's guides include them) run as a
+//! The library's examples (`crates/kite/examples`, the book's guides show them) run as a
 //! user runs them, against a loopback server that replays OpenAI's recorded answers from
 //! `testdata/wire`: the binaries `cargo test` builds beside the tests, with a key of the
 //! right shape and `OPENAI_BASE_URL` pointing at the server.
@@ -302,4 +302,32 @@ async fn local_calls_the_tool_and_answers_with_no_key_and_no_server() {
     assert!(err.contains("[tool] now -> {\"unix\": "), "{err}");
     assert!(!stdout(&out).trim().is_empty(), "no answer: {err}");
     assert!(server.requests().is_empty());
+}
+
+/// The book's first program, with no key set: the embedded local model answers.
+#[cfg(feature = "local")]
+#[tokio::test]
+async fn the_first_program_answers_with_no_key() {
+    if kite::local::find_model().is_err() {
+        assert!(
+            std::env::var_os("KITE_REQUIRE_LOCAL_MODEL").is_none(),
+            "no local model (kite model fetch)"
+        );
+        return;
+    }
+    let server = ReplayServer::start(Vec::new()).await;
+    let out = run(
+        "stream",
+        &["What color is the sky?"],
+        &server,
+        &[("OPENAI_API_KEY", "")],
+    )
+    .await;
+    assert!(
+        !stdout(&out).trim().is_empty(),
+        "no answer: {}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("tokens in"), "{}", stderr(&out));
+    assert!(server.requests().is_empty(), "a server was asked");
 }

@@ -18,7 +18,10 @@ fn weather() -> impl Tool {
         "weather",
         "Gets current weather for a location",
         |c: Coordinates, _| async move {
-            Ok(format!("Current weather at {}, {}: 15°C", c.latitude, c.longitude).into())
+            Ok(format!(
+                "Current weather at {}, {}: 15°C",
+                c.latitude, c.longitude
+            ))
         },
     )
 }

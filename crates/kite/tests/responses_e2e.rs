@@ -57,7 +57,7 @@ async fn the_agent_loop_runs_over_responses_streams() {
     let multiply = tool(
         "multiply",
         "Multiply two numbers.",
-        |o: Operands, _| async move { Ok((o.a * o.b).to_string().into()) },
+        |o: Operands, _| async move { Ok((o.a * o.b).to_string()) },
     );
     let run = Agent::new(model(&server), "gpt-5.5")
         .configure(|r| r.reasoning = Some(ReasoningConfig::effort("low")))
@@ -107,7 +107,7 @@ async fn parallel_calls_in_a_json_answer_run_and_go_back_in_order() {
     let secret = tool(
         "secret_retrieval_tool",
         "A tool that requires a password to retrieve a secret.",
-        |p: Password, _| async move { Ok(format!("secret of {}", p.password).into()) },
+        |p: Password, _| async move { Ok(format!("secret of {}", p.password)) },
     );
     let run = Agent::new(model(&server), "gpt-4o")
         .system("Use parallel tool calling.")

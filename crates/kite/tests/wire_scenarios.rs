@@ -23,7 +23,7 @@ fn agent(model: Arc<dyn Model>, max_turns: u32) -> Agent {
     let weather = tool(
         "weather",
         "Current weather in a city",
-        |c: City, _| async move { Ok(format!("{} is sunny", c.city).into()) },
+        |c: City, _| async move { Ok(format!("{} is sunny", c.city)) },
     );
     Agent::shared(model, "m")
         .system("Be brief.")

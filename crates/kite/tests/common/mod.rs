@@ -22,8 +22,7 @@ pub(crate) fn weather() -> impl kite::Tool {
             Ok(format!(
                 "Current weather at {}, {}: 15°C, Wind: 10 km/h",
                 c.latitude, c.longitude
-            )
-            .into())
+            ))
         },
     )
 }
