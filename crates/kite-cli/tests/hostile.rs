@@ -1421,3 +1421,82 @@ async fn folders_others_may_write_are_not_used_without_a_word() {
         r.stderr
     );
 }
+
+#[tokio::test]
+async fn a_named_model_a_dead_server_and_a_web_page_are_each_said_plainly() {
+    let page = b"<!DOCTYPE html><html><head><title>Not Implemented</title></head>\
+                 <body><h1>Not Implemented</h1><p>POST is not served here.</p></body></html>";
+    // A model named with no key for it is not answered by another model.
+    let r = run(kite().args(["ask", "--model", "gpt-4o", "--no-store", "hi"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("OPENAI_API_KEY is not set"),
+        "{}",
+        r.stderr
+    );
+    // A 501 is asked once, and said with where it came from, as text.
+    let server = ReplayServer::start(vec![
+        Reply::status(501)
+            .header("content-type", "text/html")
+            .body(page.to_vec()),
+        Reply::status(501)
+            .header("content-type", "text/html")
+            .body(page.to_vec()),
+    ])
+    .await;
+    let base = format!("{}/v1", server.url());
+    let started = Instant::now();
+    let r = run(kite().args(["ask", "--no-store", "--base-url", &base, "hi"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.requests().len(), 1, "a 501 was asked again");
+    assert!(!r.stderr.contains('<'), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("web page") && r.stderr.contains(&base),
+        "{}",
+        r.stderr
+    );
+    let r = run(kite().args(["models", "--base-url", &base])).await;
+    assert!(
+        !r.stderr.contains('<') && r.stderr.contains("web page"),
+        "{}",
+        r.stderr
+    );
+    // A refused connection is tried once more, soon, and names the server.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let started = Instant::now();
+    let r = run(kite().args(["ask", "--no-store", "--base-url", &dead, "hi"])).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        r.stderr.contains("could not connect") && r.stderr.contains(&dead),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn the_command_line_sends_openais_requests_where_openai_base_url_says() {
+    let server = ReplayServer::start(vec![Reply::sse(fixture(
+        "openai/chat-completions/stream-text-with-usage/response.sse",
+    ))])
+    .await;
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .args(["ask", "--no-store", "Count to three."]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "1\n2\n3");
+    assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+}

@@ -2,7 +2,8 @@
 //! (Debian's `chromium` and `chromium-driver`, installed by `scripts/setup.sh --tests`), in front
 //! of kite's loopback provider: a question with a tool call, the Markdown of the answer
 //! (and nothing a hostile answer could inject), the conversation found again after a
-//! reload, a slow answer stopped, an upstream error shown in the page, and deleting.
+//! reload, a slow answer stopped, an upstream error shown in the page, deleting, and a long
+//! answer in many deltas.
 //!
 //! Each step's screenshot is kept in `target/tmp/web-chat/`.
 
@@ -400,4 +401,77 @@ async fn the_web_chat_renders_tables_as_the_terminal_does() {
     assert_eq!(count(&c, ".content table strong").await, 1);
     shot(&c, "9-table").await;
     c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_long_answer_in_many_deltas_does_not_hang_the_page() {
+    // About 120 KB of Markdown in 3,000 deltas: the page once drew all of the answer so far
+    // again for each delta, and hung for over a minute.
+    let sections = 450;
+    let mut text = String::new();
+    for n in 1..=sections {
+        text.push_str(&format!(
+            "## Part {n}\n\nSome **bold**, some _italic_ and `code` in part {n}, with words enough \
+             for a long answer: lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do \
+             eiusmod tempor incididunt ut labore et dolore magna aliqua.\n\n\
+             - one\n- two\n\n```rust\nlet part = {n};\n```\n\n"
+        ));
+    }
+    text.push_str("The last paragraph.");
+    let chars: Vec<char> = text.chars().collect();
+    let deltas = chars
+        .chunks(chars.len().div_ceil(3000))
+        .map(|c| Part::text(c.iter().collect::<String>()))
+        .collect();
+    let mut long = Response::empty(FinishReason::Stop);
+    long.message = Message::new(Role::Assistant, deltas);
+    let upstream = ReplayServer::start(vec![Reply::sse(sse(Shape::Chat, &long, 1))]).await;
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("OPENAI_API_KEY", KEY)
+            .args([
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-5-nano",
+                "--base-url",
+            ])
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    let driver = driver().await;
+    let c = browser(&driver).await;
+    c.goto(&served.page()).await.unwrap();
+    wait_for(&c, "body[data-state='idle']").await;
+    ask(&c, "A long answer, please.").await;
+    // The deadline is only so that a page that hangs fails the test instead of stalling it
+    // (a busy page holds the driver's commands up too): it is far above the time the page
+    // takes, well under a second. Speed is measured, not asserted.
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        wait_for(&c, "body[data-state='idle']"),
+    )
+    .await
+    .expect("the page does not hang on a long answer");
+    assert_eq!(count(&c, ".message.assistant .content pre").await, sections);
+    let last = c
+        .find(Locator::Css(".message.assistant .content > p:last-child"))
+        .await
+        .unwrap();
+    assert_eq!(last.text().await.unwrap(), "The last paragraph.");
+    // Drawn in pieces as it came, the answer is what drawing it whole gives.
+    let whole = c
+        .execute(
+            "const whole = document.createElement('div');
+             whole.className = 'content';
+             whole.innerHTML = md(arguments[0]);
+             return whole.isEqualNode(document.querySelector('.message.assistant .content'));",
+            vec![json!(text)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(whole, json!(true));
+    shot(&c, "10-long-answer").await;
+    c.close().await.unwrap();
+    assert_eq!(upstream.requests().len(), 1);
 }

@@ -48,3 +48,19 @@ pub use retry::{Retry, RetryPolicy};
 pub use retry_after::parse_retry_after;
 pub use secret::{Secret, redact_all};
 pub use transport::{ByteStream, HttpRequest, HttpResponse, Transport, TransportFuture};
+
+/// `url` as an error may show it: scheme, host, port and path, never a query or a user and
+/// password (a key may ride in either).
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            let mut shown = format!("{}://{}", u.scheme(), u.host_str().unwrap_or_default());
+            if let Some(port) = u.port() {
+                shown.push_str(&format!(":{port}"));
+            }
+            shown.push_str(u.path());
+            shown
+        }
+        Err(_) => "a URL that does not parse".to_owned(),
+    }
+}

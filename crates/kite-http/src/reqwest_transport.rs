@@ -204,6 +204,9 @@ pub fn same_origin_redirects() -> reqwest::redirect::Policy {
 
 /// A reqwest error as a kite error. The URL is left out: it may carry a key.
 fn map_error(e: reqwest::Error) -> Error {
+    // Where it went, so that the error says which server failed: scheme, host, port and
+    // path, never the query or a user and password (a key may ride in either).
+    let at = e.url().map(|u| crate::shown_url(u.as_str()));
     let e = e.without_url();
     let kind = if e.is_connect() {
         if e.is_timeout() {
@@ -218,7 +221,10 @@ fn map_error(e: reqwest::Error) -> Error {
     } else {
         TransportErrorKind::Other
     };
-    Error::transport(kind, chain(&e))
+    match at {
+        Some(at) => Error::transport(kind, format!("{at}: {}", chain(&e))),
+        None => Error::transport(kind, chain(&e)),
+    }
 }
 
 /// True when the connection was reset or closed under us.

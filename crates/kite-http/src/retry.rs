@@ -7,7 +7,10 @@ use std::time::Duration;
 /// When and how long to wait before sending a failed request again.
 ///
 /// Retried: 408, 429 (but not when the quota is spent or the request alone is over the
-/// limit), 5xx, failures to connect, and connections closed before the response headers.
+/// limit), 500, 502, 503, 504 and the 52x of proxies and Anthropic's overload (not 501, 505
+/// and the like, which say the request will never do), connections closed before the
+/// response headers, and, once, a refused connection (a server restarting; one that is not
+/// there is said at once).
 /// A server that let the response deadline pass is not asked again, since that would only
 /// double the wait. A response whose body has started streaming is never retried: the
 /// retry happens before the caller sees anything.
@@ -89,12 +92,18 @@ impl<T: Transport> Retry<T> {
             Ok(resp) => resp,
             // A server that took the whole deadline without answering is not asked again:
             // the wait would only double.
+            // A refused connection, once, soon.
+            Err(Error::Transport(t)) if t.kind == TransportErrorKind::Connect => {
+                if attempt > 0 {
+                    return Verdict::Done(Err(Error::Transport(t)));
+                }
+                let delay = p.backoff(p.transport_base / 4, 0);
+                return Verdict::RetryAfter(delay, Err(Error::Transport(t)));
+            }
             Err(Error::Transport(t))
                 if matches!(
                     t.kind,
-                    TransportErrorKind::Connect
-                        | TransportErrorKind::ConnectTimeout
-                        | TransportErrorKind::ConnectionClosed
+                    TransportErrorKind::ConnectTimeout | TransportErrorKind::ConnectionClosed
                 ) =>
             {
                 let delay = p.backoff(p.transport_base, attempt);
@@ -105,7 +114,7 @@ impl<T: Transport> Retry<T> {
         let status = resp.status;
         let base = match status {
             429 => p.rate_limit_base,
-            408 | 500..=599 => p.server_error_base,
+            408 | 500 | 502..=504 | 520..=529 => p.server_error_base,
             _ => return Verdict::Done(Ok(resp)),
         };
         let should_retry = resp.header("x-should-retry").map(|v| v.trim() == "true");
@@ -184,23 +193,27 @@ mod tests {
         assert!(p.backoff(Duration::from_secs(5), 10) <= p.max_delay);
     }
 
-    /// A transport whose every connection is refused, counting its attempts.
-    struct Refused(std::sync::atomic::AtomicU32);
+    /// A transport whose every connection fails with `kind`, counting its attempts.
+    struct Refused(std::sync::atomic::AtomicU32, TransportErrorKind);
 
     impl Transport for Refused {
         fn send(&self, _: HttpRequest) -> TransportFuture<'_> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Box::pin(async {
-                Err(Error::transport(
-                    TransportErrorKind::Connect,
-                    "connection refused",
-                ))
-            })
+            let kind = self.1;
+            Box::pin(async move { Err(Error::transport(kind, "it failed")) })
         }
     }
 
-    /// How many attempts, and after how long the failure came back, under `give_up_after`.
+    /// How many attempts, and after how long the failure came back, under `give_up_after`,
+    /// for connections closed before an answer.
     fn attempts(give_up_after: Option<Duration>) -> (u32, Duration, Error) {
+        attempts_of(TransportErrorKind::ConnectionClosed, give_up_after)
+    }
+
+    fn attempts_of(
+        kind: TransportErrorKind,
+        give_up_after: Option<Duration>,
+    ) -> (u32, Duration, Error) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -211,7 +224,7 @@ mod tests {
                 give_up_after,
                 ..RetryPolicy::default()
             };
-            let refused = Refused(0.into());
+            let refused = Refused(0.into(), kind);
             let began = tokio::time::Instant::now();
             let retry = Retry::new(&refused, policy);
             let err = match retry
@@ -235,7 +248,7 @@ mod tests {
         let (one, took, err) = attempts(Some(Duration::from_millis(400)));
         assert_eq!((one, took), (1, Duration::ZERO));
         assert!(
-            matches!(&err, Error::Transport(t) if t.kind == TransportErrorKind::Connect),
+            matches!(&err, Error::Transport(t) if t.kind == TransportErrorKind::ConnectionClosed),
             "{err:?}"
         );
         // Past 1 s, the first wait fits and the third cannot: two or three attempts, all
@@ -243,5 +256,51 @@ mod tests {
         let (some, took, _) = attempts(Some(Duration::from_secs(3)));
         assert!((2..=3).contains(&some), "{some} attempts");
         assert!(took <= Duration::from_secs(3), "{took:?}");
+    }
+
+    #[test]
+    fn a_refused_connection_is_tried_once_more_soon() {
+        let (all, took, err) = attempts_of(TransportErrorKind::Connect, None);
+        assert_eq!(all, 2);
+        assert!(took <= Duration::from_millis(250), "{took:?}");
+        assert!(matches!(&err, Error::Transport(t) if t.kind == TransportErrorKind::Connect));
+    }
+
+    /// A transport that answers every request with `status`, counting them.
+    struct Answers(std::sync::atomic::AtomicU32, u16);
+
+    impl Transport for Answers {
+        fn send(&self, _: HttpRequest) -> TransportFuture<'_> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let status = self.1;
+            Box::pin(async move {
+                Ok(HttpResponse::from_bytes(
+                    status,
+                    http::HeaderMap::new(),
+                    bytes::Bytes::from_static(b"{}"),
+                ))
+            })
+        }
+    }
+
+    #[test]
+    fn a_status_that_says_never_is_not_asked_again() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        for (status, tries) in [(501, 1), (505, 1), (400, 1), (503, 4), (529, 4)] {
+            let answers = Answers(0.into(), status);
+            rt.block_on(async {
+                let retry = Retry::new(&answers, RetryPolicy::default());
+                let got = retry
+                    .send(HttpRequest::new(http::Method::GET, "http://x/"))
+                    .await
+                    .unwrap();
+                assert_eq!(got.status, status);
+            });
+            assert_eq!(answers.0.into_inner(), tries, "HTTP {status}");
+        }
     }
 }

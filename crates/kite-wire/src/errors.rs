@@ -161,10 +161,55 @@ fn code_string(v: &Value) -> Option<String> {
 fn fallback_message(status: u16, text: &str) -> String {
     let t = text.trim();
     if t.is_empty() {
-        format!("HTTP {status} with an empty body")
-    } else {
-        t.chars().take(500).collect()
+        return format!("HTTP {status} with an empty body");
     }
+    if t.starts_with('<') {
+        // A web page, not an API's error (a wrong base URL, a proxy's page): its title,
+        // its text on one line, and no markup.
+        let title = between(t, "<title>", "</title>").map(str::trim);
+        let words = page_text(t);
+        let said = match title {
+            Some(title) if !title.is_empty() && !words.starts_with(title) => {
+                format!("{title}: {words}")
+            }
+            _ => words,
+        };
+        return format!(
+            "HTTP {status} with a web page, not an API's error (is the URL an API's base, \
+             such as https://host/v1?): {}",
+            said.chars().take(300).collect::<String>()
+        );
+    }
+    t.chars().take(500).collect()
+}
+
+/// What lies between `start` and `end` in `text`, the first time.
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = text.find(start)? + start.len();
+    let to = text[from..].find(end)? + from;
+    Some(&text[from..to])
+}
+
+/// A page's text: its markup, scripts and styles left out, its spaces made one.
+fn page_text(page: &str) -> String {
+    // From inside the body's own tag (its attributes), else from the start.
+    let (body, mut in_tag) = match between(page, "<body", "</body>") {
+        Some(body) => (body, true),
+        None => (page, false),
+    };
+    let mut out = String::new();
+    for c in body.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -179,5 +224,17 @@ mod tests {
         assert!(e.message.contains("Bad Gateway"));
         let e = decode_error(500, b"");
         assert!(e.message.contains("empty body"));
+        let page = b"<!DOCTYPE HTML>\n<html><head><title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n<p>Error code: 404</p></body></html>";
+        let e = decode_error(404, page);
+        assert!(
+            !e.message.contains('<') && !e.message.contains('\n'),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("web page") && e.message.contains("Error code: 404"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -251,10 +251,14 @@ pub(crate) fn choose_model(args: &SessionArgs, http: &HttpConfig) -> Result<Chos
             .model
             .clone()
             .unwrap_or_else(|| p.default_model().to_owned());
-        Ok(remote(
-            p.for_model(&name, api)?.model(&name, &endpoint)?,
-            name,
-        ))
+        let p = p.for_model(&name, api)?;
+        // As the library and the providers' SDKs do: OPENAI_BASE_URL or ANTHROPIC_BASE_URL
+        // sends the provider's requests elsewhere, unless --base-url says where.
+        let mut endpoint = endpoint.clone();
+        if endpoint.base_url.is_none() {
+            endpoint.base_url = p.base_url_from_env()?;
+        }
+        Ok(remote(p.model(&name, &endpoint)?, name))
     };
     let cassette_needs_a_provider = || {
         Error::Config(
@@ -284,8 +288,29 @@ pub(crate) fn choose_model(args: &SessionArgs, http: &HttpConfig) -> Result<Chos
     match Provider::detect() {
         Some(p) => open(p),
         None if args.at.cassette.is_some() => Err(cassette_needs_a_provider()),
-        None => local(args),
+        // A model named, and no key for it: said, not answered by another model.
+        None => match &args.model {
+            Some(name) => Err(missing_key(name)),
+            None => local(args),
+        },
     }
+}
+
+/// Why `model` cannot be asked: no provider's key is set; names the key it needs.
+fn missing_key(model: &str) -> Error {
+    let how = "or --local for the embedded model (which answers as itself)";
+    Error::Config(match Provider::serving(model) {
+        Some(p) => format!(
+            "the model {model:?} is {}'s, and {} is not set: set it, {how}",
+            p.name(),
+            p.key_var()
+        ),
+        None => format!(
+            "no provider's key is set for the model {model:?} (OPENAI_API_KEY, \
+             ANTHROPIC_API_KEY, MISTRAL_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY): set one, \
+             name the server with --base-url, {how}"
+        ),
+    })
 }
 
 /// The embedded model, loaded with a progress line on a terminal.

@@ -228,6 +228,13 @@ impl Provider {
         }
     }
 
+    /// The base URL the providers' SDKs' variable names (`OPENAI_BASE_URL`, ending in
+    /// `/v1`; `ANTHROPIC_BASE_URL`, the host), as [`from_env`](Self::from_env) reads it;
+    /// `None` when it is unset or blank, or the provider has none.
+    pub fn base_url_from_env(self) -> Result<Option<String>, Error> {
+        Ok(self.endpoint_from_env()?.base_url)
+    }
+
     /// The SDKs' variable for another base URL: OpenAI's ends in `/v1`, Anthropic's does not.
     fn base_url_var(self) -> Option<&'static str> {
         match self {

@@ -230,6 +230,11 @@ impl<A: Api> Inner<A> {
         let mut e = self.api.decode_error(status, &body);
         e.request_id = e.request_id.or(request_id);
         e.retry_after = retry_after;
+        // An answer that is no API's error (a web page, nothing) says where it came from:
+        // most often the base URL is not an API's.
+        if e.code.is_none() && e.error_type.is_none() {
+            e.message = format!("{} [from {}]", e.message, kite_http::shown_url(&self.url));
+        }
         if let Some(key) = &self.key {
             e.message = key.redact(&e.message);
             e.body = e.body.map(|b| key.redact(&b));

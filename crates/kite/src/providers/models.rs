@@ -83,6 +83,50 @@ impl Provider {
         }
     }
 
+    /// The provider a model's name belongs to, by the models kite knows and the names
+    /// each provider gives its own (`gpt-`, `claude-`, `mistral-`...); `None` for a name of
+    /// no provider kite knows (a local server's, say).
+    pub fn serving(model: &str) -> Option<Provider> {
+        let known = [
+            Provider::OpenAi,
+            Provider::Anthropic,
+            Provider::Mistral,
+            Provider::Groq,
+            Provider::OpenRouter,
+        ];
+        if let Some(p) = known
+            .into_iter()
+            .find(|p| p.known_models().iter().any(|m| m.name == model))
+        {
+            return Some(p);
+        }
+        let starts = |prefixes: &[&str]| prefixes.iter().any(|p| model.starts_with(p));
+        if starts(&[
+            "gpt-",
+            "o1",
+            "o3",
+            "o4",
+            "chatgpt-",
+            "codex-",
+            "text-embedding-",
+        ]) {
+            Some(Provider::OpenAi)
+        } else if starts(&["claude-"]) {
+            Some(Provider::Anthropic)
+        } else if starts(&[
+            "mistral-",
+            "codestral",
+            "magistral",
+            "ministral",
+            "pixtral",
+            "devstral",
+        ]) {
+            Some(Provider::Mistral)
+        } else {
+            None
+        }
+    }
+
     /// The models the provider itself lists (`GET /models`), with the key from the
     /// environment, at `endpoint`. Anthropic's list is read page by page.
     pub async fn list_models(self, endpoint: &Endpoint) -> Result<Vec<String>, Error> {
