@@ -1,8 +1,9 @@
 // The browser side of `kite serve`'s chat page: lists stored conversations, picks a model,
 // sends a prompt to POST /api/chat and draws the answer as its server-sent events arrive.
 // Plain script, no build step, no external resources, nothing inline (the page's CSP forbids it).
-// Model text reaches innerHTML only through md(), which escapes all HTML first and then adds
-// a few Markdown tags of its own; links are made only for http(s) and mailto URLs.
+// Model text reaches the page as HTML only through the Markdown renderer (md(), or the answer's
+// drawer() as it streams), which escapes all HTML first (escaped()) and then adds a few
+// Markdown tags of its own; links are made only for http(s) and mailto URLs.
 'use strict';
 
 const $ = (sel) => document.querySelector(sel);
@@ -23,11 +24,19 @@ function el(tag, cls, text) {
 }
 
 // ---- Markdown: escape first, then add our own tags ----
+// Everything here takes time linear in the text: an answer can be long, and one hostile line
+// must not hang the page. So no regex here reads the same stretch of a line again for each
+// of many starts (links and emphasis are found by hand for that), and none can split a run
+// of characters between two quantifiers in more than a few ways.
 
 const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const FENCE = /^\s*```+\s*([^\s`]*)/, FENCE_END = /^\s*```+\s*$/, HEADING = /^\s*(#{1,6})\s+(.*)$/;
-const HR = /^\s*([-*_])(\s*\1){2,}\s*$/, QUOTE = /^\s*&gt; ?(.*)$/, LIST = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/;
-const DELIMITER = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+// In HEADING and LIST, (?!\s) keeps \s+ from giving spaces back to .* (which stops at a
+// \u2028 or \u2029): each way of splitting a long run of spaces would be tried in turn.
+const FENCE = /^\s*```+\s*([^\s`]*)/, FENCE_END = /^\s*```+\s*$/, HEADING = /^\s*(#{1,6})\s+(?!\s)(.*)$/;
+const HR = /^\s*([-*_])(\s*\1){2,}\s*$/, QUOTE = /^\s*&gt; ?(.*)$/, LIST = /^\s*([-*+]|\d{1,9}[.)])\s+(?!\s)(.*)$/;
+// `|--|:-:|`, with spaces anywhere: each run of spaces has one quantifier of its own.
+const DELIMITER = /^\s*(\|\s*)?:?-+:?\s*(\|\s*:?-+:?\s*)*(\|\s*)?$/;
+const LINE_BREAK = /\r\n?|\n/, LINE_BREAKS = /\r\n?|\n/g;
 const starts = (line) => [FENCE, HEADING, HR, QUOTE, LIST].some((re) => re.test(line));
 // A table: a row of cells, then the row of dashes under it.
 const tableAt = (lines, i) => lines[i].includes('|') && i + 1 < lines.length && DELIMITER.test(lines[i + 1]);
@@ -56,17 +65,33 @@ function table(lines, i) {
   return [html, i];
 }
 
+// Model text with all HTML escaped (and our placeholder characters dropped), character by
+// character: the escaped text of a whole answer is the escaped texts of its deltas, joined.
+const escaped = (text) => String(text).replace(/[\u0000-\u0002]/g, '').replace(/[&<>"']/g, (c) => ESC[c]);
+
 function md(src) {
-  const safe = String(src).replace(/[\u0000-\u0002]/g, '').replace(/[&<>"']/g, (c) => ESC[c]);
-  return blocks(safe.split(/\r\n?|\n/), 0);
+  return blocks(escaped(src).split(LINE_BREAK), 0).join('');
+}
+
+// Where line `n` of `text` starts.
+function lineStart(text, n) {
+  LINE_BREAKS.lastIndex = 0;
+  while (n-- > 0) LINE_BREAKS.exec(text);
+  return LINE_BREAKS.lastIndex;
 }
 
 // Quotes nest at most this deep; deeper `>` are text (a hostile answer cannot exhaust the stack).
 const MAX_QUOTE_DEPTH = 8;
 
-function blocks(lines, depth) {
+// The HTML of each block of `lines`, in order. When `stops` is given, it gets [i, n] for each
+// line i the loop below starts at, n being the number of blocks before it. Those blocks were
+// decided by the lines up to i + 1 at most (a paragraph looks at the line after the one that
+// ends it, for a table), and are what lines.slice(0, i) alone gives; the rest is what
+// lines.slice(i) alone gives (nothing looks back).
+function blocks(lines, depth, stops) {
   const out = [];
   for (let i = 0, m; i < lines.length;) {
+    if (stops) stops.push([i, out.length]);
     const line = lines[i];
     if ((m = FENCE.exec(line))) {
       const code = [];
@@ -90,7 +115,7 @@ function blocks(lines, depth) {
     } else if (depth < MAX_QUOTE_DEPTH && QUOTE.test(line)) {
       const quoted = [];
       for (; i < lines.length && (m = QUOTE.exec(lines[i])); i++) quoted.push(m[1]);
-      out.push(`<blockquote>${blocks(quoted, depth + 1)}</blockquote>`);
+      out.push(`<blockquote>${blocks(quoted, depth + 1).join('')}</blockquote>`);
     } else if ((m = LIST.exec(line))) {
       const ordered = /\d/.test(m[1]), items = [];
       for (; i < lines.length; i++) {
@@ -109,7 +134,7 @@ function blocks(lines, depth) {
       out.push(`<p>${para.map(inline).join('<br>')}</p>`);
     }
   }
-  return out.join('');
+  return out;
 }
 
 // Code spans and links are set aside as \u0001n\u0002 so emphasis never reaches inside them.
@@ -117,7 +142,7 @@ function inline(s) {
   const kept = [];
   const keep = (html) => `\u0001${kept.push(html) - 1}\u0002`;
   s = s.replace(/`([^`]+)`/g, (_, code) => keep(`<code>${code}</code>`));
-  s = s.replace(/\[([^\]]+)\]\(((?:[^()\s]|\([^()\s]*\))+)\)/g, (all, text, url) =>
+  s = links(s, (all, text, url) =>
     /^(https?:\/\/|mailto:)/i.test(url)
       ? keep(`<a href="${url}" target="_blank" rel="noopener noreferrer">${emphasis(text)}</a>`)
       : all);
@@ -126,11 +151,67 @@ function inline(s) {
   return s;
 }
 
-const emphasis = (s) => s
-  .replace(/\*\*(?=\S)(.*?\S)\*\*/g, '<strong>$1</strong>')
-  .replace(/(^|\W)__(?=\S)(.*?\S)__(?!\w)/g, '$1<strong>$2</strong>')
-  .replace(/\*(?=\S)(.*?\S)\*/g, '<em>$1</em>')
-  .replace(/(^|\W)_(?=\S)(.*?\S)_(?!\w)/g, '$1<em>$2</em>');
+// After a link's text: `](url)`, the URL with no spaces and only balanced, unnested parentheses.
+const LINK_END = /\]\(((?:[^()\s]|\([^()\s]*\))+)\)/y;
+
+// What s.replace(/\[([^\]]+)\]\(((?:[^()\s]|\([^()\s]*\))+)\)/g, link) gives, in linear time:
+// that regex reads from each `[` to the next `]`, again for each `[` before that `]`.
+// A link's text runs from a `[` to the first `]` after it; when the `]` is not the start of a
+// link's end, no `[` before it starts a link, so the search goes on after it.
+function links(s, link) {
+  let out = '', from = 0, close = -1;
+  for (let open = s.indexOf('['); open >= 0; open = s.indexOf('[', open + 1)) {
+    if (close < open) close = s.indexOf(']', open + 1);
+    if (close < 0) break; // no `]` left: no link
+    LINK_END.lastIndex = close;
+    const m = close > open + 1 ? LINK_END.exec(s) : null;
+    if (!m) {
+      open = close;
+      continue;
+    }
+    const end = LINK_END.lastIndex;
+    out += s.slice(from, open) + link(s.slice(open, end), s.slice(open + 1, close), m[1]);
+    from = end;
+    open = from - 1;
+  }
+  return out + s.slice(from);
+}
+
+// What s.replace(/MARK(?=\S)(.*?\S)MARK/g, '<tag>$1</tag>') gives, or with `flanked`
+// s.replace(/(^|\W)MARK(?=\S)(.*?\S)MARK(?!\w)/g, '$1<tag>$2</tag>'), in linear time: those
+// regexes read from each opening mark to the end of the line when nothing closes it.
+// Each opening mark takes the first closing mark after it, if no line break (which `.` does
+// not match) comes between; when none closes it, none closes a later one either.
+const LINE_END = /[\n\r\u2028\u2029]/g, SPACE = /\s/, WORD = /\w/;
+function pair(s, mark, flanked, tag) {
+  const n = mark.length;
+  const opens = (i) => i + n < s.length && !SPACE.test(s[i + n]) && (!flanked || i === 0 || !WORD.test(s[i - 1]));
+  const closes = (i) => !SPACE.test(s[i - 1]) && (!flanked || i + n === s.length || !WORD.test(s[i + n]));
+  let out = '', from = 0, close = -1, end = -1;
+  for (let open = s.indexOf(mark); open >= 0; open = s.indexOf(mark, open + 1)) {
+    if (!opens(open)) continue;
+    // The first closing mark with at least one character between: found again only once passed.
+    if (close <= open + n) {
+      close = s.indexOf(mark, open + n + 1);
+      while (close >= 0 && !closes(close)) close = s.indexOf(mark, close + 1);
+      if (close < 0) break;
+    }
+    // The first line break after the opening mark.
+    if (end < open + n) {
+      LINE_END.lastIndex = open + n;
+      const m = LINE_END.exec(s);
+      end = m ? m.index : s.length;
+    }
+    if (end < close) continue;
+    out += `${s.slice(from, open)}<${tag}>${s.slice(open + n, close)}</${tag}>`;
+    from = close + n;
+    open = from - 1;
+  }
+  return out + s.slice(from);
+}
+
+// Bold, then italic, each with `*` then `_` (`_` only at the edges of words).
+const emphasis = (s) => pair(pair(pair(pair(s, '**', false, 'strong'), '__', true, 'strong'), '*', false, 'em'), '_', true, 'em');
 
 // ---- Talking to the server ----
 
@@ -266,18 +347,52 @@ function addUsage(done) {
 }
 
 // Draws one answer: text after a tool call or result goes into a new assistant bubble.
+// An answer can come in thousands of deltas, and drawing all of it again for each would take
+// time quadratic in its length. So the blocks that more text cannot change are drawn once
+// and kept; only the ones after them are drawn again, at most once a frame, and, as the last
+// block grows and takes longer to draw, after a pause four times as long as the last drawing
+// took (so drawing leaves the page free most of the time). The bubble ends up as md() of the
+// whole text would draw it: flush() draws what is left at once.
 function drawer() {
   const boxes = new Map();
-  let content = null, raw = '';
+  // The bubble, its escaped text after the blocks it keeps, how many nodes those are, whether
+  // a drawing of the rest is queued, and how long the last drawing took (ms).
+  let content = null, rest = '', kept = 0, queued = false, took = 0;
+  function draw() {
+    queued = false;
+    if (!content) return;
+    const started = performance.now();
+    const lines = rest.split(LINE_BREAK), stops = [], html = blocks(lines, 0, stops);
+    // The blocks before the last line a block starts at that is complete, with the line after
+    // it (the last line may yet grow), are done.
+    let line = 0, done = 0;
+    for (const [i, n] of stops) if (i + 2 < lines.length) [line, done] = [i, n];
+    while (content.childNodes.length > kept) content.lastChild.remove();
+    if (done) {
+      content.insertAdjacentHTML('beforeend', html.slice(0, done).join(''));
+      kept = content.childNodes.length;
+      rest = rest.slice(lineStart(rest, line));
+    }
+    content.insertAdjacentHTML('beforeend', html.slice(done).join(''));
+    took = performance.now() - started;
+  }
+  const flush = () => { if (queued) draw(); };
   return {
     text(delta) {
-      if (!content) [content, raw] = [addMessage('assistant', ''), ''];
-      raw += delta;
-      content.innerHTML = md(raw);
+      if (!content) [content, rest, kept, took] = [addMessage('assistant', ''), '', 0, 0];
+      rest += escaped(delta);
+      if (queued) return;
+      queued = true;
+      setTimeout(() => requestAnimationFrame(() => {
+        if (!queued) return; // flushed already
+        draw();
+        scrollDown();
+      }), 4 * took);
     },
-    call(call) { boxes.set(call.id, addToolCall(call)); content = null; },
-    result(result) { addToolResult(boxes.get(result.id) || addToolCall(result), result); content = null; },
-    cut() { content = null; },
+    flush,
+    call(call) { flush(); boxes.set(call.id, addToolCall(call)); content = null; },
+    result(result) { flush(); addToolResult(boxes.get(result.id) || addToolCall(result), result); content = null; },
+    cut() { flush(); content = null; },
   };
 }
 
@@ -339,6 +454,7 @@ async function open(id) {
       else if (part.type === 'tool_result') turn.result(part);
     }
   }
+  turn.flush();
   markCurrent();
   scrollDown();
 }
@@ -421,6 +537,7 @@ async function send() {
     }
   } finally {
     controller = null;
+    turn.flush();
     setState('idle');
     scrollDown();
     loadList().catch(showError);
