@@ -62,6 +62,8 @@ pub(crate) struct Session {
     /// Usage of this session's turns.
     pub usage: Usage,
     pub last_usage: Usage,
+    /// Files attached (`/attach`) to the next question, read already.
+    pub attached: Vec<(String, kite::Part)>,
 }
 
 impl Session {
@@ -121,6 +123,7 @@ impl Session {
             limit,
             usage: Usage::default(),
             last_usage: Usage::default(),
+            attached: Vec::new(),
         };
         session.warn_of_crowded_context();
         Ok(session)

@@ -39,6 +39,7 @@
 //! ```
 
 mod batching;
+mod cues;
 mod engine;
 mod grammar;
 mod install;

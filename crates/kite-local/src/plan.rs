@@ -62,7 +62,11 @@ impl Plan {
                 Some((grammar::tool_call(&req.tools, Some(name))?, true))
             }
             Some(ToolChoice::None) => None,
-            _ if has_tools => Some((grammar::tool_call(&req.tools, None)?, false)),
+            // Left to choose, it is made to call when the question asks for a tool.
+            _ if has_tools => Some((
+                grammar::tool_call(&req.tools, None)?,
+                crate::cues::asks_for_a_tool(req),
+            )),
             _ => None,
         };
         Ok(Self {

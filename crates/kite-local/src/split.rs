@@ -1,11 +1,15 @@
 //! Splitting generated text into answer text and `<tool_call>` blocks as it streams, and
-//! stopping at stop sequences, without ever emitting part of a tag or a stop sequence.
+//! stopping at stop sequences, without ever emitting part of a tag or a stop sequence. The
+//! prompt's `<tool_response>` tags, which a small model sometimes writes around its answer,
+//! are left out of it.
 
 use kite_core::{Event, ToolCall};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
+/// Tags of the prompt's tool results, never part of an answer.
+const DROPPED: [&str; 2] = ["<tool_response>", "</tool_response>"];
 
 /// Turns text pieces into events.
 #[derive(Debug, Default)]
@@ -60,6 +64,11 @@ impl Splitter {
                 self.call(&body, out);
                 continue;
             }
+            // A tool result's tag the model wrote is dropped, before anything else is read.
+            let dropped = DROPPED
+                .iter()
+                .filter_map(|t| self.pending.find(t).map(|at| (at, t.len())))
+                .min();
             // The earliest of a call opening or a stop sequence.
             let open = self.pending.find(OPEN);
             let stop = self
@@ -67,6 +76,14 @@ impl Splitter {
                 .iter()
                 .filter_map(|s| self.pending.find(s.as_str()))
                 .min();
+            if let Some((at, len)) = dropped
+                && open.is_none_or(|o| at < o)
+                && stop.is_none_or(|s| at < s)
+            {
+                self.text(at, out);
+                self.pending.drain(..len);
+                continue;
+            }
             match (open, stop) {
                 (_, Some(s)) if open.is_none_or(|o| s <= o) => {
                     self.text(s, out);
@@ -102,7 +119,10 @@ impl Splitter {
     fn held_back(&self) -> usize {
         let p = &self.pending;
         let mut keep = 0;
-        for marker in std::iter::once(OPEN).chain(self.stops.iter().map(String::as_str)) {
+        let markers = std::iter::once(OPEN)
+            .chain(DROPPED)
+            .chain(self.stops.iter().map(String::as_str));
+        for marker in markers {
             for len in (1..marker.len()).rev() {
                 if len <= keep {
                     break;
@@ -244,6 +264,20 @@ mod tests {
         for cut in 1..whole.len() {
             assert_eq!(
                 run(&[&whole[..cut], &whole[cut..]], &["END"]),
+                expect,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_response_tags_the_model_writes_are_left_out_however_cut() {
+        let whole = "<tool_response>\nIt is 12:00.\n</tool_response> Done.";
+        let expect = run(&[whole], &[]);
+        assert_eq!(expect.0, "\nIt is 12:00.\n Done.");
+        for cut in 1..whole.len() {
+            assert_eq!(
+                run(&[&whole[..cut], &whole[cut..]], &[]),
                 expect,
                 "cut at {cut}"
             );

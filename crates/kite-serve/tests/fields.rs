@@ -145,6 +145,22 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
     for (k, v) in only_openai.as_object().unwrap() {
         assert_eq!(r.provider_options.get("chat", k), Some(v), "{k}");
     }
+    // vLLM's and llama.cpp's own settings are passed on: `top_k` as kite's (Anthropic and
+    // the local model take it too), the rest to Chat Completions servers.
+    let theirs = json!({"min_p": 0.05, "repetition_penalty": 1.1,
+        "chat_template_kwargs": {"enable_thinking": false}});
+    let (status, said) = post(
+        addr,
+        "chat/completions",
+        &with(&with(&base, json!({"top_k": 20})), theirs.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{said}");
+    let r = model.last();
+    assert_eq!(r.top_k, Some(20));
+    for (k, v) in theirs.as_object().unwrap() {
+        assert_eq!(r.provider_options.get("chat", k), Some(v), "{k}");
+    }
     // A penalty of 0 asks for nothing: no model's encoder will have to refuse it.
     let body = with(
         &base,

@@ -11,6 +11,7 @@ use serde::Deserialize;
 #[derive(Deserialize, JsonSchema)]
 struct Args {
     /// The arithmetic expression to evaluate, e.g. "3 * (2 + 5)".
+    #[schemars(length(min = 1))]
     expression: String,
 }
 

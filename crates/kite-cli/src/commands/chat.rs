@@ -89,13 +89,14 @@ async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<u8, Error> {
         }
         let mut out = Output::new(false).markdown(terminal);
         let claim = Claim::new();
-        let ended = session
-            .turn(
-                Message::user(line.trim_end()),
-                &mut out,
-                claim.interrupted(),
-            )
-            .await;
+        // What was attached goes with this question, and only this one.
+        let mut question = Message::user(line.trim_end());
+        question.parts.extend(
+            std::mem::take(&mut session.attached)
+                .into_iter()
+                .map(|(_, p)| p),
+        );
+        let ended = session.turn(question, &mut out, claim.interrupted()).await;
         if let Some(signal) = leaving(claim.finish()) {
             // The turn is stored; now leave.
             session.close().await;

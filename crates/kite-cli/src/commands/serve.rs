@@ -14,9 +14,7 @@ const LOCAL_PARALLEL: u32 = 8;
 use crate::terminal::output::errln;
 use clap::Args;
 use kite::serve::{Gateway, Route};
-use routes::{
-    Kept, add_builtin, ask_for_a_call, check_routes, route, skills_kit, tools, upstream_models,
-};
+use routes::{Kept, add_builtin, check_routes, route, skills_kit, tools, upstream_models};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -197,9 +195,6 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             route.kit = skills_kit(&skill_dirs, &loaded)
                 .await
                 .map_err(|e| fail(e.to_string()))?;
-            if chosen.local {
-                ask_for_a_call(&mut route);
-            }
             (vec![route], true, chosen.name)
         }
         false => {
@@ -210,9 +205,6 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
                 tools(&mut made, r, &loaded, &mut kept)
                     .await
                     .map_err(fail)?;
-                if r.provider.eq_ignore_ascii_case("local") {
-                    ask_for_a_call(&mut made);
-                }
                 routes.push(made);
             }
             let names: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();

@@ -15,11 +15,9 @@ pub(super) fn agent(
     skills: Option<&SkillRun>,
     prices: &std::collections::BTreeMap<String, kite::prices::Rate>,
 ) -> Result<Agent, Error> {
-    // The small local model, given tools, is asked to call one first unless told
-    // otherwise: left to choose, it answers from guesswork.
-    let tool_choice = tool_choice(args).or_else(|| {
-        (chosen.local && (args.tools || !args.tool.is_empty())).then_some(ToolChoice::Required)
-    });
+    // Left to choose, the small local model is made to call when the question asks for
+    // what a tool does (kite-local's `cues.rs`), and answers freely otherwise.
+    let tool_choice = tool_choice(args);
     let mut agent = Agent::shared(chosen.model.clone(), chosen.name.clone())
         .max_turns(args.max_turns.unwrap_or(10))
         .redact(crate::terminal::secrets::known().clone())

@@ -1,5 +1,6 @@
 //! `-a FILE`: files attached to the question. An image goes as an image part, base64 with its
-//! media type; any other file must be text, and goes as a text part naming the file.
+//! media type; a PDF as a document, for the providers that read one (the others say they
+//! do not); any other file must be text, and goes as a text part naming the file.
 
 use kite::{Error, Message, Part, Role};
 use std::path::Path;
@@ -16,7 +17,7 @@ pub(crate) fn question(prompt: String, files: &[std::path::PathBuf]) -> Result<M
     Ok(Message::new(Role::User, parts))
 }
 
-fn part(path: &Path) -> Result<Part, Error> {
+pub(crate) fn part(path: &Path) -> Result<Part, Error> {
     let cannot = |why: String| Error::Config(format!("cannot attach {}: {why}", path.display()));
     let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
     if !meta.is_file() {
@@ -37,16 +38,27 @@ fn part(path: &Path) -> Result<Part, Error> {
         "webp" => Some("image/webp"),
         _ => None,
     };
-    if let Some(media_type) = image {
-        use base64::Engine;
-        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        return Ok(Part::image_base64(media_type, data));
-    }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| cannot("neither an image (png, jpeg, gif, webp) nor text".into()))?;
+    use base64::Engine;
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
+    if let Some(media_type) = image {
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        return Ok(Part::image_base64(media_type, data));
+    }
+    if ext == "pdf" || bytes.starts_with(b"%PDF-") {
+        if !bytes.starts_with(b"%PDF-") {
+            return Err(cannot("its name says PDF, and it is not one".into()));
+        }
+        let mut document = kite::Document::new(kite::DocumentSource::Base64 {
+            media_type: "application/pdf".into(),
+            data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        });
+        document.title = Some(name);
+        return Ok(Part::Document(document));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| cannot("neither an image (png, jpeg, gif, webp), a PDF nor text".into()))?;
     Ok(Part::text(format!("{name}:\n{text}")))
 }

@@ -74,6 +74,12 @@ pub fn decode_request(body: &[u8]) -> Result<ClientRequest, Error> {
     request.frequency_penalty = penalty("frequency_penalty")?;
     request.presence_penalty = penalty("presence_penalty")?;
     request.seed = f.integer("seed")?;
+    // vLLM's, llama.cpp's and most compatible servers' own: kept where a provider takes it.
+    request.top_k = match f.integer("top_k")? {
+        Some(k) if k < 0 => return Err(bad("`top_k` must be 0 or more")),
+        Some(k) => Some(u32::try_from(k).unwrap_or(u32::MAX)),
+        None => None,
+    };
     request.max_tokens = match f.get("max_completion_tokens") {
         Some(n) => tokens("max_completion_tokens", Some(n))?,
         None => tokens("max_tokens", f.get("max_tokens"))?,

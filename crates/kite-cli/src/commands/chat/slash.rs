@@ -33,6 +33,10 @@ const HELP: &[(&str, &str)] = &[
         "the latest stored conversations, or all of them",
     ),
     ("/load ID", "continue the stored conversation ID"),
+    (
+        "/attach [FILE]",
+        "attach FILE (an image, a PDF, text) to the next question; alone, list them; `-` drops them",
+    ),
     ("/compact", "summarize the older turns now"),
     ("/usage", "tokens used in this chat, and what they cost"),
 ];
@@ -65,6 +69,27 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
             errln!("kite: the system prompt is set for the next turns");
         }
         "tools" => tools(session),
+        "attach" if rest.is_empty() => match session.attached.is_empty() {
+            true => errln!("kite: nothing is attached (/attach FILE)"),
+            false => {
+                for (name, _) in &session.attached {
+                    outln!("{}", crate::terminal::text::printable(name));
+                }
+            }
+        },
+        "attach" if rest == "-" => {
+            session.attached.clear();
+            errln!("kite: nothing is attached now");
+        }
+        "attach" => {
+            let path = std::path::Path::new(rest);
+            let part = crate::session::attach::part(path)?;
+            session.attached.push((rest.to_owned(), part));
+            errln!(
+                "kite: {} goes with the next question",
+                crate::terminal::text::printable(rest)
+            );
+        }
         "conversations" => conversations(session, rest == "all").await?,
         "load" if rest.is_empty() => {
             return Err(Error::Config(

@@ -235,11 +235,3 @@ pub(super) async fn upstream_models(
         }
     }
 }
-
-/// The small local model, given tools, is asked to call one first unless the client says
-/// otherwise: left to choose, it answers from guesswork.
-pub(super) fn ask_for_a_call(route: &mut Route) {
-    if route.kit.is_some() || !route.tools.names().is_empty() {
-        route.tool_choice = Some(kite::ToolChoice::Required);
-    }
-}

@@ -13,6 +13,7 @@ pub(super) const TAKEN: &[&str] = &[
     "temperature",
     "top_p",
     "seed",
+    "top_k",
     "max_completion_tokens",
     "max_tokens",
     "stop",
@@ -47,6 +48,22 @@ pub(super) const PASSED: &[Passed] = &[
     },
     Passed {
         name: "prediction",
+        shape: Shape::Object,
+        asks_nothing: nothing,
+    },
+    // What vLLM, llama.cpp and most compatible servers also take.
+    Passed {
+        name: "min_p",
+        shape: Shape::Number,
+        asks_nothing: nothing,
+    },
+    Passed {
+        name: "repetition_penalty",
+        shape: Shape::Number,
+        asks_nothing: nothing,
+    },
+    Passed {
+        name: "chat_template_kwargs",
         shape: Shape::Object,
         asks_nothing: nothing,
     },

@@ -1,0 +1,169 @@
+//! Whether a question asks for one of the tools offered, for the small local model when the
+//! choice is left to it (`auto`). Left to choose, a model of this size answers from
+//! guesswork and seldom calls; made to call, it answers every question with a tool (the
+//! time, asked the capital of France). So it is made to call only when the question speaks
+//! of what a tool does: a word of the tool's name or description (alike when the first five
+//! letters are), a file's name for a tool of files, a sum for a tool of arithmetic; and only
+//! before any tool has answered that question.
+
+use kite_core::{Part, Request, Role, ToolSpec};
+
+/// Words too common in questions and descriptions to say what a tool is for.
+const COMMON: &[&str] = &[
+    "about", "after", "also", "and", "answer", "does", "each", "from", "give", "given", "have",
+    "into", "just", "like", "make", "more", "much", "only", "over", "please", "return", "returns",
+    "some", "such", "tell", "than", "that", "their", "them", "then", "there", "these", "this",
+    "tool", "tools", "under", "using", "what", "when", "where", "which", "with", "working",
+    "would", "your",
+];
+
+/// Whether the newest user message of `req` asks for one of its tools, and no tool has
+/// answered it yet.
+pub(crate) fn asks_for_a_tool(req: &Request) -> bool {
+    let Some(at) = req.messages.iter().rposition(|m| m.role == Role::User) else {
+        return false;
+    };
+    let answered = req.messages[at..]
+        .iter()
+        .flat_map(|m| &m.parts)
+        .any(|p| matches!(p, Part::ToolResult(_)));
+    if answered {
+        return false;
+    }
+    let question = req.messages[at].text().to_lowercase();
+    let asked = words(&question);
+    let names_a_file = question
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .any(|w| {
+            w.contains('/')
+                || w.rsplit_once('.').is_some_and(|(a, b)| {
+                    !a.is_empty()
+                        && (1..=5).contains(&b.len())
+                        && b.chars().all(char::is_alphanumeric)
+                })
+        });
+    let has_a_sum = has_arithmetic(&question);
+    req.tools.iter().any(|tool| {
+        let cues = cues(tool);
+        let about = |stems: &[&str]| cues.iter().any(|c| stems.iter().any(|s| c.starts_with(s)));
+        asked.iter().any(|w| cues.iter().any(|c| alike(w, c)))
+            || (names_a_file && about(&["file", "folder", "path"]))
+            || (has_a_sum && about(&["calcul", "arithmetic", "math", "expression", "evaluat"]))
+    })
+}
+
+/// The words of `text` that may say what it is about: lower case, four letters or more,
+/// none of the [`COMMON`] ones.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 4 && !COMMON.contains(&w.as_str()))
+        .collect()
+}
+
+/// A tool's words: its name's parts and its description's words.
+fn cues(tool: &ToolSpec) -> Vec<String> {
+    let mut all = words(&tool.name.replace(['_', '-'], " "));
+    // A short name says it all (`now`).
+    if tool.name.len() < 4 {
+        all.push(tool.name.to_lowercase());
+    }
+    all.extend(words(&tool.description));
+    all
+}
+
+/// Whether two words are alike: the same, or the same first five letters.
+fn alike(a: &str, b: &str) -> bool {
+    a == b || (a.len() >= 5 && b.len() >= 5 && a.get(..5) == b.get(..5))
+}
+
+/// Whether `text` holds a sum: a number beside an operator or a percent sign, or words of
+/// arithmetic.
+fn has_arithmetic(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let operator = |c: char| matches!(c, '+' | '-' | '*' | '/' | '%' | '^' | '×' | '÷');
+    let near_digit = chars.iter().enumerate().any(|(i, c)| {
+        operator(*c)
+            && chars[i.saturating_sub(2)..(i + 3).min(chars.len())]
+                .iter()
+                .any(char::is_ascii_digit)
+    });
+    near_digit
+        || (chars.iter().any(char::is_ascii_digit)
+            && [
+                "percent",
+                "plus",
+                "minus",
+                "times",
+                "divided",
+                "square root",
+            ]
+            .iter()
+            .any(|w| text.contains(w)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kite_core::{Message, ToolCall, ToolResult};
+    use serde_json::json;
+
+    fn offered(question: &str) -> Request {
+        let tool = |name: &str, description: &str| {
+            ToolSpec::new(name, description, json!({"type": "object"}))
+        };
+        let mut req = Request::new("local").message(Message::user(question));
+        req.tools = vec![
+            tool("now", "The current date and time in UTC."),
+            tool(
+                "calculate",
+                "Evaluate an arithmetic expression exactly as written and return the number.",
+            ),
+            tool("read_file", "Read a text file under the working folder."),
+        ];
+        req
+    }
+
+    #[test]
+    fn a_question_of_a_tools_matter_asks_for_it_and_others_do_not() {
+        for asks in [
+            "What is the date and time now?",
+            "What time is it?",
+            "What is 17.5% of 2380?",
+            "How much is 12 * 7?",
+            "Summarize Cargo.toml in two sentences.",
+            "What does src/main.rs do?",
+            "Please read the file notes",
+        ] {
+            assert!(asks_for_a_tool(&offered(asks)), "{asks}");
+        }
+        for not in [
+            "What is the capital of France?",
+            "Write a haiku about kites.",
+            "Hi!",
+            "Who wrote Hamlet?",
+        ] {
+            assert!(!asks_for_a_tool(&offered(not)), "{not}");
+        }
+    }
+
+    #[test]
+    fn once_a_tool_has_answered_the_model_answers_freely() {
+        let mut req = offered("What is the date and time now?");
+        req.messages.push(Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCall::new("c", "now", "{}"))],
+        ));
+        req.messages.push(Message::new(
+            Role::Tool,
+            vec![Part::ToolResult(ToolResult {
+                call_id: "c".into(),
+                name: Some("now".into()),
+                content: vec![Part::text("2026-12-07T12:00:00Z")],
+                is_error: false,
+            })],
+        ));
+        assert!(!asks_for_a_tool(&req));
+    }
+}
