@@ -173,6 +173,12 @@ async fn now_and_calculate_answer() {
     assert!(v["unix"].as_u64().unwrap() > 1_700_000_000);
 
     let calc = builtin::calculate::<()>();
+    // An empty expression is not a call the model may make (its grammar and the check of
+    // its arguments both go by the schema).
+    assert_eq!(
+        calc.spec().parameters["properties"]["expression"]["minLength"],
+        json!(1)
+    );
     assert_eq!(
         call(&calc, json!({"expression": "(2 + 3) * 4 ^ 2 / sqrt(16)"}))
             .await

@@ -460,11 +460,23 @@ async fn the_local_model_given_a_tool_calls_it_unless_told_otherwise_and_says_wh
     if !local_model_installed() {
         return;
     }
-    // No --tool-choice: it is asked to call one first.
+    // No --tool-choice: a question of what the tool does makes it call...
     let r = run(kite().args(["ask", "--tool", "now", "What time is it?"])).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("[tool] now({})"), "{}", r.stderr);
     assert!(!r.stderr.contains("its own guess"), "{}", r.stderr);
+    // ...and one that needs no tool is answered without one.
+    let r = run(kite().args([
+        "ask",
+        "--no-store",
+        "--tool",
+        "now",
+        "What is the capital of France?",
+    ]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("[tool] now("), "{}", r.stderr);
+    assert!(!r.stdout.trim().is_empty(), "no answer: {}", r.stderr);
     // Left to choose, when it calls none, that is said.
     let r = run(kite().args([
         "ask",
@@ -909,4 +921,55 @@ async fn ask_records_a_cassette_replays_it_offline_and_the_cassette_commands_rea
         local.stderr
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn a_pdf_goes_as_a_document_and_a_name_that_lies_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdf = dir.path().join("report.pdf");
+    std::fs::write(
+        &pdf,
+        b"%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n",
+    )
+    .unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(fixture(
+        "openai/chat-completions/stream-text-with-usage/response.sse",
+    ))])
+    .await;
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .args(["ask", "--no-store", "--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("-a")
+        .arg(&pdf)
+        .arg("What is in it?"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let sent: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
+    let parts = &sent["messages"][0]["content"];
+    let file = parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "file")
+        .unwrap_or_else(|| panic!("{parts}"));
+    assert_eq!(file["file"]["filename"], "report.pdf", "{file}");
+    assert!(
+        file["file"]["file_data"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:application/pdf;base64,JVBERi0"),
+        "{file}"
+    );
+    let fake = dir.path().join("fake.pdf");
+    std::fs::write(&fake, "not a pdf").unwrap();
+    let r = run(kite()
+        .env("OPENAI_API_KEY", KEY)
+        .arg("ask")
+        .arg("-a")
+        .arg(&fake)
+        .arg("hi"))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("is not one"), "{}", r.stderr);
 }

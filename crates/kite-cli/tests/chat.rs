@@ -321,3 +321,59 @@ async fn a_chat_offers_skills_in_every_turn_and_loads_each_file_once() {
     t.line("/exit");
     t.wait_for("exit=0");
 }
+
+#[tokio::test]
+async fn attach_sends_a_file_with_the_next_question_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the launch is on Tuesday").unwrap();
+    let server =
+        ReplayServer::start(vec![answer("Tuesday.", 1), answer("You are welcome.", 2)]).await;
+    let mut chat = tokio::process::Command::new(env!("CARGO_BIN_EXE_kite"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("KITE_LOG", "off")
+        .args(["chat", "--no-store", "--model", "m", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = chat.stdin.take().unwrap();
+    stdin
+        .write_all(
+            b"/attach missing.txt\n/attach notes.txt\n/attach\nWhen is the launch?\nThanks!\n",
+        )
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(30), chat.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cannot attach missing.txt"), "{said}");
+    assert!(
+        said.contains("notes.txt goes with the next question"),
+        "{said}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("notes.txt"));
+    let first = server.requests()[0].body_text();
+    assert!(first.contains("the launch is on Tuesday"), "{first}");
+    let second: Value = serde_json::from_str(&server.requests()[1].body_text()).unwrap();
+    let last = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        !last.contains("Tuesday") && last.contains("Thanks!"),
+        "{last}"
+    );
+}
