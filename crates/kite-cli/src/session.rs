@@ -126,7 +126,32 @@ impl Session {
             attached: Vec::new(),
         };
         session.warn_of_crowded_context();
+        session.say_if_another_model();
         Ok(session)
+    }
+
+    /// Says so when the conversation continued was had with another model than the one
+    /// that answers now: it goes on, but not unseen.
+    pub(crate) fn say_if_another_model(&self) {
+        let Some(c) = self.thread.conversation() else {
+            return;
+        };
+        let Some(before) = c.model.as_deref().filter(|m| *m != self.chosen.name) else {
+            return;
+        };
+        let by = |provider: Option<&str>, model: &str| match provider {
+            Some(p) => format!("{model} ({p})"),
+            None => model.to_owned(),
+        };
+        errln!(
+            "kite: this conversation was with {}; it goes on with {} (--model {} keeps it)",
+            crate::terminal::text::printable(&by(c.provider.as_deref(), before)),
+            by(
+                Some(&self.chosen.model.origin().provider),
+                &self.chosen.name
+            ),
+            crate::terminal::text::printable(before)
+        );
     }
 
     /// Talks to the model `name` from now on (same provider and settings).
@@ -315,6 +340,7 @@ impl Session {
         };
         drop(stream);
         let mut turn = Turn {
+            provider: Some(self.chosen.model.origin().provider),
             model: Some(self.chosen.name.clone()),
             ..Turn::default()
         };
@@ -347,6 +373,12 @@ impl Session {
         }
         self.usage += turn.usage;
         self.last_usage = turn.usage;
+        // A question that failed before any answer does not begin a conversation of its own
+        // (one under way keeps it, as it keeps a cancelled one).
+        let unanswered = answers.is_empty() && outcome.is_err() && !interrupted;
+        if unanswered && self.thread.conversation().is_none() {
+            return Err(outcome.err().unwrap_or_else(|| Error::Cancelled.into()));
+        }
         if let Err(e) = self.thread.save(question, &answers, turn).await {
             errln!("kite: this turn could not be stored; the conversation keeps its earlier turns");
             return Err(e.into());

@@ -605,3 +605,61 @@ async fn a_placeholder_key_is_a_word_that_stays_in_what_was_said() {
     );
     assert!(!listed.stdout.contains("[redacted]"), "{}", listed.stdout);
 }
+
+#[tokio::test]
+async fn a_conversation_keeps_its_provider_a_failed_start_keeps_nothing_and_another_model_is_said()
+{
+    let store = fresh_store();
+    let conversations = |args: &[&str]| {
+        let mut c = kite();
+        c.env("KITE_STORE_URL", &store)
+            .arg("conversations")
+            .args(args);
+        c
+    };
+    // A question that fails before any answer begins no conversation.
+    let failing = ReplayServer::start(vec![Reply::json(
+        400,
+        r#"{"error":{"message":"no such model","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    let r = ask(&failing, &store, &[], "Hello?").await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let listed = run(&mut conversations(&["list", "--json"])).await;
+    assert!(listed.stdout.trim().is_empty(), "{}", listed.stdout);
+    // One that is answered records who answered it, a tool's result by the tool's name.
+    use kite::{FinishReason, Message, Part, Response, ToolCall};
+    use kite_testkit::render::{Shape, sse};
+    let mut call = Response::empty(FinishReason::ToolCalls);
+    call.message = Message::new(
+        kite::Role::Assistant,
+        vec![Part::ToolCall(ToolCall::new("call_1", "now", "{}"))],
+    );
+    let server = ReplayServer::start(vec![
+        Reply::sse(sse(Shape::Chat, &call, 1)),
+        Reply::sse(fixture(TEXT)),
+        Reply::sse(fixture(TEXT)),
+    ])
+    .await;
+    let r = ask(&server, &store, &["--tool", "now"], "What time is it?").await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed = run(&mut conversations(&["list", "--json"])).await;
+    let c: serde_json::Value = serde_json::from_str(listed.stdout.trim()).unwrap();
+    assert_eq!(c["provider"], "openai_compatible", "{c}");
+    let shown = run(&mut conversations(&["show", c["id"].as_str().unwrap()])).await;
+    assert!(shown.stdout.contains("[tool] now -> "), "{}", shown.stdout);
+    // Going on with another model is said.
+    let r = run(kite()
+        .env("KITE_STORE_URL", &store)
+        .args(["ask", "-c", "--model", "other", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("And now?"))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("this conversation was with m (openai_compatible); it goes on with other"),
+        "{}",
+        r.stderr
+    );
+}

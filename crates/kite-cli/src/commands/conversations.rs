@@ -171,7 +171,10 @@ fn lines(m: &Message, named: bool) -> Vec<String> {
             Part::Text { text } => Some(format!("{who}{text}")),
             Part::Refusal { text } => Some(format!("{who}(refused) {text}")),
             Part::ToolCall(c) => Some(format!("[tool] {}({})", c.name, c.arguments)),
-            Part::ToolResult(r) => Some(format!("[tool] -> {}", r.text_content())),
+            Part::ToolResult(r) => Some(match &r.name {
+                Some(name) => format!("[tool] {name} -> {}", r.text_content()),
+                None => format!("[tool] -> {}", r.text_content()),
+            }),
             Part::Image { .. } => Some(format!("{who}[an image]")),
             Part::Document(d) => Some(format!(
                 "{who}[a document{}]",

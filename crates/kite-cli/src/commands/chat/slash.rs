@@ -98,6 +98,7 @@ pub(crate) async fn run(session: &mut Session, line: &str) -> Result<Flow, Error
         }
         "load" => {
             session.thread.load(rest).await?;
+            session.say_if_another_model();
             let id = session.thread.conversation().map(|c| c.id.clone());
             errln!(
                 "kite: continuing {} ({} messages)",
