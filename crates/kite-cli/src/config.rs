@@ -1,10 +1,10 @@
 //! `kite.toml`: where it is found and what it holds.
 //!
-//! The first of these is read: the path given with `--config` (or `KITE_CONFIG`), which
-//! must exist; `kite.toml` in the working directory, which kite refuses to use until it is
-//! trusted (`config/trust.rs`);
-//! `kite/kite.toml` in the XDG config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
-//! With none of them, the configuration is empty.
+//! The path given with `--config` (or `KITE_CONFIG`), which must exist, is read alone.
+//! Otherwise the personal `kite/kite.toml` in the XDG config directory (`$XDG_CONFIG_HOME`,
+//! else `~/.config`) is read, with `kite.toml` in the working directory over it
+//! (`config/layers.rs`), which kite refuses to use until it is trusted
+//! (`config/trust.rs`). With none of them, the configuration is empty.
 //!
 //! Beside it: what the file may say (`settings`), trusting a project's file (`trust`),
 //! choosing the model a session talks to (`choose`, with clap's closed `choices`), and
@@ -13,6 +13,7 @@
 pub(crate) mod choices;
 pub(crate) mod choose;
 pub(crate) mod endpoint;
+mod layers;
 pub(crate) mod settings;
 pub(crate) mod trust;
 
@@ -20,16 +21,18 @@ pub(crate) use crate::config::settings::{Config, HttpConfig, StoreConfig, parse,
 use kite::Error;
 use std::path::{Path, PathBuf};
 
-/// A configuration and the file it came from.
+/// A configuration and the files it came from, the last one over the others.
 pub(crate) struct Loaded {
     pub path: Option<PathBuf>,
+    pub paths: Vec<PathBuf>,
     pub config: Config,
 }
 
-/// Finds and reads the configuration.
+/// Finds and reads the configuration: the file named, else the personal one with the
+/// working directory's over it (`layers.rs`).
 pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
-    let path = match explicit {
-        Some(p) if p.is_file() => Some(p.to_owned()),
+    let paths: Vec<PathBuf> = match explicit {
+        Some(p) if p.is_file() => vec![p.to_owned()],
         Some(p) if p.exists() => {
             return Err(Error::Config(format!(
                 "the configuration {} is not a file",
@@ -42,17 +45,41 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
                 p.display()
             )));
         }
-        None => candidates().into_iter().find(|p| p.is_file()),
+        // The personal file first, the project's over it.
+        None => candidates()
+            .into_iter()
+            .rev()
+            .filter(|p| p.is_file())
+            .collect(),
     };
-    let Some(path) = path else {
-        let config = Config {
-            prompts: prompts_file(None)?,
-            ..Config::default()
-        };
-        return Ok(Loaded { path: None, config });
+    let mut merged = toml::Table::new();
+    for path in &paths {
+        let project = explicit.is_none() && path == Path::new(WORKING_DIR_CONFIG);
+        layers::merge(&mut merged, read_one(path, project, explicit.is_some())?);
+    }
+    let mut config: Config = match paths.len() {
+        0 => Config::default(),
+        _ => toml::Value::Table(merged).try_into().map_err(|e| {
+            let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            Error::Config(format!("{} together: {e}", files.join(" over ")))
+        })?,
     };
-    let text = read_small(&path, "the configuration")?;
-    let mut config = parse(&text).map_err(|e| {
+    let named = config.prompts.file.take();
+    config.prompts = std::mem::take(&mut config.prompts).or(prompts_file(named)?);
+    Ok(Loaded {
+        path: paths.last().cloned(),
+        paths,
+        config,
+    })
+}
+
+/// The file at `path` as a table, once checked: it parses (what it says of secrets is
+/// kept from showing), a `project` file is trusted, a personal one is the user's own
+/// alone (a file named with --config, `explicit`, is the user's choice), and it is made
+/// whole on its own (`layers::settle`).
+fn read_one(path: &Path, project: bool, explicit: bool) -> Result<toml::Table, Error> {
+    let text = read_small(path, "the configuration")?;
+    let config = parse(&text).map_err(|e| {
         // The error quotes the file: a password in any URL in it must not show.
         for word in text.split(|c: char| c.is_whitespace() || "\"'[],{}=".contains(c)) {
             if word.contains("://") {
@@ -63,7 +90,26 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         }
         Error::Config(format!("{}: {e}", path.display()))
     })?;
-    // What servers are sent is as secret as a provider's key.
+    keep_secret(&config);
+    // Saying what is wrong with a file does nothing it asks; doing what it asks needs trust.
+    if project {
+        crate::config::trust::check(path, &text)?;
+    } else if !explicit {
+        // The personal configuration is trusted as the user's own: only if it is.
+        for place in [Some(path), path.parent()].into_iter().flatten() {
+            own_only(place).map_err(|why| {
+                Error::Config(format!("{}: {why}; kite does not use it", place.display()))
+            })?;
+        }
+    }
+    let mut table = crate::config::settings::parse_table(&text)
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    layers::settle(path, &mut table)?;
+    Ok(table)
+}
+
+/// What the configuration's MCP servers are sent, kept from showing as a provider's key is.
+fn keep_secret(config: &Config) {
     for server in config.mcp.servers.values() {
         match &server.transport {
             kite::mcp::TransportConfig::Http {
@@ -108,50 +154,6 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             }
         }
     }
-    // Saying what is wrong with a file does nothing it asks; doing what it asks needs trust.
-    if explicit.is_none() && path == Path::new(WORKING_DIR_CONFIG) {
-        crate::config::trust::check(&path, &text)?;
-    } else if explicit.is_none() {
-        // The personal configuration is trusted as the user's own: only if it is.
-        for place in [Some(path.as_path()), path.parent()].into_iter().flatten() {
-            own_only(place).map_err(|why| {
-                Error::Config(format!("{}: {why}; kite does not use it", place.display()))
-            })?;
-        }
-    }
-    // A provider's table by its name in any case (`[providers.OpenAI]`), kept under the
-    // name kite looks it up by; the same provider twice is refused.
-    let mut providers = std::collections::BTreeMap::new();
-    for (name, table) in std::mem::take(&mut config.providers) {
-        let provider = kite::Provider::parse(&name)
-            .map_err(|e| Error::Config(format!("{}: [providers.{name}]: {e}", path.display())))?;
-        if providers
-            .insert(provider.name().to_owned(), table)
-            .is_some()
-        {
-            return Err(Error::Config(format!(
-                "{}: [providers.{name}] names {} a second time",
-                path.display(),
-                provider.name()
-            )));
-        }
-    }
-    config.providers = providers;
-    // Skills' folders named in the file are relative to it.
-    if let Some(dir) = path.parent() {
-        for p in &mut config.skills.paths {
-            *p = dir.join(&*p);
-        }
-    }
-    let named = config.prompts.file.take().map(|f| match path.parent() {
-        Some(dir) => dir.join(f),
-        None => f,
-    });
-    config.prompts = std::mem::take(&mut config.prompts).or(prompts_file(named)?);
-    Ok(Loaded {
-        path: Some(path),
-        config,
-    })
 }
 
 /// The prompts file: the one `[prompts] file` names (`named`), which must exist, else
@@ -266,7 +268,7 @@ pub(crate) fn own_only(path: &Path) -> Result<(), String> {
 /// elsewhere (`KITE_STORE_URL`, `[store] url`), with its journal files.
 pub(crate) fn own_paths(loaded: &Loaded) -> Vec<PathBuf> {
     let mut out = candidates();
-    out.extend(loaded.path.clone());
+    out.extend(loaded.paths.iter().cloned());
     out.extend(std::env::var_os("KITE_CONFIG").map(PathBuf::from));
     out.extend(config_dir().map(|d| d.join("kite")));
     out.extend(data_dir());

@@ -67,8 +67,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Sets up the model, the agent and its tools, and the stored conversation.
-    pub(crate) async fn open(args: SessionArgs, loaded: Loaded) -> Result<Self, Error> {
+    /// Sets up the model, the agent and its tools, and the stored conversation, for
+    /// `command` (`kite ask`, `kite chat`: the route its spending is recorded under).
+    pub(crate) async fn open(
+        args: SessionArgs,
+        loaded: Loaded,
+        command: &'static str,
+    ) -> Result<Self, Error> {
         let args = args.with_defaults(&loaded.config)?;
         let chosen = choose_model(&args, &loaded.config.http)?;
         // Configured MCP servers: their tools join the agent's, their sampling requests go
@@ -77,7 +82,7 @@ impl Session {
             true => None,
             false => {
                 let sampling = Some((chosen.model.clone(), chosen.name.clone()));
-                Some(crate::commands::mcp::connect(&loaded, None, sampling).await?)
+                Some(crate::commands::mcp::connect(&loaded, None, sampling, true).await?)
             }
         };
         let skills =
@@ -107,9 +112,9 @@ impl Session {
         let thread = match args.no_store {
             true => Thread::memory(),
             false => {
-                let store = crate::session::history::open(&loaded.config.store).await?;
+                let backend = crate::session::history::open_backend(&loaded.config.store).await?;
                 let id = args.conversation.as_deref();
-                Thread::begin(store, args.continue_last, id).await?
+                Thread::begin(backend, command, args.continue_last, id).await?
             }
         };
         let session = Self {
@@ -258,6 +263,7 @@ impl Session {
         interrupt: impl Future<Output = ()>,
     ) -> Result<Ended, AgentError> {
         let mut interrupt = std::pin::pin!(interrupt);
+        let started = std::time::Instant::now();
         if self
             .args
             .system
@@ -373,6 +379,7 @@ impl Session {
         }
         self.usage += turn.usage;
         self.last_usage = turn.usage;
+        self.thread.spent(&turn, started.elapsed()).await;
         // A question that failed before any answer does not begin a conversation of its own
         // (one under way keeps it, as it keeps a cancelled one).
         let unanswered = answers.is_empty() && outcome.is_err() && !interrupted;
@@ -433,6 +440,7 @@ impl Session {
     /// Ends the session: its MCP servers are closed.
     pub(crate) async fn close(self) {
         if let Some(hub) = self.hub {
+            crate::commands::mcp::known::keep(&hub, &self.loaded.config.mcp.servers);
             hub.close().await;
         }
     }

@@ -302,3 +302,56 @@ async fn a_stored_conversation_adds_up_its_turns_costs() {
         shown.stdout
     );
 }
+
+#[tokio::test]
+async fn usage_totals_what_ask_spent_and_says_zero_of_an_empty_ledger() {
+    let store = common::fresh_store();
+    let usage = |args: &[&str]| {
+        let mut c = kite();
+        c.env("KITE_STORE_URL", &store).arg("usage").args(args);
+        c
+    };
+    // Nothing yet: one total of nothing, in JSON too.
+    let r = run(&mut usage(&["--json"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(
+        (line["requests"].as_i64(), line["cost"].as_f64()),
+        (Some(0), Some(0.0))
+    );
+
+    // Two stored questions to gpt-4o: $0.0035 each.
+    for _ in 0..2 {
+        let server = ReplayServer::start(vec![answer_with_usage(1000, 100)]).await;
+        let mut c = kite();
+        c.env("KITE_STORE_URL", &store)
+            .env("OPENAI_API_KEY", KEY)
+            .args([
+                "ask",
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-4o",
+                "--base-url",
+            ])
+            .arg(format!("{}/v1", server.url()))
+            .arg("Say hello.");
+        let r = run(&mut c).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let r = run(&mut usage(&["--json"])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(line["requests"], 2, "{line}");
+    assert_eq!(line["input_tokens"], 2000, "{line}");
+    assert!(
+        (line["cost"].as_f64().unwrap() - 0.007).abs() < 1e-12,
+        "{line}"
+    );
+    let r = run(&mut usage(&["--by", "route"])).await;
+    assert!(
+        r.stdout.contains("kite ask") && r.stdout.contains("$0.0070"),
+        "{}",
+        r.stdout
+    );
+}

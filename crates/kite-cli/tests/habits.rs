@@ -187,6 +187,52 @@ file = "prompts.toml"
 }
 
 #[tokio::test]
+async fn a_projects_kite_toml_is_laid_over_the_personal_one() {
+    let server = ReplayServer::start(vec![answer("One."), answer("Two.")]).await;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("kite")).unwrap();
+    std::fs::write(
+        home.path().join("kite/kite.toml"),
+        format!(
+            "[defaults]\nprovider = \"openai\"\nsystem = \"Personal prompt.\"\n\
+             [providers.openai]\nbase_url = \"{}/v1\"\nmodel = \"personal-model\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        project.path().join("kite.toml"),
+        "[providers.OpenAI]\nmodel = \"project-model\"\n",
+    )
+    .unwrap();
+    let ask = |data: Option<&std::path::Path>| {
+        let mut c = kite();
+        c.current_dir(project.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("OPENAI_API_KEY", KEY)
+            .args(["ask", "--no-store", "Hello?"]);
+        if let Some(d) = data {
+            c.env("XDG_DATA_HOME", d);
+        }
+        c
+    };
+    // Untrusted, the project's file stops kite, personal one or not.
+    let r = run(&mut ask(None)).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("kite trust"), "{}", r.stderr);
+    assert!(server.requests().is_empty());
+    // Trusted, it says what differs: the model; the provider, its server and the system
+    // prompt stay the user's.
+    let data = common::trust(project.path());
+    let r = run(&mut ask(Some(&data))).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let sent = body(&server, 0);
+    assert_eq!(sent["model"], "project-model");
+    assert_eq!(sent["messages"][0]["content"], "Personal prompt.");
+}
+
+#[tokio::test]
 async fn no_stream_prints_nothing_until_the_answer_is_whole() {
     use tokio::io::AsyncReadExt;
     let body = fixture(TEXT);
@@ -322,6 +368,32 @@ async fn models_lists_what_kite_knows_and_what_the_provider_lists() {
         r.stdout.contains("GROQ_API_KEY not set") && r.stdout.contains("llama-3.3-70b-versatile")
     );
     assert_eq!(server.requests().len(), 2);
+    // The embedded model comes first with no provider named, and alone with `local`: the
+    // file kite would load, or how to install one.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("Tiny-Model.gguf");
+    std::fs::write(&file, b"GGUF").unwrap();
+    let r = run(kite().env("KITE_LOCAL_MODEL", &file).arg("models")).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let local = r.stdout.find("local (no key").expect("the local model");
+    assert!(local < r.stdout.find("openai").unwrap(), "{}", r.stdout);
+    assert!(r.stdout.contains("Tiny-Model"), "{}", r.stdout);
+    let missing = dir.path().join("none.gguf");
+    let r = run(kite().env("KITE_LOCAL_MODEL", &missing).args([
+        "models",
+        "--provider",
+        "local",
+        "--json",
+    ]))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(line["provider"], "local");
+    assert_eq!(line["installed"], false);
+    assert!(
+        line["error"].as_str().unwrap().contains("kite model fetch"),
+        "{line}"
+    );
 }
 
 #[tokio::test]

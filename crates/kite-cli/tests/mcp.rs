@@ -376,3 +376,82 @@ async fn a_servers_request_for_the_model_is_refused_with_no_one_to_allow_it() {
     assert!(result.contains(r#"\"answered\": []"#), "{result}");
     assert!(result.contains("not there to allow it"), "{result}");
 }
+
+/// A tool call to `add`, then an answer, as OpenAI streams them.
+fn call_add_then_answer() -> Vec<Reply> {
+    let call = Response {
+        id: None,
+        model: Some("m".into()),
+        message: Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCall::new(
+                "call_1",
+                "add",
+                r#"{"a": 2, "b": 40}"#,
+            ))],
+        ),
+        finish_reason: FinishReason::ToolCalls,
+        usage: Usage::default(),
+    };
+    let answer = Response {
+        message: Message::assistant("2 + 40 = 42."),
+        finish_reason: FinishReason::Stop,
+        ..call.clone()
+    };
+    vec![
+        Reply::sse(sse(Shape::Chat, &call, 1)),
+        Reply::sse(sse(Shape::Chat, &answer, 2)),
+    ]
+}
+
+#[tokio::test]
+async fn a_server_known_from_before_is_waited_for_only_when_its_tool_is_called() {
+    let dir = tempfile::tempdir().unwrap();
+    // The server sleeps as long as `delay` says before it starts.
+    let delay = dir.path().join("delay");
+    std::fs::write(&delay, "0").unwrap();
+    let toml = format!(
+        "[mcp.servers.py]\ncommand = \"/bin/sh\"\nstartup_timeout_secs = 900\n\
+         args = ['-c', 'sleep $(cat \"{delay}\"); exec \"{python}\" \"{script}\"']\n",
+        delay = delay.display(),
+        python = mcp::python().display(),
+        script = mcp::own("py_server.py").display(),
+    );
+    std::fs::write(dir.path().join("kite.toml"), toml).unwrap();
+    // The first time, kite starts the server to learn its tools, and keeps them.
+    let server = ReplayServer::start(call_add_then_answer()).await;
+    let r = run(&mut ask(dir.path(), &server, &[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("2 + 40 = 42."), "{}", r.stdout);
+
+    // Now it would take ten minutes to start: a question that calls none of its tools does
+    // not wait for it, and its tools are offered as kept.
+    std::fs::write(&delay, "600").unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(sse(
+        Shape::Chat,
+        &Response {
+            message: Message::assistant("No tool needed."),
+            ..Response::empty(FinishReason::Stop)
+        },
+        1,
+    ))])
+    .await;
+    let asked = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        run(&mut ask(dir.path(), &server, &[])),
+    )
+    .await
+    .expect("kite ask waited for a server whose tools it did not call");
+    assert_eq!(asked.code, 0, "{}", asked.stderr);
+    assert!(asked.stdout.contains("No tool needed."), "{}", asked.stdout);
+    let first: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
+    assert!(first["tools"].to_string().contains("\"add\""), "{first}");
+
+    // A call to one of its tools waits for it, and gets the server's real answer.
+    std::fs::write(&delay, "2").unwrap();
+    let server = ReplayServer::start(call_add_then_answer()).await;
+    let r = run(&mut ask(dir.path(), &server, &[])).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let second: Value = serde_json::from_slice(&server.requests()[1].body).unwrap();
+    assert!(second["messages"].to_string().contains("42"), "{second}");
+}

@@ -225,6 +225,49 @@ async fn with_no_key_every_call_needs_the_token_it_printed() {
 }
 
 #[tokio::test]
+async fn with_keys_in_the_store_it_says_they_replace_the_token() {
+    let upstream = ReplayServer::start(vec![answer("Keyed.", 1)]).await;
+    let store = common::fresh_store();
+    let made = common::run(
+        kite()
+            .env("KITE_STORE_URL", &store)
+            .args(["keys", "create", "me"]),
+    )
+    .await;
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let key = made.stdout.trim().to_owned();
+    let served = start(
+        kite_serve()
+            .env("KITE_LOG", "off")
+            .env("KITE_STORE_URL", &store)
+            .env("OPENAI_API_KEY", KEY)
+            .args([
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-5-nano",
+                "--base-url",
+            ])
+            .arg(format!("{}/v1", upstream.url())),
+    );
+    assert!(served.token.is_none(), "{}", served.said);
+    assert!(
+        served
+            .said
+            .contains("asks for the keys `kite keys create` made"),
+        "{}",
+        served.said
+    );
+    let r = reqwest::Client::new()
+        .get(format!("{}/v1/models", served.site()))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{key}");
+}
+
+#[tokio::test]
 async fn no_auth_asks_for_nothing_and_says_what_that_means() {
     let upstream = ReplayServer::start(vec![]).await;
     let served = serve_keyless(&upstream, &["--no-auth"]);

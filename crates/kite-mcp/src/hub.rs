@@ -12,9 +12,8 @@ use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::handler::Answerers;
 pub use crate::naming::Prefixing;
-use crate::sampling::SamplingLimits;
-use crate::server_requests::{Elicitor, Sampler};
-use crate::session::{CallResult, Session};
+pub use crate::options::HubOptions;
+use crate::session::{CallResult, RemoteTool, Session};
 use crate::supervisor::{Inner, Slot};
 use crate::tool::{Caller, McpTool};
 use kite_agent::{Tool, ToolSet};
@@ -23,83 +22,8 @@ use rmcp::model::Root;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// How the hub behaves.
-#[derive(Clone)]
-pub struct HubOptions {
-    /// How often each live server is pinged (default 5 minutes).
-    pub ping_interval: Duration,
-    /// How long a ping may take before the server counts as gone (default 10 s).
-    pub ping_timeout: Duration,
-    /// The first wait before reconnecting to a lost server; it doubles up to
-    /// `reconnect_max` (defaults 500 ms and 30 s).
-    pub reconnect_initial: Duration,
-    /// The longest wait between reconnection attempts.
-    pub reconnect_max: Duration,
-    /// Tool call deadline when the server's config names none (default 60 s), renewed by
-    /// each progress notification.
-    pub call_timeout: Duration,
-    /// How long starting a server may take when its config names no deadline: the process
-    /// (or connection), the handshake and the first tool list (default 10 s, room for a
-    /// package runner's first start).
-    pub startup_timeout: Duration,
-    /// When tool names get their server's prefix (default: only on a clash).
-    pub prefixing: Prefixing,
-    /// The roots given to servers that ask (`roots/list`): `file://` URIs and names.
-    pub roots: Vec<(String, Option<String>)>,
-    /// Answers servers' `sampling/createMessage`; without it servers are told kite does
-    /// not sample.
-    pub sampler: Option<Arc<dyn Sampler>>,
-    /// What servers may ask of the sampler: how long an answer, how many a tool call, and
-    /// what cost in all.
-    pub sampling: SamplingLimits,
-    /// Asks the user for servers' `elicitation/create`; without it servers are told kite
-    /// does not elicit.
-    pub elicitor: Option<Arc<dyn Elicitor>>,
-    /// How tokens are got for HTTP servers that ask for OAuth.
-    pub oauth: crate::OAuthOptions,
-}
-
-impl std::fmt::Debug for HubOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HubOptions")
-            .field("ping_interval", &self.ping_interval)
-            .field("ping_timeout", &self.ping_timeout)
-            .field("reconnect_initial", &self.reconnect_initial)
-            .field("reconnect_max", &self.reconnect_max)
-            .field("call_timeout", &self.call_timeout)
-            .field("startup_timeout", &self.startup_timeout)
-            .field("prefixing", &self.prefixing)
-            .field("roots", &self.roots)
-            .field("sampler", &self.sampler.is_some())
-            .field("sampling", &self.sampling)
-            .field("elicitor", &self.elicitor.is_some())
-            .field("oauth", &self.oauth.authorizer.is_some())
-            .finish()
-    }
-}
-
-impl Default for HubOptions {
-    fn default() -> Self {
-        Self {
-            ping_interval: Duration::from_secs(300),
-            ping_timeout: Duration::from_secs(10),
-            reconnect_initial: Duration::from_millis(500),
-            reconnect_max: Duration::from_secs(30),
-            call_timeout: Duration::from_secs(60),
-            startup_timeout: Duration::from_secs(10),
-            prefixing: Prefixing::OnClash,
-            roots: Vec::new(),
-            sampler: None,
-            sampling: SamplingLimits::default(),
-            elicitor: None,
-            oauth: crate::OAuthOptions::default(),
-        }
-    }
-}
 
 /// A server's state, as [`Hub::servers`] reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,6 +38,9 @@ pub enum ServerStatus {
         /// The process id of a stdio server.
         pid: Option<u32>,
     },
+    /// Being connected for the first time, its tools offered as known from before
+    /// ([`Hub::add_known`]).
+    Starting,
     /// Not connected; `error` says why. The hub keeps trying.
     Down {
         /// Why the server is not connected.
@@ -217,6 +144,7 @@ impl Hub {
                     generation: 0,
                     session: None,
                     tools: Vec::new(),
+                    known: false,
                     error: Some("connecting".into()),
                     connecting: Arc::new(tokio::sync::Mutex::new(())),
                 },
@@ -229,6 +157,51 @@ impl Hub {
                 Err(e)
             }
         }
+    }
+
+    /// Adds server `id` with the tools it listed before (kept by the program from an earlier
+    /// [`listed`](Self::listed)), and connects to it in the background: its tools are
+    /// offered at once, and a call to one waits for the connection. Once connected, the
+    /// server's own list replaces the one given; if connecting fails its tools are retired
+    /// and the hub keeps trying, as [`add`](Self::add) does.
+    pub fn add_known(&self, id: impl Into<String>, config: ServerConfig, tools: Vec<RemoteTool>) {
+        let id = id.into();
+        self.inner.start();
+        self.inner.lock().insert(
+            id.clone(),
+            Slot {
+                config,
+                generation: 0,
+                session: None,
+                tools,
+                known: true,
+                error: None,
+                connecting: Arc::new(tokio::sync::Mutex::new(())),
+            },
+        );
+        self.inner.publish();
+        let weak = Arc::downgrade(&self.inner);
+        let stop = self.inner.stop.clone();
+        tokio::spawn(async move {
+            let Some(inner) = weak.upgrade() else { return };
+            let connected = tokio::select! {
+                c = inner.reconnect(&id, 0) => c,
+                // Closing the hub drops a connection under way (a child is killed).
+                _ = stop.cancelled() => return,
+            };
+            if let Err(e) = connected {
+                tracing::debug!(server = %id, error = %e, "first connection failed");
+                inner.keep_trying(id, 0);
+            }
+        });
+    }
+
+    /// The tools server `id` lists, as it listed them, while it is connected: what a
+    /// program may keep to give [`add_known`](Self::add_known) next time.
+    pub fn listed(&self, id: &str) -> Option<Vec<RemoteTool>> {
+        let slots = self.inner.lock();
+        let slot = slots.get(id)?;
+        slot.session.as_ref().map(|_| slot.tools.clone())
     }
 
     /// Removes server `id`, ending its session; its tools are retired.
@@ -254,6 +227,7 @@ impl Hub {
                         name: s.server_name.clone(),
                         pid: s.pid,
                     },
+                    (None, _) if slot.known => ServerStatus::Starting,
                     (None, e) => ServerStatus::Down {
                         error: e.clone().unwrap_or_default(),
                     },

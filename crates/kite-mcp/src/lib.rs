@@ -43,6 +43,7 @@ mod http_client;
 mod hub;
 mod naming;
 mod oauth;
+mod options;
 mod sampling;
 mod secrets;
 mod server_requests;
@@ -64,4 +65,4 @@ pub use oauth::{
 pub use sampling::SamplingLimits;
 pub use secrets::url_secrets;
 pub use server_requests::{ElicitAnswer, Elicitation, Elicitor, ModelSampler, Sampler};
-pub use session::CallResult;
+pub use session::{CallResult, RemoteTool};

@@ -33,11 +33,15 @@ const SPOKEN: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// A tool as the server lists it.
-#[derive(Clone, Debug)]
-pub(crate) struct RemoteTool {
+/// A tool as the server lists it: what [`Hub::listed`](crate::Hub::listed) gives, and
+/// [`Hub::add_known`](crate::Hub::add_known) takes back from a program that kept it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RemoteTool {
+    /// Its name on the server.
     pub name: String,
+    /// What it does, as the server says.
     pub description: String,
+    /// The JSON Schema of its arguments.
     pub input_schema: Value,
 }
 

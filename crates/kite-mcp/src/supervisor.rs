@@ -5,8 +5,8 @@
 use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::handler::{Answerers, Notice};
-use crate::hub::HubOptions;
 use crate::naming::{self, Exposed, Offered};
+use crate::options::HubOptions;
 use crate::session::{RemoteTool, Session};
 use crate::tool::{CallFuture, Caller};
 use std::collections::{BTreeMap, HashSet};
@@ -23,6 +23,9 @@ pub(crate) struct Slot {
     pub generation: u64,
     pub session: Option<Arc<Session>>,
     pub tools: Vec<RemoteTool>,
+    /// Its tools are those a program kept from an earlier run, offered while its first
+    /// connection is under way (the first call waits for it).
+    pub known: bool,
     pub error: Option<String>,
     /// Held while connecting, so that one connection is made at a time.
     pub connecting: Arc<tokio::sync::Mutex<()>>,
@@ -251,11 +254,17 @@ impl Inner {
                     let session = Arc::new(session);
                     slot.session = Some(session.clone());
                     slot.tools = tools;
+                    slot.known = false;
                     slot.error = None;
                     session
                 }
                 Err(e) => {
                     slot.error = Some(e.to_string());
+                    // Tools known from before are no longer offered: the server is down.
+                    if std::mem::take(&mut slot.known) {
+                        drop(slots);
+                        self.publish();
+                    }
                     return Err(e);
                 }
             }
@@ -302,7 +311,7 @@ impl Inner {
         let slots = self.lock();
         let offered = slots
             .iter()
-            .filter(|(_, s)| s.session.is_some())
+            .filter(|(_, s)| s.session.is_some() || s.known)
             .flat_map(|(id, slot)| {
                 let timeout = slot.config.timeout.unwrap_or(self.options.call_timeout);
                 let prefix = slot.config.prefix.as_deref().unwrap_or(id);

@@ -403,7 +403,7 @@ async fn no_login_is_made_over_plain_http_to_another_machine() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(said.contains("is not https"), "{said}");
+    assert!(said.contains("nor https: refused"), "{said}");
     hub.shutdown();
 }
 

@@ -24,10 +24,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "weather",
         "Gets current weather for a location",
         |c: Coordinates, _| async move {
-            Ok(format!(
-                "Current weather at {}, {}: 15°C",
-                c.latitude, c.longitude
-            ))
+            let (lat, lon) = (c.latitude, c.longitude);
+            Ok(format!("Current weather at {lat}, {lon}: 15°C"))
         },
     );
     let agent = Agent::new(Provider::OpenAi.from_env()?, "gpt-5-nano").tool(weather);

@@ -18,10 +18,8 @@ fn weather() -> impl Tool {
         "weather",
         "Gets current weather for a location",
         |c: Coordinates, _| async move {
-            Ok(format!(
-                "Current weather at {}, {}: 15°C",
-                c.latitude, c.longitude
-            ))
+            let (lat, lon) = (c.latitude, c.longitude);
+            Ok(format!("Current weather at {lat}, {lon}: 15°C"))
         },
     )
 }

@@ -155,7 +155,7 @@ async fn ask(args: AskArgs, config: Option<&Path>, out: &mut Output) -> Result<A
         return Ok(Asked::Answered);
     }
     let question = crate::session::attach::question(prompt, &args.attach)?;
-    let mut session = Session::open(args.session, loaded).await?;
+    let mut session = Session::open(args.session, loaded, "kite ask").await?;
     let claim = crate::terminal::signals::Claim::new();
     let ended = session.turn(question, out, claim.interrupted()).await;
     let signal = claim.finish();

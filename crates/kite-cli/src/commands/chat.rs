@@ -41,7 +41,7 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> Result<(), Exi
 /// Chats until the user leaves; the exit status (0, or a signal's).
 async fn chat(args: ChatArgs, config: Option<&Path>) -> Result<u8, Error> {
     let loaded = crate::config::load(config)?;
-    let mut session = Session::open(args.session, loaded).await?;
+    let mut session = Session::open(args.session, loaded, "kite chat").await?;
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let mut input = match terminal {
         // With --no-store, what is typed is not kept either.

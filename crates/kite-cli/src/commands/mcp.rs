@@ -1,6 +1,7 @@
 //! MCP servers from `kite.toml`: connected for `kite ask`, `kite mcp list|call` for
 //! quick checks, and `kite mcp login|logout` for those that ask for OAuth.
 
+pub(crate) mod known;
 mod login;
 mod sampling;
 
@@ -63,13 +64,15 @@ pub(crate) enum McpCommand {
 }
 
 /// A hub with every server of the configuration, connected (those that fail are reported
-/// on stderr and retried in the background). Servers' sampling requests go to `sampler`
-/// once a person allows each (`sampling.rs`), within `[mcp.sampling]`'s limits; their
-/// questions go to the terminal.
+/// on stderr and retried in the background); `soon`: servers whose tools are known from
+/// before (`known.rs`) are connected in the background instead, their tools offered at
+/// once. Servers' sampling requests go to `sampler` once a person allows each
+/// (`sampling.rs`), within `[mcp.sampling]`'s limits; their questions go to the terminal.
 pub(crate) async fn connect(
     loaded: &config::Loaded,
     only: Option<&str>,
     sampler: Option<(Arc<dyn Model>, String)>,
+    soon: bool,
 ) -> Result<Hub, Error> {
     let mut servers = loaded.config.mcp.servers.clone();
     if let Some(name) = only {
@@ -101,7 +104,14 @@ pub(crate) async fn connect(
         oauth: login::options(),
         ..HubOptions::default()
     });
-    let adds = servers.into_iter().map(|(id, server)| {
+    let mut now = Vec::new();
+    for (id, server) in servers {
+        match soon.then(|| known::load(&id, &server)).flatten() {
+            Some(tools) => hub.add_known(id, server, tools),
+            None => now.push((id, server)),
+        }
+    }
+    let adds = now.into_iter().map(|(id, server)| {
         let hub = hub.clone();
         async move { hub.add(id, server).await }
     });
@@ -130,7 +140,7 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> Result<()
         McpCommand::Logout { server, account } => login::logout(&server, account),
         McpCommand::List { json } => {
             let loaded = config::load(config).map_err(fail)?;
-            let hub = connect(&loaded, None, None).await.map_err(fail)?;
+            let hub = connect(&loaded, None, None, false).await.map_err(fail)?;
             let servers = hub.servers();
             if servers.is_empty() {
                 errln!(
@@ -164,7 +174,9 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> Result<()
                 )));
             }
             let loaded = config::load(config).map_err(fail)?;
-            let hub = connect(&loaded, Some(&server), None).await.map_err(fail)?;
+            let hub = connect(&loaded, Some(&server), None, false)
+                .await
+                .map_err(fail)?;
             let result = hub.call(&server, &tool, args).await;
             hub.close().await;
             let result = result.map_err(|e| {
@@ -218,6 +230,7 @@ fn print_report(loaded: &config::Loaded, s: &ServerReport) {
                 s.tools.len()
             );
         }
+        ServerStatus::Starting => outln!("{}: starting, {} tools known", s.id, s.tools.len()),
         ServerStatus::Down { error } => outln!("{}: down: {}", s.id, printable(error)),
     }
     if let Some(state) = login::state(loaded, &s.id) {
@@ -246,6 +259,7 @@ fn report_json(loaded: &config::Loaded, s: &ServerReport) -> Value {
         } => {
             json!({"server": s.id, "status": "up", "protocol": protocol, "name": name, "pid": pid, "tools": tools})
         }
+        ServerStatus::Starting => json!({"server": s.id, "status": "starting", "tools": tools}),
         ServerStatus::Down { error } => {
             json!({"server": s.id, "status": "down", "error": error, "tools": tools})
         }

@@ -1,8 +1,8 @@
-//! `kite models`: the models kite knows for each provider, with their context windows, and
-//! the provider's own list when its key is set; with `--base-url` alone, the list of the
-//! server named (keyed only by `KITE_API_KEY`).
+//! `kite models`: the embedded local model, then the models kite knows for each provider,
+//! with their context windows, and the provider's own list when its key is set; with
+//! `--base-url` alone, the list of the server named (keyed only by `KITE_API_KEY`).
 
-use crate::config::choices::ProviderChoice;
+use crate::config::choices::SessionProvider;
 use crate::config::endpoint::{EndpointArgs, compatible};
 use crate::terminal::output::{errln, outln};
 use clap::Args;
@@ -14,9 +14,9 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub(crate) struct ModelsArgs {
-    /// Only this provider.
+    /// Only this provider (`local`: the embedded model).
     #[arg(long, ignore_case = true)]
-    provider: Option<ProviderChoice>,
+    provider: Option<SessionProvider>,
     #[command(flatten)]
     at: EndpointArgs,
     /// One JSON object per provider, for scripts.
@@ -50,8 +50,12 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
         }
         return Ok(());
     }
+    if matches!(args.provider, None | Some(SessionProvider::Local)) {
+        print_local(args.json);
+    }
     let providers: Vec<Provider> = match args.provider {
-        Some(p) => vec![p.0],
+        Some(SessionProvider::Local) => Vec::new(),
+        Some(SessionProvider::Named(p)) => vec![p],
         // OpenAI's two APIs serve the same models.
         None => Provider::ALL
             .into_iter()
@@ -101,6 +105,34 @@ async fn within(
                 LIST_TIMEOUT.as_secs()
             )))
         })
+}
+
+/// The embedded model: the file kite would load, or how to install one. Nothing is loaded.
+fn print_local(as_json: bool) {
+    let found = kite::local::find_model();
+    if as_json {
+        let (path, error) = match &found {
+            Ok(path) => (Some(path.display().to_string()), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        outln!(
+            "{}",
+            json!({"provider": "local", "key_var": null, "key_set": false,
+                   "path": path, "installed": found.is_ok(), "error": error,
+                   "context_window": kite::local::LocalConfig::default().context_size})
+        );
+        return;
+    }
+    outln!("local (no key: the embedded model, run in this process with --local)");
+    match found {
+        Ok(path) => {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            let window = kite::local::LocalConfig::default().context_size;
+            outln!("  {name:<28} {window:>9} tokens  (used when no key is set)");
+            outln!("    {}", path.display());
+        }
+        Err(e) => outln!("  none installed: {e}"),
+    }
 }
 
 fn print(p: Provider, listed: Option<&[String]>, key_set: bool, as_json: bool) {

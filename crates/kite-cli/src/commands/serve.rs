@@ -313,6 +313,11 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             // Shown once, here; never in a log or an error after.
             crate::terminal::secrets::secret(token);
         }
+        None if store_keys => errln!(
+            "kite: this gateway asks for the keys `kite keys create` made (kite keys list), \
+             not a token of its own: clients give one as their API key, and the web chat asks \
+             for one"
+        ),
         None if args.no_auth => errln!(
             "kite: --no-auth: every user of this machine can reach this gateway, read your \
              conversations through it and spend your provider's key"

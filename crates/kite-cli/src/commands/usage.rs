@@ -1,5 +1,7 @@
-//! `kite usage`: what `kite serve`'s clients used, from the spend ledger in the store every
-//! replica writes: requests, tokens and cost, by day, model, key or route.
+//! `kite usage`: what was used, from the spend ledger in the store: the requests of `kite
+//! serve`'s clients (every replica writes there), and the turns of `kite ask` and `kite chat`
+//! (their route is the command's name); requests, tokens and cost, by day, model, key or
+//! route.
 
 use crate::commands::keys::{admin, fail, failed, when};
 use crate::terminal::output::{errln, outln};
@@ -49,6 +51,10 @@ pub(crate) async fn usage(args: UsageArgs, config: Option<&Path>) -> Result<(), 
         by,
     };
     let mut lines = admin.usage(query).await.map_err(failed)?;
+    // Not grouped, there is always one total, nothing used being a total of nothing.
+    if by.is_none() && lines.is_empty() {
+        lines.push(UsageLine::default());
+    }
     // Keys by their names, as everywhere else.
     if by == Some(By::Key) {
         let names: std::collections::HashMap<String, String> = admin
@@ -71,7 +77,7 @@ pub(crate) async fn usage(args: UsageArgs, config: Option<&Path>) -> Result<(), 
         }
         return Ok(());
     }
-    if lines.is_empty() {
+    if lines.is_empty() || lines.iter().all(|l| l.requests == 0) {
         errln!("kite: the ledger has no requests for that");
     }
     for l in &lines {

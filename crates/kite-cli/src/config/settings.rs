@@ -397,6 +397,12 @@ pub(crate) fn parse(text: &str) -> Result<Config, String> {
     toml::from_str(text).map_err(|e| toml_error::wrong(text, &e))
 }
 
+/// The file's text as a TOML table, or what is wrong with it (as [`parse`] says it). A
+/// whole number past 2^63 - 1, which no setting takes, is refused here.
+pub(crate) fn parse_table(text: &str) -> Result<toml::Table, String> {
+    toml::from_str(text).map_err(|e| toml_error::wrong(text, &e))
+}
+
 /// The prompts file's content (`text`), or what is wrong with it.
 pub(crate) fn parse_prompts(text: &str) -> Result<Prompts, String> {
     let prompts: Prompts = toml::from_str(text).map_err(|e| toml_error::wrong(text, &e))?;

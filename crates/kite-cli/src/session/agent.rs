@@ -51,7 +51,12 @@ pub(super) fn say_servers(hub: &kite::mcp::Hub) {
     let tools: usize = servers.iter().map(|s| s.tools.len()).sum();
     let up = servers
         .iter()
-        .filter(|s| matches!(s.status, kite::mcp::ServerStatus::Up { .. }))
+        .filter(|s| {
+            matches!(
+                s.status,
+                kite::mcp::ServerStatus::Up { .. } | kite::mcp::ServerStatus::Starting
+            )
+        })
         .count();
     errln!(
         "kite: {tools} tools from {up} of {} MCP servers in kite.toml (--no-mcp leaves them \

@@ -109,6 +109,8 @@ pub(crate) async fn open_backend(config: &StoreConfig) -> Result<Backend, Error>
 /// first turn is saved), or, with `--no-store`, kept in memory only.
 pub(crate) struct Thread {
     store: Option<Box<dyn Store>>,
+    /// The store's spend ledger, and the command its rows name as their route.
+    ledger: Option<(std::sync::Arc<dyn kite::store::Fleet>, &'static str)>,
     conversation: Option<Conversation>,
     /// The messages of its turns so far (archived ones left out, the summary first).
     pub history: Vec<Message>,
@@ -119,19 +121,23 @@ impl Thread {
     pub(crate) fn memory() -> Self {
         Self {
             store: None,
+            ledger: None,
             conversation: None,
             history: Vec::new(),
         }
     }
 
-    /// The conversation to continue: the last one (`last`), the one named `id`, or a new one.
+    /// The conversation to continue in `backend`: the last one (`last`), the one named
+    /// `id`, or a new one. What its turns cost goes to the ledger as `command`'s.
     pub(crate) async fn begin(
-        store: Box<dyn Store>,
+        backend: Backend,
+        command: &'static str,
         last: bool,
         id: Option<&str>,
     ) -> Result<Self, Error> {
         let mut thread = Self {
-            store: Some(store),
+            store: Some(backend.store()),
+            ledger: Some((backend.fleet(), command)),
             ..Self::memory()
         };
         match (last, id) {
@@ -185,6 +191,48 @@ impl Thread {
         self.history = history;
         self.conversation = Some(conversation);
         Ok(())
+    }
+
+    /// Writes what `turn`'s model calls used to the store's spend ledger, as the gateway
+    /// writes its requests, so `kite usage` totals both (its route is the command's name).
+    /// A turn that called no model, or a conversation kept in memory, writes nothing.
+    pub(crate) async fn spent(&self, turn: &Turn, took: std::time::Duration) {
+        let (Some((ledger, command)), Some(provider), Some(model)) =
+            (&self.ledger, &turn.provider, &turn.model)
+        else {
+            return;
+        };
+        let u = &turn.usage;
+        if u.input_tokens + u.output_tokens == 0 && u.cost.is_none_or(|c| c == 0.0) {
+            return;
+        }
+        let Ok(id) = kite::serve::new_token() else {
+            return;
+        };
+        let now = chrono::Utc::now().timestamp_millis();
+        let duration_ms = i64::try_from(took.as_millis()).unwrap_or(i64::MAX);
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let row = kite::store::fleet::LedgerRow {
+            time_ms: now - duration_ms,
+            request_id: format!("cli-{id}"),
+            route: (*command).to_owned(),
+            provider: provider.clone(),
+            model: model.clone(),
+            input_tokens: count(u.input_tokens),
+            output_tokens: count(u.output_tokens),
+            cache_read_tokens: count(u.cached_input_tokens),
+            cache_write_tokens: count(u.cache_write_tokens),
+            reasoning_tokens: count(u.reasoning_tokens),
+            cost: u.cost,
+            status: if turn.cut_short { 499 } else { 200 },
+            duration_ms,
+            ..Default::default()
+        };
+        if let Err(e) = ledger.record(vec![row]).await {
+            crate::terminal::output::errln!(
+                "kite: what this turn used could not be written to the ledger (kite usage): {e}"
+            );
+        }
     }
 
     /// Saves a turn: the user's `question` and the messages it led to, as far as they are

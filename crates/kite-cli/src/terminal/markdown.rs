@@ -67,6 +67,8 @@ pub(crate) struct Markdown {
     content: bool,
     /// Whether a block has been rendered, so the next one is set off by a blank line.
     started: bool,
+    /// The terminal's columns, which text is wrapped to between words.
+    width: Option<usize>,
 }
 
 /// How many lines of a code block one piece holds at most.
@@ -78,6 +80,12 @@ impl Markdown {
     /// A renderer for a terminal.
     pub(crate) fn new() -> Self {
         Self::default()
+    }
+
+    /// Wraps text between words to lines of `width` columns.
+    pub(crate) fn wrapped_at(mut self, width: usize) -> Self {
+        self.width = Some(width.max(20));
+        self
     }
 
     /// Takes the next fragment of the answer; returns the rendered text (with ANSI escapes)
@@ -178,7 +186,7 @@ impl Markdown {
         let rendered = match (block.trim().is_empty(), block.len() > MAX_RENDERED) {
             (true, _) => String::new(),
             (false, true) => printable(block).into_owned(),
-            (false, false) => render(block),
+            (false, false) => render(block, self.width),
         };
         self.consume(end);
         let mut out = String::new();
@@ -207,9 +215,9 @@ impl Markdown {
 
     /// Drops what is not rendered yet (the answer was cancelled).
     pub(crate) fn abandon(&mut self) {
-        let started = self.started;
+        let (started, width) = (self.started, self.width);
         *self = Self::default();
-        self.started = started;
+        (self.started, self.width) = (started, width);
     }
 
     /// The answer ended: renders what is left.
@@ -221,12 +229,15 @@ impl Markdown {
             Some((_, mut lines)) if !rest.is_empty() => out.push_str(&lines.line(&rest)),
             Some(_) => {}
             None if !rest.trim().is_empty() => {
-                let rendered = render(&rest);
+                let rendered = render(&rest, self.width);
                 self.emit(&mut out, &rendered);
             }
             None => {}
         }
-        *self = Self::default();
+        *self = Self {
+            width: self.width,
+            ..Self::default()
+        };
         out
     }
 

@@ -168,7 +168,12 @@ impl Output {
     /// Renders the answer as Markdown (on a terminal), unless `json`.
     pub(crate) fn markdown(mut self, on: bool) -> Self {
         if on && !self.json {
-            self.markdown = Some(crate::terminal::markdown::Markdown::new());
+            let markdown = crate::terminal::markdown::Markdown::new();
+            // Wrapped between words to the terminal's width, as it is when the answer begins.
+            self.markdown = Some(match crossterm::terminal::size() {
+                Ok((columns, _)) if columns > 0 => markdown.wrapped_at(columns.into()),
+                _ => markdown,
+            });
         }
         self
     }

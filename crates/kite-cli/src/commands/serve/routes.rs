@@ -139,7 +139,7 @@ pub(super) async fn tools(
     add_builtin(&route.tools, &r.tools, loaded)
         .map_err(|e| format!("[serve] route {:?}: {e}", r.name))?;
     for name in &r.mcp {
-        let hub = crate::commands::mcp::connect(loaded, Some(name), None)
+        let hub = crate::commands::mcp::connect(loaded, Some(name), None, false)
             .await
             .map_err(context)?;
         hub.bind(&route.tools);

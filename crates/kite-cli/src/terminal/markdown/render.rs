@@ -11,10 +11,15 @@ use crate::terminal::text::printable;
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// Renders a complete piece of Markdown; "" if it shows nothing, else text ending in "\n".
-pub(super) fn render(markdown: &str) -> String {
+/// With a `width`, text is wrapped between words to lines of at most that many columns (a
+/// word longer than a line is left to the terminal); code and tables are never wrapped.
+pub(super) fn render(markdown: &str, width: Option<usize>) -> String {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer {
+        width,
+        ..Renderer::default()
+    };
     for event in Parser::new_ext(markdown, options) {
         renderer.event(event);
     }
@@ -68,6 +73,15 @@ struct Renderer {
     table: Option<Table>,
     /// How many bytes of code it highlighted.
     highlighted: usize,
+    /// The columns text is wrapped to, if any.
+    width: Option<usize>,
+    /// The columns the current line takes so far.
+    column: usize,
+    /// Where the current line's text begins, after its prefix.
+    indent: usize,
+    /// Whether the text written last ended in a space: a line may break there, and only
+    /// there, so a word styled in parts (`**bo**ld`) stays whole.
+    spaced: bool,
 }
 
 impl Renderer {
@@ -280,13 +294,38 @@ impl Renderer {
             if index > 0 {
                 self.newline();
             }
-            if !part.is_empty() {
-                if !self.mid_line {
-                    self.prefix();
+            // Word by word, each with the spaces after it.
+            for word in part.split_inclusive(' ') {
+                let shown = unicode_width::UnicodeWidthStr::width(word.trim_end_matches(' '));
+                let full = self.spaced
+                    && self
+                        .width
+                        .is_some_and(|w| self.column + shown > w && self.column > self.indent);
+                if full {
+                    // The space the line breaks at is not shown.
+                    let kept = self.out.trim_end_matches(' ').len();
+                    self.out.truncate(kept);
+                    self.newline();
                 }
-                self.out.push_str(part);
+                if !self.mid_line {
+                    let word = word.trim_start_matches(' ');
+                    if word.is_empty() {
+                        continue;
+                    }
+                    self.prefix();
+                    self.put(word);
+                } else {
+                    self.put(word);
+                }
             }
         }
+    }
+
+    /// Writes printable `text` of one line, counting its columns.
+    fn put(&mut self, text: &str) {
+        self.out.push_str(text);
+        self.column += unicode_width::UnicodeWidthStr::width(text);
+        self.spaced = text.ends_with(' ');
     }
 
     /// Writes printable `text` in `style`.
@@ -333,6 +372,7 @@ impl Renderer {
         }
         self.out.push('\n');
         self.mid_line = false;
+        self.column = 0;
     }
 
     /// Ends the current line if it has been started.
@@ -346,19 +386,26 @@ impl Renderer {
     fn prefix(&mut self) {
         for container in &mut self.containers {
             match container {
-                Container::Quote => self.out.push_str(QUOTE),
+                Container::Quote => {
+                    self.out.push_str(QUOTE);
+                    self.column += 2;
+                }
                 Container::Item {
                     marker,
                     shown: true,
                 } => {
-                    self.out.push_str(&" ".repeat(marker.chars().count()));
+                    let n = marker.chars().count();
+                    self.out.push_str(&" ".repeat(n));
+                    self.column += n;
                 }
                 Container::Item { marker, shown } => {
                     self.out.push_str(marker);
+                    self.column += marker.chars().count();
                     *shown = true;
                 }
             }
         }
+        self.indent = self.column;
         for style in &self.styles {
             self.out.push_str(style);
         }

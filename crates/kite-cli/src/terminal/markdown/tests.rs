@@ -369,3 +369,38 @@ fn a_long_answer_of_text_then_a_fence_renders_whole_in_any_fragments() {
     }
     assert!(plain(&expected).contains("  apt install kite"));
 }
+
+#[test]
+fn text_wraps_between_words_and_code_does_not() {
+    let mut renderer = Markdown::new().wrapped_at(20);
+    let out = renderer.push(
+        "The quick brown fox jumps over the **la**zy dog again and again.\n\n\
+         - a list item that runs past the edge\n\n\
+         ```\nlet code = \"stays on one line however long it is\";\n```\n\n",
+    );
+    let out = out + &renderer.finish();
+    let plain = plain(&out);
+    for line in plain.lines() {
+        let code = line.contains("let code");
+        assert!(
+            code || unicode_width::UnicodeWidthStr::width(line) <= 20,
+            "{line:?} in {plain}"
+        );
+    }
+    // Every word whole, on one line or another, `la` and `zy` together.
+    for word in ["quick", "jumps", "lazy", "again.", "item", "edge"] {
+        assert!(
+            plain.split_whitespace().any(|w| w == word),
+            "{word} in {plain}"
+        );
+    }
+    // A list item's later lines stand under its text.
+    assert!(
+        plain.contains("• a list item that\n  runs past the edge"),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("let code = \"stays on one line however long it is\";"),
+        "{plain}"
+    );
+}
