@@ -14,6 +14,7 @@ pub(crate) mod choices;
 pub(crate) mod choose;
 pub(crate) mod endpoint;
 mod layers;
+pub(crate) mod own;
 pub(crate) mod settings;
 pub(crate) mod trust;
 
@@ -64,6 +65,12 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             Error::Config(format!("{} together: {e}", files.join(" over ")))
         })?,
     };
+    for (name, table) in &config.providers {
+        own::check(name, table).map_err(|e| {
+            let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            Error::Config(format!("{}: {e}", files.join(" over ")))
+        })?;
+    }
     let named = config.prompts.file.take();
     config.prompts = std::mem::take(&mut config.prompts).or(prompts_file(named)?);
     Ok(Loaded {

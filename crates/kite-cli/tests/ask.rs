@@ -303,14 +303,20 @@ async fn without_any_provider_and_no_local_model_it_says_what_to_run() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("not a GGUF model file"), "{}", r.stderr);
 
-    // A provider kite does not know is clap's usage error, listing the ones it does.
+    // A provider neither kite nor kite.toml knows is named, with the ones kite knows; a
+    // name no provider could have is clap's usage error.
     let r = run(kite().args(["ask", "--provider", "nope", "hello"])).await;
-    assert_eq!(r.code, 2);
+    assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("invalid value 'nope'") && r.stderr.contains("openai-responses"),
+        r.stderr.contains("no provider \"nope\"")
+            && r.stderr.contains("openai-responses")
+            && r.stderr.contains("[providers.nope]"),
         "{}",
         r.stderr
     );
+    let r = run(kite().args(["ask", "--provider", "no pe", "hello"])).await;
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("invalid value 'no pe'"), "{}", r.stderr);
 }
 
 #[tokio::test]

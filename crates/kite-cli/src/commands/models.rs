@@ -14,8 +14,8 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub(crate) struct ModelsArgs {
-    /// Only this provider (`local`: the embedded model).
-    #[arg(long, ignore_case = true)]
+    /// Only this provider (`local`: the embedded model; or one of yours in kite.toml).
+    #[arg(long, value_parser = SessionProvider::parse)]
     provider: Option<SessionProvider>,
     #[command(flatten)]
     at: EndpointArgs,
@@ -35,7 +35,7 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
     let loaded = crate::config::load(config).map_err(fail)?;
     let mut at = args.at.clone();
     at.timeout = at.timeout.or(Some(LIST_TIMEOUT));
-    if let (Some(url), None) = (&at.base_url, args.provider) {
+    if let (Some(url), None) = (&at.base_url, &args.provider) {
         // A server named alone gets only KITE_API_KEY, as with `kite ask --base-url`.
         let endpoint = at.endpoint(&loaded.config.http).map_err(fail)?;
         let m = OpenAiCompatible::new(url, Dialect::Compatible);
@@ -53,8 +53,27 @@ pub(crate) async fn run(args: ModelsArgs, config: Option<&Path>) -> Result<(), E
     if matches!(args.provider, None | Some(SessionProvider::Local)) {
         print_local(args.json);
     }
+    if let Some(SessionProvider::Own(name)) = &args.provider {
+        // A provider of the user's own lists what its server lists.
+        let Some(table) = loaded.config.providers.get(name) else {
+            return Err(fail(kite::Error::Config(format!(
+                "kite.toml has no [providers.{name}]"
+            ))));
+        };
+        let endpoint = at.endpoint(&loaded.config.http).map_err(fail)?;
+        let m = crate::config::own::model(name, table, &endpoint).map_err(fail)?;
+        let listed = within(m.list_models()).await.map_err(fail)?;
+        match args.json {
+            true => outln!("{}", json!({"provider": name, "listed": listed})),
+            false => {
+                outln!("{name} lists {} models:", listed.len());
+                listed.iter().for_each(|id| outln!("  {id}"));
+            }
+        }
+        return Ok(());
+    }
     let providers: Vec<Provider> = match args.provider {
-        Some(SessionProvider::Local) => Vec::new(),
+        Some(SessionProvider::Local | SessionProvider::Own(_)) => Vec::new(),
         Some(SessionProvider::Named(p)) => vec![p],
         // OpenAI's two APIs serve the same models.
         None => Provider::ALL

@@ -201,7 +201,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
             check_routes(&settings.routes).map_err(fail)?;
             let mut routes = Vec::new();
             for r in &settings.routes {
-                let mut made = route(r, &session, &loaded.config.http, &mut kept).map_err(fail)?;
+                let mut made = route(r, &session, &loaded.config, &mut kept).map_err(fail)?;
                 tools(&mut made, r, &loaded, &mut kept)
                     .await
                     .map_err(fail)?;

@@ -20,7 +20,7 @@ pub(crate) struct TranscribeArgs {
         long,
         value_name = "PROVIDER",
         env = "KITE_PROVIDER",
-        ignore_case = true
+        value_parser = SessionProvider::parse
     )]
     provider: Option<SessionProvider>,
     /// The model. Default: the provider's (gpt-4o-mini-transcribe on OpenAI).
@@ -133,8 +133,14 @@ fn read_audio(path: &Path) -> Result<Vec<u8>, Error> {
 /// with a transcription API whose key is set.
 fn choose(args: &TranscribeArgs, config: &config::Config) -> Result<(Transcriber, String), Error> {
     let base_url = args.at.base_url.as_deref();
-    let provider = match args.provider {
-        Some(SessionProvider::Named(p)) => Some(p),
+    let provider = match &args.provider {
+        Some(SessionProvider::Named(p)) => Some(*p),
+        Some(SessionProvider::Own(name)) => {
+            return Err(Error::Config(format!(
+                "kite transcribe speaks to openai, groq or mistral; for your provider {name:?}, \
+                 name its server with --base-url (its key in KITE_API_KEY)"
+            )));
+        }
         // `KITE_PROVIDER=local`, which `kite ask` takes, names no transcriber.
         Some(SessionProvider::Local) => {
             return Err(Error::Config(

@@ -52,33 +52,31 @@ choice!(
     as_str
 );
 
-/// What `--provider` names for a conversation: a provider, or `local`, the embedded model
-/// (as `--local` and `[defaults] provider = "local"` do).
-#[derive(Clone, Copy, Debug)]
+/// What `--provider` names for a conversation: a provider, `local`, the embedded model
+/// (as `--local` and `[defaults] provider = "local"` do), or a provider of the user's own
+/// (`[providers.NAME]` with a `base_url`, `config/own.rs`), which kite.toml must hold.
+#[derive(Clone, Debug)]
 pub(crate) enum SessionProvider {
     /// A provider kite knows by name.
     Named(Provider),
     /// The embedded local model.
     Local,
+    /// A provider of the user's own, by its name in kite.toml (lowercase).
+    Own(String),
 }
 
-impl ValueEnum for SessionProvider {
-    fn value_variants<'a>() -> &'a [Self] {
-        const ALL: [SessionProvider; Provider::ALL.len() + 1] = {
-            let mut out = [SessionProvider::Local; Provider::ALL.len() + 1];
-            let mut i = 0;
-            while i < Provider::ALL.len() {
-                out[i] = SessionProvider::Named(Provider::ALL[i]);
-                i += 1;
-            }
-            out
-        };
-        &ALL
-    }
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(match self {
-            SessionProvider::Named(p) => p.name(),
-            SessionProvider::Local => "local",
-        }))
+impl SessionProvider {
+    /// `--provider`'s value, in any case: a name kite knows, `local`, or else one of the
+    /// user's own, checked against kite.toml once it is read.
+    pub(crate) fn parse(given: &str) -> Result<Self, String> {
+        let name = given.trim().to_ascii_lowercase();
+        if name == "local" {
+            return Ok(Self::Local);
+        }
+        if let Ok(p) = Provider::parse(&name) {
+            return Ok(Self::Named(p));
+        }
+        crate::config::own::check_name(&name)?;
+        Ok(Self::Own(name))
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::config::choices::{ApiChoice, ProviderChoice, SessionProvider};
 use crate::config::endpoint::{EndpointArgs, compatible};
+use crate::config::settings::ProviderDefaults;
 use crate::config::{Config, HttpConfig};
 use crate::terminal::output::{err, errln};
 use clap::Args;
@@ -18,20 +19,24 @@ use std::sync::Arc;
 
 #[derive(Args, Clone)]
 pub(crate) struct SessionArgs {
-    /// The provider, or `local` for the embedded model (as --local). Default: `provider` in
-    /// kite.toml's [defaults], else the first whose API key is set, else the embedded local
-    /// model.
+    /// The provider (openai, openai-responses, anthropic, mistral, openrouter, groq, or one
+    /// of yours from kite.toml's [providers.NAME]), or `local` for the embedded model (as
+    /// --local). Default: `provider` in kite.toml's [defaults], else the first whose API key
+    /// is set, else the embedded local model.
     #[arg(
         long = "provider",
         value_name = "PROVIDER",
         env = "KITE_PROVIDER",
-        ignore_case = true
+        value_parser = SessionProvider::parse
     )]
     pub named: Option<SessionProvider>,
     /// The provider, once [`with_defaults`](Self::with_defaults) has read `named` and
     /// kite.toml.
     #[arg(skip)]
     pub provider: Option<ProviderChoice>,
+    /// Or a provider of the user's own, by name, with its table.
+    #[arg(skip)]
+    pub own: Option<(String, ProviderDefaults)>,
     /// OpenAI's API to use. Default: chat, except for deep-research models, which only
     /// Responses serves.
     #[arg(long, ignore_case = true)]
@@ -119,10 +124,12 @@ impl SessionArgs {
         match self.named.take() {
             Some(SessionProvider::Named(p)) => self.provider = Some(ProviderChoice(p)),
             Some(SessionProvider::Local) => self.local = true,
+            Some(SessionProvider::Own(name)) => self.own = Some(own_table(config, &name)?),
             None => {}
         }
-        let compatible = self.at.base_url.is_some() && self.provider.is_none();
-        if self.provider.is_none() && !self.local && !compatible {
+        let chosen = self.provider.is_some() || self.own.is_some();
+        let compatible = self.at.base_url.is_some() && !chosen;
+        if !chosen && !self.local && !compatible {
             // The provider as `choose_model` would pick it, so that its `[providers.NAME]`
             // applies: `--api` names OpenAI, then `[defaults]`, then the first key set.
             // `[defaults] provider = "local"` is `--local`, as in a route.
@@ -133,10 +140,17 @@ impl SessionArgs {
             self.provider = match (&self.api, &d.provider) {
                 _ if self.local => None,
                 (Some(_), _) => Some(Provider::OpenAi),
-                (None, Some(name)) => Some(
-                    Provider::parse(name)
-                        .map_err(|e| Error::Config(format!("[defaults] provider: {e}")))?,
-                ),
+                (None, Some(name)) => match Provider::parse(name) {
+                    Ok(p) => Some(p),
+                    Err(_) => {
+                        let name = name.to_ascii_lowercase();
+                        self.own = Some(
+                            own_table(config, &name)
+                                .map_err(|e| Error::Config(format!("[defaults] provider: {e}")))?,
+                        );
+                        None
+                    }
+                },
                 (None, None) => Provider::detect(),
             }
             .map(ProviderChoice);
@@ -151,13 +165,17 @@ impl SessionArgs {
                 "[defaults] max_turns must be 1 or more".into(),
             ));
         }
-        let named = self.provider.map(|p| p.0);
-        let own = named.and_then(|p| config.providers.get(p.name()));
+        let named = match (&self.own, self.provider) {
+            (Some((name, _)), _) => Some(name.as_str()),
+            (None, Some(p)) => Some(p.0.name()),
+            (None, None) => None,
+        };
+        let own = named.and_then(|p| config.providers.get(p));
         if self.at.base_url.is_none() {
             self.at.base_url = own.and_then(|o| o.base_url.clone());
         }
         let defaults_fit = match (&d.provider, named) {
-            (Some(dp), Some(p)) => dp.eq_ignore_ascii_case(p.name()),
+            (Some(dp), Some(p)) => dp.eq_ignore_ascii_case(p),
             (Some(_), None) => false,
             (None, _) => true,
         };
@@ -207,6 +225,18 @@ impl SessionArgs {
         }
         self.max_turns = self.max_turns.or(d.max_turns).or(Some(10));
         Ok(self)
+    }
+}
+
+/// The user's own provider `name` from kite.toml, with its table.
+fn own_table(config: &Config, name: &str) -> Result<(String, ProviderDefaults), Error> {
+    match config.providers.get(name) {
+        Some(table) => Ok((name.to_owned(), table.clone())),
+        None => Err(Error::Config(format!(
+            "no provider {name:?}: kite knows {}, and kite.toml has no [providers.{name}] \
+             (with the base_url of an OpenAI-compatible server)",
+            Provider::ALL.map(|p| p.name()).join(", ")
+        ))),
     }
 }
 
@@ -272,6 +302,11 @@ pub(crate) fn choose_model(args: &SessionArgs, http: &HttpConfig) -> Result<Chos
             Some(_) => Err(cassette_needs_a_provider()),
             None => local(args),
         };
+    }
+    if let Some((name, table)) = &args.own {
+        let m = crate::config::own::model(name, table, &endpoint)?;
+        let model = args.model.clone().unwrap_or_else(|| "default".to_owned());
+        return Ok(remote(Arc::new(m), model));
     }
     if let Some(p) = args.provider {
         return open(p.0);

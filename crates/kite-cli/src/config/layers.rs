@@ -38,21 +38,22 @@ fn merge_at(base: &mut Table, over: Table, at: &str) {
     }
 }
 
-/// The file at `path`'s table made whole on its own: its providers by kite's names (a
-/// provider named twice is refused), and its skills' folders and prompts file relative to
+/// The file at `path`'s table made whole on its own: its providers by kite's names, the
+/// user's own in lowercase (a provider named twice is refused), and its skills' folders and prompts file relative to
 /// its folder.
 pub(crate) fn settle(path: &Path, table: &mut Table) -> Result<(), Error> {
     if let Some(Value::Table(providers)) = table.get_mut("providers") {
         let mut named = Table::new();
         for (name, value) in std::mem::take(providers) {
-            let provider = kite::Provider::parse(&name).map_err(|e| {
-                Error::Config(format!("{}: [providers.{name}]: {e}", path.display()))
-            })?;
-            if named.insert(provider.name().to_owned(), value).is_some() {
+            // kite's providers by kite's names, the user's own in lowercase.
+            let key = match kite::Provider::parse(&name) {
+                Ok(p) => p.name().to_owned(),
+                Err(_) => name.to_ascii_lowercase(),
+            };
+            if named.insert(key.clone(), value).is_some() {
                 return Err(Error::Config(format!(
-                    "{}: [providers.{name}] names {} a second time",
+                    "{}: [providers.{name}] names {key} a second time",
                     path.display(),
-                    provider.name()
                 )));
             }
         }

@@ -219,18 +219,35 @@ pub(crate) enum ToolsDefault {
     Named(Vec<String>),
 }
 
-/// A `[providers.NAME]` table.
+/// A `[providers.NAME]` table: for a provider kite knows, where to reach it and its default
+/// model; under a name of the user's own, an OpenAI-compatible server (`config/own.rs`),
+/// which needs `base_url` and may say where its key is and what to send it besides.
 ///
 /// ```toml
 /// [providers.openai]
 /// base_url = "https://gateway.internal/v1"
 /// model = "gpt-4.1-mini"
+///
+/// [providers.lab]
+/// base_url = "https://llm.lab.example/v1"
+/// key_env = "LAB_API_KEY"
+/// headers = { "X-Team" = "search" }
+/// query = { "api-version" = "2026-01-01" }
 /// ```
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ProviderDefaults {
     pub base_url: Option<String>,
     pub model: Option<String>,
+    /// A provider of the user's own: the variable holding its API key (sent as a bearer
+    /// token); none sends no key.
+    pub key_env: Option<String>,
+    /// Headers sent with every request; `${VAR}` in a value takes the variable's value.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Query parameters put on every request's URL; `${VAR}` as in `headers`.
+    #[serde(default)]
+    pub query: std::collections::BTreeMap<String, String>,
 }
 
 /// The `[prompts]` table, or the prompts file it names (`file`, relative to kite.toml;

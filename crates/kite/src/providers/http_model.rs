@@ -32,6 +32,8 @@ struct Inner<A> {
     url: String,
     key: Option<Secret>,
     headers: HeaderMap,
+    /// Query parameters put on every request's URL, encoded.
+    query: String,
     transport: Arc<dyn Transport>,
     retry: RetryPolicy,
     /// Who and where, for traces: worked out once, not on every call.
@@ -63,6 +65,7 @@ impl<A: Api + Clone> HttpModel<A> {
                 url,
                 key: None,
                 headers: HeaderMap::new(),
+                query: String::new(),
                 transport,
                 retry: RetryPolicy::default(),
             }),
@@ -84,6 +87,7 @@ impl<A: Api + Clone> HttpModel<A> {
                     url: i.url.clone(),
                     key: i.key.clone(),
                     headers: i.headers.clone(),
+                    query: i.query.clone(),
                     transport: i.transport.clone(),
                     retry: i.retry,
                     origin: i.origin.clone(),
@@ -118,6 +122,36 @@ impl<A: Api + Clone> HttpModel<A> {
             if let Some(v) = value {
                 i.headers.insert(HeaderName::from_static(name), v);
             }
+        })
+    }
+
+    /// Sends header `name` with every request, its value kept from showing (`Debug`, logs,
+    /// cassettes) as a key's is: a configured header is often a credential. A name or value
+    /// a header cannot hold is refused.
+    pub fn with_header(self, name: &str, value: &str) -> Result<Self, Error> {
+        let name = header_name(name)?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            Error::Config(format!(
+                "the header {name} holds characters a header cannot"
+            ))
+        })?;
+        value.set_sensitive(true);
+        Ok(self.edit(|i| {
+            i.headers.insert(name, value);
+        }))
+    }
+
+    /// Puts query parameter `name=value` on every request's URL (an `api-version`, a
+    /// gateway's tenant), encoded.
+    pub fn query(self, name: &str, value: &str) -> Self {
+        let pair: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair(name, value)
+            .finish();
+        self.edit(|i| {
+            if !i.query.is_empty() {
+                i.query.push('&');
+            }
+            i.query.push_str(&pair);
         })
     }
 
@@ -196,6 +230,10 @@ impl<A: Api> Inner<A> {
         put_headers(&mut req, self.api.headers())?;
         for (k, v) in &self.headers {
             req.headers.insert(k.clone(), v.clone());
+        }
+        if !self.query.is_empty() {
+            let joint = if req.url.contains('?') { '&' } else { '?' };
+            req.url = format!("{}{joint}{}", req.url, self.query);
         }
         Ok(req)
     }

@@ -6,14 +6,15 @@ use crate::terminal::output::errln;
 use kite::serve::Route;
 use std::sync::Arc;
 
-/// A `[[serve.routes]]` entry's model: a provider's (its key from the environment), or the
-/// local model.
+/// A `[[serve.routes]]` entry's model: a provider's (its key from the environment), one of
+/// the user's own (`[providers.NAME]`), or the local model.
 pub(super) fn route(
     r: &crate::config::settings::RouteConfig,
     session: &SessionArgs,
-    http: &crate::config::HttpConfig,
+    config: &crate::config::Config,
     kept: &mut Kept,
 ) -> Result<Route, String> {
+    let http = &config.http;
     let context = |e: kite::Error| format!("[serve] route {:?}: {e}", r.name);
     let (model, upstream) = match r.provider.to_ascii_lowercase().as_str() {
         "local" if r.timeout_secs.is_some() || r.idle_timeout_secs.is_some() => {
@@ -36,11 +37,23 @@ pub(super) fn route(
             }
         },
         name => {
-            let provider = kite::Provider::parse(name).map_err(context)?;
-            let upstream = r
-                .model
-                .clone()
-                .unwrap_or_else(|| provider.default_model().to_owned());
+            let provider = kite::Provider::parse(name);
+            let own = match &provider {
+                Ok(_) => None,
+                Err(e) => Some(config.providers.get(name).ok_or_else(|| {
+                    format!(
+                        "[serve] route {:?}: {e}, and kite.toml has no [providers.{name}] of \
+                         your own",
+                        r.name
+                    )
+                })?),
+            };
+            let upstream = match (&r.model, &provider, own) {
+                (Some(m), _, _) => m.clone(),
+                (None, Ok(p), _) => p.default_model().to_owned(),
+                (None, Err(_), Some(own)) => own.model.clone().unwrap_or_else(|| "default".into()),
+                (None, Err(_), None) => "default".into(),
+            };
             // The route's own address, with its own timeouts over those of the flags and
             // `[http]`.
             let mut endpoint = session.at.endpoint(http).map_err(context)?;
@@ -58,10 +71,14 @@ pub(super) fn route(
                     timeouts.idle = t;
                 }
             }
-            (
-                provider.model(&upstream, &endpoint).map_err(context)?,
-                upstream,
-            )
+            let model: Arc<dyn kite::Model> = match (provider, own) {
+                (Ok(p), _) => p.model(&upstream, &endpoint).map_err(context)?,
+                (Err(_), Some(own)) => {
+                    Arc::new(crate::config::own::model(name, own, &endpoint).map_err(context)?)
+                }
+                (Err(e), None) => return Err(context(e)),
+            };
+            (model, upstream)
         }
     };
     let mut made = Route::new(&r.name, model, upstream);
