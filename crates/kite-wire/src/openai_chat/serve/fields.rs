@@ -31,6 +31,9 @@ pub(super) const TAKEN: &[&str] = &[
     "logit_bias",
     "service_tier",
     "prediction",
+    "min_p",
+    "repetition_penalty",
+    "chat_template_kwargs",
 ];
 
 /// The fields passed on to an OpenAI Chat Completions provider (which takes them), and
