@@ -171,6 +171,7 @@ async fn now_and_calculate_answer() {
     let v: Value = serde_json::from_str(&now).unwrap();
     assert!(v["utc"].as_str().unwrap().ends_with('Z'));
     assert!(v["unix"].as_u64().unwrap() > 1_700_000_000);
+    assert!(v["date"].as_str().unwrap().ends_with(" UTC"), "{v}");
 
     let calc = builtin::calculate::<()>();
     // An empty expression is not a call the model may make (its grammar and the check of
@@ -194,5 +195,20 @@ async fn now_and_calculate_answer() {
             .await
             .unwrap_err()
             .contains("unexpected")
+    );
+    // The schema names what an expression is written with, so that a model writes no
+    // placeholders or words; what the evaluator takes, the schema takes.
+    let schema = jsonschema::validator_for(&calc.spec().parameters).unwrap();
+    for refused in ["{2380} / {17.5}", "two plus two", "x + 1"] {
+        assert!(
+            !schema.is_valid(&json!({"expression": refused})),
+            "{refused}"
+        );
+    }
+    let taken = "round(log10(1e3) * pi)\n% 5";
+    assert!(schema.is_valid(&json!({"expression": taken})));
+    assert_eq!(
+        call(&calc, json!({"expression": taken})).await.unwrap(),
+        "4"
     );
 }

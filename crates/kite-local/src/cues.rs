@@ -3,8 +3,10 @@
 //! guesswork and seldom calls; made to call, it answers every question with a tool (the
 //! time, asked the capital of France). So it is made to call only when the question speaks
 //! of what a tool does: a word of the tool's name or description (alike when the first five
-//! letters are), a file's name for a tool of files, a sum for a tool of arithmetic; and only
-//! before any tool has answered that question.
+//! letters are), a word of the calendar or the clock for a tool of dates and times, a file's
+//! name for a tool of files, a sum for a tool of arithmetic; and only before any tool has
+//! answered that question. A call made then may name only the files the question names,
+//! where the tool takes a path: guessed, the path is one the model saw in training.
 
 use kite_core::{Part, Request, Role, ToolSpec};
 
@@ -17,40 +19,82 @@ const COMMON: &[&str] = &[
     "would", "your",
 ];
 
-/// Whether the newest user message of `req` asks for one of its tools, and no tool has
-/// answered it yet.
-pub(crate) fn asks_for_a_tool(req: &Request) -> bool {
-    let Some(at) = req.messages.iter().rposition(|m| m.role == Role::User) else {
-        return false;
-    };
+/// Words of the calendar and the clock, which ask for a tool of dates or times.
+const WHEN: &[&str] = &[
+    "day",
+    "days",
+    "today",
+    "tomorrow",
+    "yesterday",
+    "weekday",
+    "week",
+    "month",
+    "year",
+    "hour",
+    "clock",
+    "o'clock",
+];
+
+/// The newest user message of `req`, unless a tool has answered it already.
+fn open_question(req: &Request) -> Option<String> {
+    let at = req.messages.iter().rposition(|m| m.role == Role::User)?;
     let answered = req.messages[at..]
         .iter()
         .flat_map(|m| &m.parts)
         .any(|p| matches!(p, Part::ToolResult(_)));
-    if answered {
+    (!answered).then(|| req.messages[at].text())
+}
+
+/// Whether the newest user message of `req` asks for one of its tools, and no tool has
+/// answered it yet.
+pub(crate) fn asks_for_a_tool(req: &Request) -> bool {
+    let Some(question) = open_question(req) else {
         return false;
-    }
-    let question = req.messages[at].text().to_lowercase();
+    };
+    let question = question.to_lowercase();
     let asked = words(&question);
-    let names_a_file = question
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
-        .any(|w| {
-            w.contains('/')
-                || w.rsplit_once('.').is_some_and(|(a, b)| {
-                    !a.is_empty()
-                        && (1..=5).contains(&b.len())
-                        && b.chars().all(char::is_alphanumeric)
-                })
-        });
+    let names_a_file = !files_in(&question).is_empty();
     let has_a_sum = has_arithmetic(&question);
+    let of_when = question
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| WHEN.contains(&w));
     req.tools.iter().any(|tool| {
         let cues = cues(tool);
         let about = |stems: &[&str]| cues.iter().any(|c| stems.iter().any(|s| c.starts_with(s)));
         asked.iter().any(|w| cues.iter().any(|c| alike(w, c)))
             || (names_a_file && about(&["file", "folder", "path"]))
             || (has_a_sum && about(&["calcul", "arithmetic", "math", "expression", "evaluat"]))
+            || (of_when && about(&["date", "time", "clock"]))
     })
+}
+
+/// The files and folders the newest user message of `req` names, as written, unless a tool
+/// has answered it already.
+pub(crate) fn named_files(req: &Request) -> Vec<String> {
+    open_question(req).map_or_else(Vec::new, |q| files_in(&q))
+}
+
+/// The words of `text` that look like a file's name (`Cargo.toml`) or a path (`src/`).
+fn files_in(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let words = text
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '/'))
+        .map(|w| w.trim_start_matches('/'));
+    for w in words {
+        // A number (`3.5`, `1/2`) is no file: a file's name has a letter.
+        let file = w.contains('/') && w.chars().any(char::is_alphabetic)
+            || w.rsplit_once('.').is_some_and(|(a, b)| {
+                !a.is_empty()
+                    && (1..=5).contains(&b.len())
+                    && b.chars().all(char::is_alphanumeric)
+                    && b.chars().any(char::is_alphabetic)
+            });
+        if file && !found.iter().any(|f| f == w) {
+            found.push(w.to_string());
+        }
+    }
+    found
 }
 
 /// The words of `text` that may say what it is about: lower case, four letters or more,
@@ -135,6 +179,8 @@ mod tests {
             "Summarize Cargo.toml in two sentences.",
             "What does src/main.rs do?",
             "Please read the file notes",
+            "What day is it?",
+            "What's the weekday today?",
         ] {
             assert!(asks_for_a_tool(&offered(asks)), "{asks}");
         }
@@ -146,6 +192,19 @@ mod tests {
         ] {
             assert!(!asks_for_a_tool(&offered(not)), "{not}");
         }
+    }
+
+    #[test]
+    fn files_are_named_as_written() {
+        assert_eq!(
+            named_files(&offered(
+                "Summarize Cargo.toml and src/main.rs, then Cargo.toml."
+            )),
+            ["Cargo.toml", "src/main.rs"]
+        );
+        assert_eq!(named_files(&offered("What is in docs/?")), ["docs/"]);
+        assert!(named_files(&offered("What is 1/2 of 3.5?")).is_empty());
+        assert!(named_files(&offered("Who wrote Hamlet?")).is_empty());
     }
 
     #[test]

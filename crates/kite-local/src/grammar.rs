@@ -3,9 +3,27 @@
 use kite_core::{Error, ToolSpec};
 use serde_json::{Map, Value, json};
 
+/// The names a tool gives the argument that holds a path.
+const PATHS: &[&str] = &[
+    "path",
+    "file",
+    "filename",
+    "file_name",
+    "file_path",
+    "filepath",
+    "folder",
+    "dir",
+    "directory",
+];
+
 /// A GBNF grammar whose `root` is one `<tool_call>` block calling one of `tools` (or only
-/// the one named `only`) with arguments that fit its schema.
-pub(crate) fn tool_call(tools: &[ToolSpec], only: Option<&str>) -> Result<String, Error> {
+/// the one named `only`) with arguments that fit its schema, and, when `files` names any,
+/// a path argument that is one of them.
+pub(crate) fn tool_call(
+    tools: &[ToolSpec],
+    only: Option<&str>,
+    files: &[String],
+) -> Result<String, Error> {
     let mut defs = Map::new();
     let alternatives: Vec<Value> = tools
         .iter()
@@ -18,6 +36,9 @@ pub(crate) fn tool_call(tools: &[ToolSpec], only: Option<&str>) -> Result<String
             }
             if let Some(p) = params.as_object_mut() {
                 p.remove("$schema");
+            }
+            if !files.is_empty() {
+                narrow_paths(&mut params, files);
             }
             json!({
                 "type": "object",
@@ -45,6 +66,23 @@ pub(crate) fn tool_call(tools: &[ToolSpec], only: Option<&str>) -> Result<String
         ))
     })?;
     Ok(wrap(&gbnf))
+}
+
+/// Makes each string argument of `params` named as a path take only one of `files`.
+fn narrow_paths(params: &mut Value, files: &[String]) {
+    let Some(Value::Object(props)) = params.get_mut("properties") else {
+        return;
+    };
+    for (name, schema) in props.iter_mut() {
+        let is_text = schema.get("type") == Some(&json!("string"))
+            || schema
+                .get("type")
+                .and_then(Value::as_array)
+                .is_some_and(|t| t.contains(&json!("string")));
+        if is_text && PATHS.contains(&name.to_lowercase().as_str()) {
+            schema["enum"] = json!(files);
+        }
+    }
 }
 
 /// The grammar `g` (made by [`tool_call`]) from just after its opening tag: what follows
@@ -81,6 +119,21 @@ mod tests {
             after_open(&g),
             "root ::= [ \\t\\n]* call [ \\t\\n]* \"</tool_call>\"\ncall ::= \"{\" space \"}\"\nspace ::= \" \"?\n"
         );
+    }
+
+    #[test]
+    fn a_path_is_one_of_the_files_named() {
+        let read = ToolSpec::new(
+            "read_file",
+            "Read a file.",
+            json!({"type": "object", "properties": {"path": {"type": "string"},
+                "limit": {"type": "integer"}}, "required": ["path"]}),
+        );
+        let files = ["Cargo.toml".to_string()];
+        let g = tool_call(std::slice::from_ref(&read), None, &files).unwrap();
+        assert!(g.contains("Cargo.toml"), "{g}");
+        let free = tool_call(&[read], None, &[]).unwrap();
+        assert!(!free.contains("Cargo.toml"), "{free}");
     }
 
     #[test]

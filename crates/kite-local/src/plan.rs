@@ -56,15 +56,18 @@ impl Plan {
             ));
         }
         let has_tools = !req.tools.is_empty();
+        let files = crate::cues::named_files(req);
         let grammar = match &req.tool_choice {
-            Some(ToolChoice::Required) => Some((grammar::tool_call(&req.tools, None)?, true)),
+            Some(ToolChoice::Required) => {
+                Some((grammar::tool_call(&req.tools, None, &files)?, true))
+            }
             Some(ToolChoice::Tool(name)) => {
-                Some((grammar::tool_call(&req.tools, Some(name))?, true))
+                Some((grammar::tool_call(&req.tools, Some(name), &files)?, true))
             }
             Some(ToolChoice::None) => None,
             // Left to choose, it is made to call when the question asks for a tool.
             _ if has_tools => Some((
-                grammar::tool_call(&req.tools, None)?,
+                grammar::tool_call(&req.tools, None, &files)?,
                 crate::cues::asks_for_a_tool(req),
             )),
             _ => None,

@@ -11,16 +11,17 @@ use serde::Deserialize;
 #[derive(Deserialize, JsonSchema)]
 struct Args {
     /// The arithmetic expression to evaluate, e.g. "3 * (2 + 5)".
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), pattern(PATTERN))]
     expression: String,
 }
 
-/// `calculate`: evaluates `+ - * / % ^`, parentheses, `pi`, `e`, and `sqrt abs ln log10
-/// exp sin cos tan floor ceil round`.
+/// `calculate`: evaluates `+ - * / % ^`, parentheses, `a% of b`, `pi`, `e`, and `sqrt abs
+/// ln log10 exp sin cos tan floor ceil round`.
 pub fn calculate<C: Send + Sync + 'static>() -> impl Tool<C> {
     tool(
         "calculate",
-        "Evaluate an arithmetic expression exactly as written and return the number.",
+        "Evaluate an arithmetic expression exactly as written and return the number. \
+         `a % b` is a remainder; `a% of b` is a percentage.",
         |args: Args, _| async move {
             let value = evaluate(&args.expression).map_err(ToolError::model)?;
             Ok(ToolOutput::text(format_number(value)))
@@ -35,6 +36,14 @@ fn format_number(v: f64) -> String {
         format!("{v}")
     }
 }
+
+/// What an expression is written with: numbers, operators, parentheses and the names
+/// [`evaluate`] knows, beginning with a number or a name (`0.5`, not `.5`). The schema says so, so that a model (and a constrained decoder)
+/// writes nothing else.
+const PATTERN: &str = concat!(
+    r"^[-+( \t\n\r]*([0-9]|pi|sqrt|abs|ln|log10|exp|sin|cos|tan|floor|ceil|round)",
+    r"([0-9.eE+*/%^() \t\n\r-]|of|pi|sqrt|abs|ln|log10|exp|sin|cos|tan|floor|ceil|round)*$"
+);
 
 const MAX_LEN: usize = 1000;
 const MAX_DEPTH: u32 = 64;
@@ -95,6 +104,18 @@ impl Parser<'_> {
         }
     }
 
+    /// Eats `word` when it comes next as a whole word.
+    fn eat_word(&mut self, word: &[u8]) -> bool {
+        self.ws();
+        let end = self.i + word.len();
+        let whole = self.s.get(self.i..end) == Some(word)
+            && !self.s.get(end).is_some_and(u8::is_ascii_alphanumeric);
+        if whole {
+            self.i = end;
+        }
+        whole
+    }
+
     fn expr(&mut self) -> Result<f64, String> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -126,6 +147,11 @@ impl Parser<'_> {
                 }
                 v /= d;
             } else if self.eat(b'%') {
+                // `17.5% of 2380`: a percentage of what follows.
+                if self.eat_word(b"of") {
+                    v = v / 100.0 * self.power()?;
+                    continue;
+                }
                 let d = self.power()?;
                 if d == 0.0 {
                     return Err("remainder by zero".into());
@@ -237,6 +263,8 @@ mod tests {
     fn precedence_associativity_and_functions() {
         for (e, v) in [
             ("1 + 2 * 3", 7.0),
+            ("17.5% of 2380", 416.5),
+            ("10 % 4 + 50%of(2 * 4)", 6.0),
             ("(1 + 2) * 3", 9.0),
             ("2 ^ 3 ^ 2", 512.0),
             ("-2 ^ 2", -4.0),
