@@ -18,8 +18,9 @@
 use futures_util::StreamExt;
 use kite_core::{Event, Message, Model, Request};
 use kite_local::{LocalConfig, LocalModel};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use common::{Server, llama_server};
 use std::time::{Duration, Instant};
 
 const QUESTION: &str = "Write a short story about a dragon who guards a library in the mountains.";
@@ -68,7 +69,7 @@ fn main() {
         drop(model);
         let theirs = server.as_ref().map(|bin| {
             let running = Server::start(bin, &path, n, threads);
-            rt.block_on(rounds(|| running.round(n)))
+            rt.block_on(rounds(|| server_round(&running, n)))
         });
         let (rate, tokens) = kite;
         match theirs {
@@ -119,111 +120,40 @@ async fn kite_round(model: &LocalModel, n: usize) -> (f64, f64) {
     (all / t0.elapsed().as_secs_f64(), all / n as f64)
 }
 
-fn llama_server() -> Option<PathBuf> {
-    let path = std::env::var_os("KITE_LLAMA_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/kite/llama-server/build/bin/llama-server")
-        });
-    path.exists().then_some(path)
-}
-
-/// llama-server on a free port, stopped when dropped.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    fn start(bin: &Path, model: &Path, n: usize, threads: i32) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(bin)
-            .arg("-m")
-            .arg(model)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--parallel", &n.to_string()])
-            // The same cells per conversation as kite's default context size.
-            .args(["-c", &(4096 * n).to_string()])
-            .args(["-t", &threads.to_string(), "-tb", &threads.to_string()])
-            .args(["--no-webui", "--log-disable"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("llama-server starts");
-        let base = format!("http://127.0.0.1:{port}");
-        let server = Self { child, base };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if healthy(&server.base) {
-                break server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "llama-server never became healthy"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// `n` chat completions at once, each as kite's: the same system prompt and question,
-    /// greedy, no repetition penalty.
-    async fn round(&self, n: usize) -> (f64, f64) {
-        let http = reqwest::Client::new();
-        let body = serde_json::json!({
-            "messages": [
-                {"role": "system", "content": LocalConfig::default().system_prompt},
-                {"role": "user", "content": QUESTION},
-            ],
-            "max_tokens": MAX_TOKENS,
-            "temperature": 0.0,
-            "repeat_penalty": 1.0,
-            // Each answer reads its prompt, as kite's do: the server would otherwise keep
-            // the last prompt's cells and skip reading the same prompt again.
-            "cache_prompt": false,
-        });
-        let t0 = Instant::now();
-        let counts = futures_util::future::join_all((0..n).map(|_| async {
-            let answer: serde_json::Value = http
-                .post(format!("{}/v1/chat/completions", self.base))
-                .json(&body)
-                .send()
-                .await
-                .expect("llama-server answers")
-                .json()
-                .await
-                .expect("a JSON answer");
-            answer["usage"]["completion_tokens"].as_u64().unwrap_or(0)
-        }))
-        .await;
-        let all = counts.iter().sum::<u64>() as f64;
-        (all / t0.elapsed().as_secs_f64(), all / n as f64)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Whether `base` answers `/health` with 200, asked without an async runtime.
-fn healthy(base: &str) -> bool {
-    use std::io::{Read, Write};
-    let addr = base.trim_start_matches("http://");
-    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let ask = format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    if s.write_all(ask.as_bytes()).is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+/// `n` chat completions at once on `server`, each as kite's: the same system prompt and
+/// question, greedy, no repetition penalty.
+async fn server_round(server: &Server, n: usize) -> (f64, f64) {
+    // A connection a request: llama-server may close an idle one just as it is taken again.
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let body = serde_json::json!({
+        "messages": [
+            {"role": "system", "content": LocalConfig::default().system_prompt},
+            {"role": "user", "content": QUESTION},
+        ],
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0.0,
+        "repeat_penalty": 1.0,
+        // Both keep what an answer leaves in its cells, and read a prompt met before
+        // only as far as it is new (kite's `keep_prefixes`).
+        "cache_prompt": true,
+    });
+    let t0 = Instant::now();
+    let counts = futures_util::future::join_all((0..n).map(|_| async {
+        let answer: serde_json::Value = http
+            .post(format!("{}/v1/chat/completions", server.base))
+            .json(&body)
+            .send()
+            .await
+            .expect("llama-server answers")
+            .json()
+            .await
+            .expect("a JSON answer");
+        answer["usage"]["completion_tokens"].as_u64().unwrap_or(0)
+    }))
+    .await;
+    let all = counts.iter().sum::<u64>() as f64;
+    (all / t0.elapsed().as_secs_f64(), all / n as f64)
 }

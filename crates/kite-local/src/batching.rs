@@ -12,11 +12,16 @@
 //! largest waiting (its prompt and its longest answer, at most `context_size`). A
 //! conversation larger than a sequence's share waits; once none is under way, the context is
 //! made again, larger. It is never made smaller, so only the first calls pay for making one.
+//!
+//! An answer that ends leaves its cells as they are: the next conversation to take its
+//! sequence keeps the prefix it shares with them and reads only the rest (`prefix.rs`).
 
 use crate::engine::{Job, Shared, backend, engine};
+use crate::prefix::Prefixes;
 use crate::sequence::Sequence;
 use kite_core::Error;
 use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::KvCacheType;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use std::collections::VecDeque;
@@ -25,6 +30,8 @@ use std::sync::mpsc;
 
 /// Tokens decoded in one step at most.
 const BATCH: usize = 512;
+/// llama.cpp's `LLAMA_FLASH_ATTN_TYPE_DISABLED`.
+const FLASH_ATTENTION_OFF: i32 = 0;
 
 /// The worker thread: serves calls until every handle to the model is gone, then drops its
 /// context (before the model, which the context borrows).
@@ -35,6 +42,8 @@ pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
     let mut waiting: VecDeque<Sequence> = VecDeque::new();
     let mut active: Vec<Sequence> = Vec::new();
     let mut batch = LlamaBatch::new(BATCH, 1);
+    let mut prefixes = Prefixes::new(parallel);
+    let keep = shared.config.keep_prefixes;
     loop {
         if active.is_empty() && waiting.is_empty() {
             // Nothing under way: sleep until a call comes, or end with the last handle.
@@ -47,7 +56,8 @@ pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
             waiting.extend(Sequence::new(shared, job));
         }
         waiting.retain(|s| !s.abandoned());
-        if let Err(e) = admit(shared, &mut pool, &mut waiting, &mut active, parallel) {
+        let admitted = admit(shared, &mut pool, &mut prefixes, &mut waiting, &mut active);
+        if let Err(e) = admitted {
             // No context for them: each waiting caller hears why.
             for mut s in waiting.drain(..) {
                 s.fail(Error::Engine(e.to_string()));
@@ -59,14 +69,23 @@ pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
         // In the order of their ids: llama.cpp decodes in one pass only tokens whose
         // sequences follow one another in the batch, each sequence having cells of its own.
         active.sort_by_key(|s| s.id);
-        if let Err(e) = step(shared, ctx, &mut batch, &mut active) {
+        let stepped = step(shared, ctx, &mut batch, &mut active);
+        if let Err(e) = &stepped {
             for s in &mut active {
                 s.fail(Error::Engine(e.to_string()));
             }
         }
         for s in active.iter().filter(|s| s.done || s.abandoned()) {
-            // Its cells are free for the next conversation.
-            let _ = ctx.clear_kv_cache_seq(Some(s.id as u32), None, None);
+            // Its cells are kept for a conversation that begins as it did; after a failed
+            // step what they hold is not known, and they are cleared.
+            let id = s.id as usize;
+            match keep && stepped.is_ok() {
+                true => prefixes.keep(id, s.held()),
+                false => {
+                    let _ = ctx.clear_kv_cache_seq(Some(s.id as u32), None, None);
+                    prefixes.forget(id);
+                }
+            }
         }
         active.retain(|s| !s.done && !s.abandoned());
     }
@@ -79,10 +98,11 @@ pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
 fn admit<'m>(
     shared: &'m Shared,
     pool: &mut Option<(LlamaContext<'m>, u32)>,
+    prefixes: &mut Prefixes,
     waiting: &mut VecDeque<Sequence>,
     active: &mut Vec<Sequence>,
-    parallel: usize,
 ) -> Result<(), Error> {
+    let parallel = prefixes.len();
     while let Some(next) = waiting.front() {
         if active.len() >= parallel {
             return Ok(());
@@ -104,14 +124,37 @@ fn admit<'m>(
                 .saturating_mul(parallel as u32)
                 .min(most)
                 .max(size);
-            *pool = None;
-            *pool = Some((context(shared, size, parallel)?, size));
+            // The prefixes kept go with it into the new context (none is under way).
+            let moving = match pool.take() {
+                Some((old, _)) => prefixes.take_out(&old),
+                None => Vec::new(),
+            };
+            let mut made = context(shared, size, parallel)?;
+            prefixes.put_in(&mut made, moving);
+            *pool = Some((made, size));
             continue;
         }
+        let Some((ctx, _)) = pool.as_mut() else {
+            return Ok(());
+        };
         let mut s = waiting.pop_front().expect("checked above");
-        s.id = (0..parallel as i32)
-            .find(|id| active.iter().all(|a| a.id != *id))
+        let free = (0..parallel).filter(|id| active.iter().all(|a| a.id != *id as i32));
+        let (id, shared_len) = prefixes
+            .choose(free, s.prompt())
             .expect("fewer conversations than sequences");
+        s.id = id as i32;
+        s.skip(shared_len);
+        let kept = s.held().len() as u32;
+        // The cells past what it shares go; a model whose cells cannot be cut (a recurrent
+        // one) reads its prompt whole.
+        if !ctx
+            .clear_kv_cache_seq(Some(id as u32), Some(kept), None)
+            .unwrap_or(false)
+        {
+            let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+            s.skip(0);
+        }
+        prefixes.forget(id);
         active.push(s);
     }
     Ok(())
@@ -127,6 +170,16 @@ fn context(shared: &Shared, size: u32, parallel: usize) -> Result<LlamaContext<'
         // number whatever it is batched with: its cells, and so its attention's sums, are
         // laid out as they would be alone.
         .with_kv_unified(false)
+        // Without flash attention: llama.cpp's CPU flash attention sums a prompt read in
+        // one piece (tiled) and one read a token or a few at a time in different orders, so
+        // a prefix kept from an earlier answer would make later answers drift from those of
+        // the prompt read whole. Its plain attention gives every token the same numbers
+        // however the prompt is cut; with cells of 32-bit floats, for its products lose
+        // too much in 16 bits (the small model, asked the capital of France, answers in
+        // French about something else; llama-server with `-fa off` does the same).
+        .with_flash_attention_policy(FLASH_ATTENTION_OFF)
+        .with_type_k(KvCacheType::F32)
+        .with_type_v(KvCacheType::F32)
         .with_n_threads(shared.config.threads)
         .with_n_threads_batch(shared.config.threads_batch);
     shared

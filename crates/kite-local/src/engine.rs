@@ -30,6 +30,10 @@ pub struct LocalConfig {
     /// Conversations answered at once, batched in one context (continuous batching), whose
     /// cells are made for this many answers. Default 4; 1 answers them one after the other.
     pub parallel: u32,
+    /// Keep what each answer leaves in the context, so a conversation that begins the same
+    /// way (a chat's next turn) reads only what is new. Default true; answers are the same
+    /// either way.
+    pub keep_prefixes: bool,
 }
 
 impl Default for LocalConfig {
@@ -43,6 +47,7 @@ impl Default for LocalConfig {
             system_prompt: "You are a helpful assistant.".into(),
             repeat_penalty: 1.1,
             parallel: 4,
+            keep_prefixes: true,
         }
     }
 }

@@ -44,6 +44,7 @@ mod engine;
 mod grammar;
 mod install;
 mod plan;
+mod prefix;
 mod prompt;
 mod sequence;
 mod split;

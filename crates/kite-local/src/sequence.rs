@@ -23,6 +23,8 @@ pub(crate) struct Sequence {
     generated: u32,
     /// The token sampled last, to be read at the next step.
     next: Option<LlamaToken>,
+    /// How many of the prompt's tokens were found in the context already (a prefix kept).
+    reused: u32,
     sampler: LlamaSampler,
     /// On `auto`, what samples once the model opens a call.
     on_call: Option<LlamaSampler>,
@@ -50,6 +52,7 @@ impl Sequence {
                 max_new,
                 generated: 0,
                 next: None,
+                reused: 0,
                 sampler,
                 on_call,
                 decoder: encoding_rs::UTF_8.new_decoder(),
@@ -114,6 +117,27 @@ impl Sequence {
     /// The context cells the answer may take: its prompt and its longest answer.
     pub(crate) fn cells(&self) -> u32 {
         self.n_prompt + self.max_new
+    }
+
+    /// The prompt's tokens.
+    pub(crate) fn prompt(&self) -> &[LlamaToken] {
+        &self.prompt
+    }
+
+    /// The first `n` tokens of the prompt are in the sequence's cells already: they are not
+    /// read again. At least the last one is read, for the logits the answer starts from.
+    pub(crate) fn skip(&mut self, n: usize) {
+        self.read = n.min(self.prompt.len() - 1);
+        self.reused = self.read as u32;
+    }
+
+    /// The tokens whose cells are worth keeping, from position 0: the prompt as far as it
+    /// was read. The answer's cells are not: made a token at a time, their numbers differ in
+    /// the last bits from those of the same tokens read in one piece, as the next turn's
+    /// prompt read whole would read them, and greedy answers would drift apart. The next
+    /// turn reads the answer again, with its new question.
+    pub(crate) fn held(&self) -> Vec<LlamaToken> {
+        self.prompt[..self.read].to_vec()
     }
 
     /// Whether the caller has gone.
@@ -223,6 +247,8 @@ impl Sequence {
         events.push(Event::Usage {
             usage: Usage {
                 input_tokens: self.n_prompt.into(),
+                // Read from the context's cells, not again: as a provider's prompt cache.
+                cached_input_tokens: self.reused.into(),
                 output_tokens: self.generated.into(),
                 total_tokens: u64::from(self.n_prompt) + u64::from(self.generated),
                 ..Usage::default()

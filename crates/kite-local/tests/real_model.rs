@@ -252,6 +252,65 @@ async fn concurrent_callers_are_answered_together_each_as_it_would_be_alone() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chats_next_turn_reads_only_what_is_new_and_answers_the_same() {
+    if model().is_none() {
+        return;
+    }
+    // Models of this test's own: one keeps what each answer leaves, one reads every prompt
+    // whole; on one sequence each, so turns always meet their own prefix.
+    let path = kite_local::find_model().unwrap();
+    let load = |keep_prefixes| {
+        let config = LocalConfig {
+            parallel: 1,
+            keep_prefixes,
+            ..LocalConfig::default()
+        };
+        LocalModel::load(&path, config).unwrap()
+    };
+    let (kept, whole) = (load(true), load(false));
+    let questions = [
+        "What is the capital of France?",
+        "And of Germany?",
+        "Name a river that flows through both.",
+        "Write one sentence about it.",
+        "What did I ask first?",
+    ];
+    let mut history = Vec::new();
+    let mut last_answer = 0;
+    for (turn, q) in questions.iter().enumerate() {
+        history.push(Message::user(*q));
+        let mut request = Request::new("local");
+        request.messages = history.clone();
+        request.max_tokens = Some(48);
+        let a = kept.complete(&request).await.unwrap();
+        let b = whole.complete(&request).await.unwrap();
+        assert_eq!(
+            a.text(),
+            b.text(),
+            "turn {}: greedy answers are the same",
+            turn + 1
+        );
+        assert_eq!(a.usage.input_tokens, b.usage.input_tokens);
+        assert_eq!(b.usage.cached_input_tokens, 0, "{:?}", b.usage);
+        if turn == 0 {
+            assert_eq!(a.usage.cached_input_tokens, 0, "{:?}", a.usage);
+        } else {
+            // All of the last turn's prompt: only the last answer and the new question are
+            // read.
+            let read = a.usage.input_tokens - a.usage.cached_input_tokens;
+            assert!(
+                a.usage.cached_input_tokens > 10 && read < last_answer + 20,
+                "turn {}: {:?}, the last answer {last_answer} tokens",
+                turn + 1,
+                a.usage
+            );
+        }
+        last_answer = a.usage.output_tokens;
+        history.push(a.message.clone());
+    }
+}
+
 #[tokio::test]
 async fn bad_model_files_are_typed_errors_naming_the_fix() {
     let dir = tempfile::tempdir().unwrap();
