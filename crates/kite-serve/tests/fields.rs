@@ -161,6 +161,11 @@ async fn chat_completions_fields_reach_the_model_or_are_refused_by_name() {
     for (k, v) in theirs.as_object().unwrap() {
         assert_eq!(r.provider_options.get("chat", k), Some(v), "{k}");
     }
+    // Their neutral values ask for nothing: a route to any model takes them.
+    let neutral = json!({"repetition_penalty": 1.0, "min_p": 0, "chat_template_kwargs": {}});
+    let (status, said) = post(addr, "chat/completions", &with(&base, neutral)).await;
+    assert_eq!(status, 200, "{said}");
+    assert!(model.last().provider_options.is_empty());
     // A penalty of 0 asks for nothing: no model's encoder will have to refuse it.
     let body = with(
         &base,

@@ -359,6 +359,11 @@ pub(crate) fn nothing(v: &Value) -> bool {
     }
 }
 
+/// A factor of 1 (or null) asks for nothing: `repetition_penalty`'s neutral value.
+pub(crate) fn one(v: &Value) -> bool {
+    v.is_null() || v.as_f64() == Some(1.0)
+}
+
 /// The service tiers that ask for no particular one.
 pub(crate) fn default_tier(v: &Value) -> bool {
     matches!(v.as_str(), Some("auto" | "default" | "standard_only"))

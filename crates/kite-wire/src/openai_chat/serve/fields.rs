@@ -1,9 +1,10 @@
 //! The fields of a Chat Completions request the gateway takes, and those it refuses unless
 //! they ask for nothing.
 
-use crate::client::{Passed, Shape, Unserved, default_tier, nothing};
+use crate::client::{Passed, Shape, Unserved, default_tier, nothing, one};
 
-/// The fields taken: read, or hints that cannot change the answer (`prompt_cache_*`).
+/// The fields taken: read, passed on (see [`PASSED`]), or hints that cannot change the
+/// answer (`prompt_cache_*`).
 pub(super) const TAKEN: &[&str] = &[
     "model",
     "messages",
@@ -63,7 +64,7 @@ pub(super) const PASSED: &[Passed] = &[
     Passed {
         name: "repetition_penalty",
         shape: Shape::Number,
-        asks_nothing: nothing,
+        asks_nothing: one,
     },
     Passed {
         name: "chat_template_kwargs",
