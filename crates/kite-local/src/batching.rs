@@ -43,7 +43,7 @@ pub(crate) fn serve(shared: &Shared, queue: mpsc::Receiver<Job>) {
     let mut active: Vec<Sequence> = Vec::new();
     let mut batch = LlamaBatch::new(BATCH, 1);
     let mut prefixes = Prefixes::new(parallel);
-    let keep = shared.config.keep_prefixes;
+    let keep = shared.config.keep_prefixes && crate::prefix::can_keep(&shared.model);
     loop {
         if active.is_empty() && waiting.is_empty() {
             // Nothing under way: sleep until a call comes, or end with the last handle.

@@ -19,20 +19,20 @@ const COMMON: &[&str] = &[
     "would", "your",
 ];
 
-/// Words of the calendar and the clock, which ask for a tool of dates or times.
+/// Words of the calendar and the clock that ask what it is now (not "what year did the war
+/// end?"), for a tool of dates or times.
 const WHEN: &[&str] = &[
-    "day",
-    "days",
+    "what day",
+    "which day",
+    "what weekday",
     "today",
+    "tonight",
     "tomorrow",
     "yesterday",
-    "weekday",
-    "week",
-    "month",
-    "year",
-    "hour",
-    "clock",
     "o'clock",
+    "this week",
+    "this month",
+    "this year",
 ];
 
 /// The newest user message of `req`, unless a tool has answered it already.
@@ -55,9 +55,13 @@ pub(crate) fn asks_for_a_tool(req: &Request) -> bool {
     let asked = words(&question);
     let names_a_file = !files_in(&question).is_empty();
     let has_a_sum = has_arithmetic(&question);
-    let of_when = question
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .any(|w| WHEN.contains(&w));
+    let of_when = WHEN.iter().any(|w| {
+        question.match_indices(w).any(|(at, _)| {
+            let before = question[..at].chars().next_back();
+            let after = question[at + w.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    });
     req.tools.iter().any(|tool| {
         let cues = cues(tool);
         let about = |stems: &[&str]| cues.iter().any(|c| stems.iter().any(|s| c.starts_with(s)));
@@ -74,13 +78,17 @@ pub(crate) fn named_files(req: &Request) -> Vec<String> {
     open_question(req).map_or_else(Vec::new, |q| files_in(&q))
 }
 
-/// The words of `text` that look like a file's name (`Cargo.toml`) or a path (`src/`).
+/// The words of `text` that look like a file's name (`Cargo.toml`) or a path (`src/`,
+/// `/etc/hosts`, `../notes.txt`, `.github/ci.yml`), as written: quotes and brackets around
+/// them and the sentence's stop after them are left out. Addresses (`https://…`) are not
+/// files.
 fn files_in(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let words = text
         .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '/'))
-        .map(|w| w.trim_start_matches('/'));
+        .filter(|w| !w.contains("://"))
+        .map(|w| w.trim_start_matches(['"', '\'', '`', '(', '[', '<', '{']))
+        .map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric() && c != '/'));
     for w in words {
         // A number (`3.5`, `1/2`) is no file: a file's name has a letter.
         let file = w.contains('/') && w.chars().any(char::is_alphabetic)
@@ -189,6 +197,9 @@ mod tests {
             "Write a haiku about kites.",
             "Hi!",
             "Who wrote Hamlet?",
+            "What year did the Second World War end?",
+            "How many days are in a week?",
+            "Say something nice about Sunday.",
         ] {
             assert!(!asks_for_a_tool(&offered(not)), "{not}");
         }
@@ -203,6 +214,12 @@ mod tests {
             ["Cargo.toml", "src/main.rs"]
         );
         assert_eq!(named_files(&offered("What is in docs/?")), ["docs/"]);
+        assert_eq!(
+            named_files(&offered(
+                "Compare /etc/hosts, ../notes.txt, `.github/ci.yml` and ~/a.md (see https://x.io/a.html)."
+            )),
+            ["/etc/hosts", "../notes.txt", ".github/ci.yml", "~/a.md"]
+        );
         assert!(named_files(&offered("What is 1/2 of 3.5?")).is_empty());
         assert!(named_files(&offered("Who wrote Hamlet?")).is_empty());
     }

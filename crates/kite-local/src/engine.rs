@@ -30,8 +30,8 @@ pub struct LocalConfig {
     /// Conversations answered at once, batched in one context (continuous batching), whose
     /// cells are made for this many answers. Default 4; 1 answers them one after the other.
     pub parallel: u32,
-    /// Keep what each answer leaves in the context, so a conversation that begins the same
-    /// way (a chat's next turn) reads only what is new. Default true; answers are the same
+    /// Keep each prompt's cells in the context once its answer ends, so a conversation that
+    /// begins the same way (a chat's next turn) reads only what is new. Default true; answers are the same
     /// either way.
     pub keep_prefixes: bool,
 }

@@ -300,7 +300,7 @@ async fn a_chats_next_turn_reads_only_what_is_new_and_answers_the_same() {
             // read.
             let read = a.usage.input_tokens - a.usage.cached_input_tokens;
             assert!(
-                a.usage.cached_input_tokens > 10 && read < last_answer + 20,
+                a.usage.cached_input_tokens > 10 && read < last_answer + 30,
                 "turn {}: {:?}, the last answer {last_answer} tokens",
                 turn + 1,
                 a.usage
