@@ -197,16 +197,24 @@ async fn now_and_calculate_answer() {
             .contains("unexpected")
     );
     // The schema names what an expression is written with, so that a model writes no
-    // placeholders or words; what the evaluator takes, the schema takes.
+    // placeholders or words.
     let schema = jsonschema::validator_for(&calc.spec().parameters).unwrap();
-    for refused in ["{2380} / {17.5}", "two plus two", "x + 1"] {
+    for refused in [
+        "{2380} / {17.5}",
+        "two plus two",
+        "x + 1",
+        ".5 * 2",
+        "1\n+ 2",
+    ] {
         assert!(
             !schema.is_valid(&json!({"expression": refused})),
             "{refused}"
         );
     }
-    let taken = "round(log10(1e3) * pi)\n% 5";
-    assert!(schema.is_valid(&json!({"expression": taken})));
+    for taken in ["e ^ 2 - 1", "(-0.5) * 2", "17.5% of 2380", "sqrt(16)"] {
+        assert!(schema.is_valid(&json!({"expression": taken})), "{taken}");
+    }
+    let taken = "round(log10(1e3) * pi) % 5";
     assert_eq!(
         call(&calc, json!({"expression": taken})).await.unwrap(),
         "4"

@@ -37,12 +37,13 @@ fn format_number(v: f64) -> String {
     }
 }
 
-/// What an expression is written with: numbers, operators, parentheses and the names
-/// [`evaluate`] knows, beginning with a number or a name (`0.5`, not `.5`). The schema says so, so that a model (and a constrained decoder)
+/// What a model writes an expression with: numbers, operators, parentheses, spaces and the
+/// names [`evaluate`] knows, beginning with a number or a name (`0.5`, not `.5`). No tab or
+/// line break: a grammar made from the pattern would let one into the JSON string raw. The schema says so, so that a model (and a constrained decoder)
 /// writes nothing else.
 const PATTERN: &str = concat!(
-    r"^[-+( \t\n\r]*([0-9]|pi|sqrt|abs|ln|log10|exp|sin|cos|tan|floor|ceil|round)",
-    r"([0-9.eE+*/%^() \t\n\r-]|of|pi|sqrt|abs|ln|log10|exp|sin|cos|tan|floor|ceil|round)*$"
+    r"^[-+( ]*([0-9]|e|pi|sqrt|abs|ln|log10|exp|sin|cos|tan|floor|ceil|round)",
+    r"([0-9.eE+*/%^() -]|of|pi|sqrt|abs|ln|log10|exp|sin|cos|tan|floor|ceil|round)*$"
 );
 
 const MAX_LEN: usize = 1000;
