@@ -84,21 +84,9 @@ async fn the_documented_questions_are_answered_sensibly_by_the_local_model() {
             "{command}: {}",
             r.stderr
         );
-        let said = |field: &str| {
-            let at = r.stderr.split(&format!("\"{field}\":\"")).nth(1);
-            at.expect("the clock's answer").split('"').next().unwrap()
-        };
-        // The date, the weekday or the time of day, as the clock said it.
-        let utc = said("utc");
-        let date = said("date");
-        let told = [
-            utc.get(..10),
-            utc.get(11..16),
-            date.split(',').next(),
-            date.split(", ").nth(1),
-        ];
+        let told = common::what_the_clock_said(&r);
         assert!(
-            told.iter().flatten().any(|t| r.stdout.contains(t)),
+            told.iter().any(|t| r.stdout.contains(t.as_str())),
             "{command}: {:?} says none of {told:?}",
             r.stdout
         );

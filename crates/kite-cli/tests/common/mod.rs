@@ -139,6 +139,30 @@ pub(crate) fn fresh_store() -> std::path::PathBuf {
     dir.join(format!("conversations-{n}.db"))
 }
 
+/// What `now` said, as `r`'s stderr shows it, in the forms an answer may quote: the date
+/// (`2026-12-08`), the time of day (`01:40`, `1:40`), the weekday (`Tuesday`) or the day
+/// (`8 December 2026`). An answer that quotes none of them did not answer from the clock.
+pub(crate) fn what_the_clock_said(r: &Run) -> Vec<String> {
+    let field = |name: &str| {
+        let at = r.stderr.split(&format!("\"{name}\":\"")).nth(1);
+        at.expect("the clock's answer")
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let (utc, date) = (field("utc"), field("date"));
+    let time = utc.get(11..16).unwrap_or_default();
+    let mut told = vec![
+        utc.get(..10).unwrap_or_default().to_owned(),
+        time.to_owned(),
+        time.strip_prefix('0').unwrap_or(time).to_owned(),
+    ];
+    told.extend(date.split(", ").take(2).map(str::to_owned));
+    told.retain(|t| !t.is_empty());
+    told
+}
+
 pub(crate) struct Run {
     pub code: i32,
     pub stdout: String,
