@@ -82,7 +82,7 @@ pub struct McpConfig {
     pub sampling: SamplingConfig,
 }
 
-/// `[mcp.sampling]`: what servers may ask of the model (see [`SamplingLimits`]), and
+/// `[mcp.sampling]`: what servers may ask of the model (see [`SamplingLimits`](crate::SamplingLimits)), and
 /// whether a person is asked first (`ask`, the default where there is a terminal).
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
