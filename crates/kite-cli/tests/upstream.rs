@@ -90,3 +90,29 @@ async fn streams_past_a_servers_cap_on_one_connection_run_at_once() {
         upstream.connections()
     );
 }
+
+#[tokio::test]
+async fn a_gateway_whose_provider_is_itself_is_refused_before_it_listens() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // As when OPENAI_BASE_URL, set for the gateway's clients, is read by the gateway too.
+    let r = common::run(
+        common::kite()
+            .env("OPENAI_API_KEY", KEY)
+            .env("OPENAI_BASE_URL", format!("http://localhost:{port}/v1"))
+            .args(["serve", "--provider", "openai", "--addr"])
+            .arg(format!("127.0.0.1:{port}")),
+    )
+    .await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("would send its requests to this gateway itself"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(KEY), "{}", r.stderr);
+}

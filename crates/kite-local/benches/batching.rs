@@ -20,7 +20,7 @@ use kite_core::{Event, Message, Model, Request};
 use kite_local::{LocalConfig, LocalModel};
 mod common;
 
-use common::{Server, llama_server};
+use common::{Server, Setup, llama_server};
 use std::time::{Duration, Instant};
 
 const QUESTION: &str = "Write a short story about a dragon who guards a library in the mountains.";
@@ -29,22 +29,9 @@ const LEVELS: [usize; 4] = [1, 2, 4, 8];
 const ROUNDS: usize = 3;
 
 fn main() {
-    let threads: i32 = std::env::var("KITE_BENCH_THREADS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(1);
-    let path = match kite_local::find_model() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("no model to measure: {e}");
-            return;
-        }
+    let Some(Setup { threads, path, rt }) = Setup::new() else {
+        return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let server = llama_server();
     if server.is_none() {
         eprintln!("llama-server not found: its column is left out (see the crate's README)");

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{Server, llama_server};
+use common::{Server, Setup, llama_server};
 use futures_util::StreamExt;
 use kite_core::{Event, Message, Model, Request};
 use kite_local::{LocalConfig, LocalModel};
@@ -42,22 +42,9 @@ const QUESTIONS: [&str; 10] = [
 ];
 
 fn main() {
-    let threads: i32 = std::env::var("KITE_BENCH_THREADS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(1);
-    let path = match kite_local::find_model() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("no model to measure: {e}");
-            return;
-        }
+    let Some(Setup { threads, path, rt }) = Setup::new() else {
+        return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let kite = |keep_prefixes| {
         let config = LocalConfig {
             threads,

@@ -14,7 +14,9 @@ const LOCAL_PARALLEL: u32 = 8;
 use crate::terminal::output::errln;
 use clap::Args;
 use kite::serve::{Gateway, Route};
-use routes::{Kept, add_builtin, check_routes, route, skills_kit, tools, upstream_models};
+use routes::{
+    Kept, Upstreams, add_builtin, check_routes, route, skills_kit, tools, upstream_models,
+};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -231,11 +233,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
     if keys.is_empty() && limits != kite::serve::Limits::default() {
         errln!("kite: the rate limits hold for each client key; with no key they limit nothing");
     }
-    // Where each route's provider is, to refuse one that is this gateway itself.
-    let upstreams: Vec<(String, kite::trace::Origin)> = routes
-        .iter()
-        .map(|r| (r.name.clone(), r.model.origin()))
-        .collect();
+    let upstreams = Upstreams::of(&routes);
     // Every key kite knows of (providers', MCP servers', clients') is hidden in answers.
     let mut gateway = Gateway::new(routes, catch_all)
         .pricer(crate::commands::prices::pricer(&loaded.config.prices))
@@ -291,14 +289,7 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> Result<(), Ex
         None => SocketAddr::from(([127, 0, 0, 1], 8080)),
     };
     gateway.check_addr(&addr).map_err(fail)?;
-    if let Some((route, _)) = upstreams.iter().find(|(_, o)| is_here(o, &addr)) {
-        return Err(fail(format!(
-            "route {route:?} would send its requests to this gateway itself ({addr}), and \
-             they would come back for ever: name its provider's server (--base-url, a \
-             route's base_url), or unset OPENAI_BASE_URL and ANTHROPIC_BASE_URL if they are \
-             set for this gateway's clients"
-        )));
-    }
+    upstreams.check_not(&addr).map_err(fail)?;
     let listener = kite::serve::bind(addr)
         .await
         .map_err(|e| fail(format!("cannot listen on {addr}: {e}")))?;
@@ -447,19 +438,6 @@ const FIRST_BYTE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// How long the web chat's answers cut off at the end may take to be kept.
 const WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Whether a provider at `origin` is this machine at the port the gateway listens on.
-fn is_here(origin: &kite::trace::Origin, addr: &SocketAddr) -> bool {
-    let Some(host) = origin.address.as_deref() else {
-        return false;
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let local = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified() || ip == addr.ip());
-    local && origin.port == Some(addr.port())
-}
 
 /// `HOST:PORT` as an address to listen on: as it is, or with its host name looked up (an
 /// IPv4 address first, as `localhost` is most often reached).

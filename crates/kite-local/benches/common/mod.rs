@@ -87,3 +87,30 @@ fn healthy(base: &str) -> bool {
     let mut head = [0u8; 12];
     s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
 }
+
+/// What every bench of the local model starts from: its threads (`KITE_BENCH_THREADS`,
+/// default 1), the model file, and a runtime.
+pub(crate) struct Setup {
+    pub(crate) threads: i32,
+    pub(crate) path: PathBuf,
+    pub(crate) rt: tokio::runtime::Runtime,
+}
+
+impl Setup {
+    /// `None`, said on stderr, when there is no model to measure.
+    pub(crate) fn new() -> Option<Self> {
+        let threads = std::env::var("KITE_BENCH_THREADS")
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(1);
+        let path = kite_local::find_model()
+            .map_err(|e| eprintln!("no model to measure: {e}"))
+            .ok()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        Some(Self { threads, path, rt })
+    }
+}

@@ -252,3 +252,43 @@ pub(super) async fn upstream_models(
         }
     }
 }
+
+/// Where each route's provider is, to refuse a route whose provider is this gateway itself.
+pub(super) struct Upstreams(Vec<(String, kite::trace::Origin)>);
+
+impl Upstreams {
+    pub(super) fn of(routes: &[Route]) -> Self {
+        Self(
+            routes
+                .iter()
+                .map(|r| (r.name.clone(), r.model.origin()))
+                .collect(),
+        )
+    }
+
+    /// Refuses a route that would send its requests to the gateway listening at `addr`.
+    pub(super) fn check_not(&self, addr: &std::net::SocketAddr) -> Result<(), String> {
+        match self.0.iter().find(|(_, o)| is_here(o, addr)) {
+            Some((route, _)) => Err(format!(
+                "route {route:?} would send its requests to this gateway itself ({addr}), and \
+                 they would come back for ever: name its provider's server (--base-url, a \
+                 route's base_url), or unset OPENAI_BASE_URL and ANTHROPIC_BASE_URL if they \
+                 are set for this gateway's clients"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Whether a provider at `origin` is this machine at the port the gateway listens on.
+fn is_here(origin: &kite::trace::Origin, addr: &std::net::SocketAddr) -> bool {
+    let Some(host) = origin.address.as_deref() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let local = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified() || ip == addr.ip());
+    local && origin.port == Some(addr.port())
+}
