@@ -39,8 +39,8 @@ fn merge_at(base: &mut Table, over: Table, at: &str) {
 }
 
 /// The file at `path`'s table made whole on its own: its providers by kite's names, the
-/// user's own in lowercase (a provider named twice is refused), and its skills' folders and prompts file relative to
-/// its folder.
+/// user's own in lowercase (a provider named twice is refused), and its skills' folders and
+/// prompts file relative to its folder.
 pub(crate) fn settle(path: &Path, table: &mut Table) -> Result<(), Error> {
     if let Some(Value::Table(providers)) = table.get_mut("providers") {
         let mut named = Table::new();

@@ -144,14 +144,10 @@ impl<A: Api + Clone> HttpModel<A> {
     /// Puts query parameter `name=value` on every request's URL (an `api-version`, a
     /// gateway's tenant), encoded.
     pub fn query(self, name: &str, value: &str) -> Self {
-        let pair: String = form_urlencoded::Serializer::new(String::new())
-            .append_pair(name, value)
-            .finish();
         self.edit(|i| {
-            if !i.query.is_empty() {
-                i.query.push('&');
-            }
-            i.query.push_str(&pair);
+            i.query = form_urlencoded::Serializer::new(std::mem::take(&mut i.query))
+                .append_pair(name, value)
+                .finish();
         })
     }
 

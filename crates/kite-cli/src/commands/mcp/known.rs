@@ -88,14 +88,15 @@ fn file(id: &str, config: &ServerConfig) -> Option<PathBuf> {
         TransportConfig::Http { url, headers, .. } => {
             put("http");
             // Without its query or user part, which may hold a secret.
-            let bare = url.split(['?', '#']).next().unwrap_or_default();
-            let bare = match bare.split_once("://") {
-                Some((scheme, rest)) => {
-                    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-                    let host = host.rsplit('@').next().unwrap_or_default();
-                    format!("{scheme}://{host}{path}")
+            let bare = match url::Url::parse(url) {
+                Ok(mut u) => {
+                    u.set_query(None);
+                    u.set_fragment(None);
+                    let _ = u.set_username("");
+                    let _ = u.set_password(None);
+                    u.to_string()
                 }
-                None => bare.to_owned(),
+                Err(_) => String::new(),
             };
             put(&bare);
             headers.keys().for_each(|k| put(k));
